@@ -1,0 +1,133 @@
+// expiring/error.hpp: typed errors and the Result<T> that carries them.
+//
+// The store never throws for an outcome a caller can expect. A missing key, a failed
+// NX/XX/GT/LT condition or a refused rename are ordinary return values. What only a
+// run-time value can make invalid (an expire time that overflows, a non-positive SET
+// expiry, NX combined with GT in flags built at run time) comes back as an `Errc` inside a
+// `Result`, and the store is then exactly as it was before the call.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <utility>
+
+namespace expiring {
+
+// Why a call was refused. Each maps to one Redis error reply (see redis/ for the strings).
+enum class Errc : std::uint8_t {
+  // An expire time that is not positive where Redis requires it (SET/GETEX EX/PX/EXAT/PXAT)
+  // or whose conversion to absolute milliseconds overflows a signed 64-bit integer.
+  // Redis: "ERR invalid expire time in '<command>' command".
+  invalid_expire_time = 1,
+  // ExpireFlags::NX together with XX, GT or LT.
+  // Redis: "ERR NX and XX, GT or LT options at the same time are not compatible".
+  nx_and_xx_gt_lt,
+  // ExpireFlags::GT together with LT.
+  // Redis: "ERR GT and LT options at the same time are not compatible".
+  gt_and_lt,
+  // rename()/renamenx() of a key that does not exist (or has expired). Redis: "ERR no such key".
+  no_such_key,
+  // A setting outside its documented range (for example active-expire effort 0 or 11).
+  out_of_range,
+};
+
+// A short, stable description of the error (not Redis's reply text).
+constexpr const char* to_string(Errc e) noexcept {
+  switch (e) {
+    case Errc::invalid_expire_time: return "invalid expire time";
+    case Errc::nx_and_xx_gt_lt: return "NX and XX, GT or LT options at the same time are not compatible";
+    case Errc::gt_and_lt: return "GT and LT options at the same time are not compatible";
+    case Errc::no_such_key: return "no such key";
+    case Errc::out_of_range: return "value out of range";
+  }
+  return "unknown error";
+}
+
+inline std::ostream& operator<<(std::ostream& os, Errc e) { return os << to_string(e); }
+
+// Thrown by Result<T>::value() when the result holds an error: reading a value that is not
+// there is a programming error, not an expected outcome.
+class BadResultAccess : public std::logic_error {
+ public:
+  explicit BadResultAccess(Errc e)
+      : std::logic_error(std::string("expiring::Result holds an error: ") + to_string(e)), error_(e) {}
+  Errc error() const noexcept { return error_; }
+
+ private:
+  Errc error_;
+};
+
+// Either a T or an Errc. Deliberately has no `operator bool`: for Result<bool> it would be
+// ambiguous whether it tests "no error" or the value. Use ok(), value(), error(), or compare:
+// `store.expire(k, 10) == true`, `store.set(k, v, Ex{0}) == Errc::invalid_expire_time`.
+template <class T>
+class Result {
+ public:
+  using value_type = T;
+
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Errc error) : error_(error) {}          // NOLINT: implicit by design
+
+  bool ok() const noexcept { return value_.has_value(); }
+  // The error; unspecified (Errc{}) when ok().
+  Errc error() const noexcept { return error_; }
+
+  T& value() & { check(); return *value_; }
+  const T& value() const& { check(); return *value_; }
+  T&& value() && { check(); return std::move(*value_); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  const T* operator->() const { return &value(); }
+  template <class U>
+  T value_or(U&& fallback) const& { return ok() ? *value_ : static_cast<T>(std::forward<U>(fallback)); }
+
+  friend bool operator==(const Result& r, const T& v) { return r.ok() && *r.value_ == v; }
+  friend bool operator!=(const Result& r, const T& v) { return !(r == v); }
+  friend bool operator==(const Result& r, Errc e) { return !r.ok() && r.error_ == e; }
+  friend bool operator!=(const Result& r, Errc e) { return !(r == e); }
+  friend std::ostream& operator<<(std::ostream& os, const Result& r) {
+    if (!r.ok()) return os << "error(" << r.error_ << ")";
+    return print(os, *r.value_);
+  }
+
+ private:
+  void check() const {
+    if (!value_) throw BadResultAccess(error_);
+  }
+  template <class U>
+  static auto print(std::ostream& os, const U& v, int) -> decltype(os << v) { return os << v; }
+  template <class U>
+  static std::ostream& print(std::ostream& os, const U&, long) { return os << "value"; }
+  static std::ostream& print(std::ostream& os, const T& v) { return print(os, v, 0); }
+
+  std::optional<T> value_;
+  Errc error_{};
+};
+
+// Success or an Errc, for calls with nothing else to return (Redis replies "OK").
+template <>
+class Result<void> {
+ public:
+  Result() = default;
+  Result(Errc error) : error_(error), ok_(false) {}  // NOLINT: implicit by design
+
+  bool ok() const noexcept { return ok_; }
+  Errc error() const noexcept { return error_; }
+  void value() const {
+    if (!ok_) throw BadResultAccess(error_);
+  }
+
+  friend bool operator==(const Result& r, Errc e) { return !r.ok_ && r.error_ == e; }
+  friend bool operator!=(const Result& r, Errc e) { return !(r == e); }
+  friend std::ostream& operator<<(std::ostream& os, const Result& r) {
+    return r.ok_ ? os << "ok" : os << "error(" << r.error_ << ")";
+  }
+
+ private:
+  Errc error_{};
+  bool ok_ = true;
+};
+
+}  // namespace expiring

@@ -1,0 +1,977 @@
+// expiring/expiring_store.hpp: ExpiringStore, Redis's key-expiry semantics in-process.
+//
+// Overview
+// --------
+// ExpiringStore<K, V> is a hash map whose keys can carry a deadline, with exactly the
+// semantics of Redis 7's TTL commands (see SPEC.md). The contract in one paragraph:
+//
+//   A key whose deadline has passed (`now > deadline`) is invisible at once: every read,
+//   write and query treats it as missing. It is deleted lazily, by the first operation that
+//   touches it, and in bulk only when you call tick(), which runs Redis's probabilistic
+//   active-expire cycle within a time budget. The store starts no thread and never reads the
+//   clock more than once per operation; between your calls nothing happens.
+//
+// Each member below is documented with its Redis analogue, what it returns and what it costs.
+// "One probe" means one hash-table lookup; all operations are O(1) expected except where
+// noted.
+//
+// Invalidation: pointers returned by get() and peek() stay valid until the next call of a
+// non-const member. Any non-const member may reclaim stale keys it touches (lazy expiry);
+// tick(), random_key() and every write may move entries in memory.
+//
+// Events: a listener set with set_listener() receives each change with its cause. Events are
+// queued while an operation runs and dispatched when the store is consistent again, just
+// before the operation returns; a listener may read and write the store (the events that
+// causes are dispatched after it returns, in order).
+//
+// Thread safety: none, as for standard containers. Guard a shared store with a mutex.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "clock.hpp"
+#include "detail/arith.hpp"
+#include "detail/keyspace.hpp"
+#include "error.hpp"
+#include "events.hpp"
+#include "hash.hpp"
+#include "options.hpp"
+#include "stats.hpp"
+
+namespace expiring {
+
+namespace detail {
+template <class T, class = void>
+struct is_transparent : std::false_type {};
+template <class T>
+struct is_transparent<T, std::void_t<typename T::is_transparent>> : std::true_type {};
+}  // namespace detail
+
+template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
+          class Clock = SystemClock>
+class ExpiringStore {
+  using keyspace_type = detail::Keyspace<K, V, Hash, KeyEqual>;
+  using entry_type = typename keyspace_type::entry_type;
+  using slot_iterator = typename keyspace_type::slot_iterator;
+
+ public:
+  using key_type = K;
+  using mapped_type = V;
+  using clock_type = Clock;
+  using event_type = KeyEvent<K, V>;
+  using listener_type = std::function<void(const event_type&)>;
+
+  // TTL replies, as Redis: -2 = no such key, -1 = no TTL.
+  static constexpr std::int64_t kNoKey = -2;
+  static constexpr std::int64_t kNoTtl = -1;
+
+  // ==== Construction ======================================================================
+
+  // A store reading `clock` (held by value; pass `ManualClock&` to share one). Throws
+  // std::invalid_argument if options.active_expire_effort is outside 1..10.
+  explicit ExpiringStore(Clock clock, Options options = {}, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
+      : clock_(std::forward<Clock>(clock)),
+        ks_(std::move(hash), std::move(eq), options.seed ? *options.seed : random_seed()),
+        options_(std::move(options)) {
+    if (options_.active_expire_effort < 1 || options_.active_expire_effort > 10) {
+      throw std::invalid_argument("expiring: active_expire_effort must be between 1 and 10");
+    }
+    set_hz(options_.hz);
+    rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_seed();
+    if (options_.reserve != 0) ks_.reserve(options_.reserve);
+  }
+  template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
+  ExpiringStore() : ExpiringStore(Clock{}) {}
+  template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
+  explicit ExpiringStore(Options options) : ExpiringStore(Clock{}, std::move(options)) {}
+
+  // ==== Reading ===========================================================================
+  // Reads count keyspace_hits / keyspace_misses, as Redis does, and reclaim a stale key they
+  // find (cause `expired`). A key is looked up as any type the hash and equality accept
+  // (std::string_view for std::string keys with the default transparent functors).
+
+  // GET. The value, or nullptr when the key is missing or expired. One probe.
+  template <class KK>
+  const V* get(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    if (it == ks_.end()) {
+      flush();
+      return nullptr;
+    }
+    return &ks_.entry(it).value;
+  }
+
+  // EXISTS (one key): whether the key is live. Counts hits/misses like Redis.
+  template <class KK>
+  bool exists(const KK& key) {
+    return read_probe(key);
+  }
+
+  // TOUCH (one key): whether the key is live. (LRU bookkeeping comes with eviction.)
+  template <class KK>
+  bool touch(const KK& key) {
+    return read_probe(key);
+  }
+
+  // TTL: remaining seconds rounded half up; -2 missing, -1 no TTL; 0 at the deadline itself.
+  template <class KK>
+  std::int64_t ttl(const KK& key) {
+    return ttl_query(key, /*absolute=*/false, /*seconds=*/true);
+  }
+  // PTTL: remaining milliseconds; -2 missing, -1 no TTL.
+  template <class KK>
+  std::int64_t pttl(const KK& key) {
+    return ttl_query(key, false, false);
+  }
+  // EXPIRETIME: the absolute deadline in Unix seconds, rounded half up; -2 / -1 as TTL.
+  template <class KK>
+  std::int64_t expiretime(const KK& key) {
+    return ttl_query(key, true, true);
+  }
+  // PEXPIRETIME: the absolute deadline in Unix milliseconds; -2 / -1 as TTL.
+  template <class KK>
+  std::int64_t pexpiretime(const KK& key) {
+    return ttl_query(key, true, false);
+  }
+
+  // ==== Writing ===========================================================================
+
+  // SET key value [NX|XX] [EX|PX|EXAT|PXAT|KEEPTTL].
+  // Without an expiry argument the key's TTL is removed, as Redis's SET does; KeepTtl keeps
+  // the TTL of a live key. Returns true when the value was stored (Redis "OK"), false when
+  // NX/XX refused it (Redis nil). With ExAt/PxAt at or before now (SPEC D4) an existing key is
+  // deleted (cause `del`), nothing is stored, and the result is true.
+  // Errors (nothing changes): Errc::invalid_expire_time when an EX/PX/EXAT/PXAT value is not
+  // positive or its absolute deadline overflows int64.
+  // Cost: one probe (two with XX or a past deadline). Events: `set`, then `expire` if a TTL
+  // was given.
+  template <class KK, class VV>
+  Result<bool> set(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
+    const std::int64_t now = now_ms();
+    Result<bool> r = write(std::forward<KK>(key), std::forward<VV>(value), expiry.spec(), cond, now, nullptr);
+    flush();
+    return r;
+  }
+  template <class KK, class VV>
+  Result<bool> set(KK&& key, VV&& value, SetCond cond) {
+    return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, cond);
+  }
+
+  // SET ... GET: as set(), but returns the previous live value (nullopt if none), whether or
+  // not NX/XX let the write happen. Counts a hit or miss for the read, as Redis does.
+  template <class KK, class VV>
+  Result<std::optional<V>> set_get(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
+    const std::int64_t now = now_ms();
+    std::optional<V> old;
+    Result<bool> r = write(std::forward<KK>(key), std::forward<VV>(value), expiry.spec(), cond, now, &old);
+    flush();
+    if (!r.ok()) return r.error();
+    return old;
+  }
+
+  // SETNX: set only if absent; true if set.
+  template <class KK, class VV>
+  bool setnx(KK&& key, VV&& value) {
+    return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, SetCond::NX).value();
+  }
+  // SETEX key seconds value. Errc::invalid_expire_time for seconds <= 0 or overflow.
+  template <class KK, class VV>
+  Result<void> setex(KK&& key, std::int64_t seconds, VV&& value) {
+    return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Ex{seconds}));
+  }
+  // PSETEX key milliseconds value. Errc::invalid_expire_time for ms <= 0 or overflow.
+  template <class KK, class VV>
+  Result<void> psetex(KK&& key, std::int64_t ms, VV&& value) {
+    return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ms}));
+  }
+  // GETSET: stores the value without TTL and returns the previous live value.
+  template <class KK, class VV>
+  std::optional<V> getset(KK&& key, VV&& value) {
+    return set_get(std::forward<KK>(key), std::forward<VV>(value)).value();
+  }
+
+  // GETEX key [EX|PX|EXAT|PXAT|PERSIST]: returns a copy of the live value (nullopt if
+  // missing) and then applies the option. A missing key returns nullopt without validating
+  // the option, as Redis does. ExAt/PxAt at or before now delete the key after reading it
+  // (cause `del`). Errors (value not returned, nothing changes): Errc::invalid_expire_time.
+  template <class KK>
+  Result<std::optional<V>> getex(const KK& key, GetExExpiry option = {}) {
+    const std::int64_t now = now_ms();
+    Result<std::optional<V>> r = getex_at(key, option.spec(), now);
+    flush();
+    return r;
+  }
+
+  // GETDEL: removes a live key and returns its value (nullopt if missing). Cause `del`.
+  template <class KK>
+  std::optional<V> getdel(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    std::optional<V> out;
+    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    if (it != ks_.end()) {
+      out.emplace(std::move(ks_.entry(it).value));
+      ks_.erase(it, [&](entry_type& e) {
+        if (listener_) pending_.push_back(Pending{KeyEventCause::del, std::move(e.key), out});
+      });
+    }
+    flush();
+    return out;
+  }
+
+  // In-place update: calls fn(V&) on the live value and keeps its TTL (SPEC §2.9: "overwrite
+  // clears the TTL, update keeps it"; Redis's APPEND/INCR). Returns false if the key is
+  // missing. Cause `update`. fn must not call the store.
+  template <class KK, class F>
+  bool modify(const KK& key, F&& fn) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    bool found = it != ks_.end();
+    if (found) {
+      entry_type& e = ks_.entry(it);
+      std::forward<F>(fn)(e.value);
+      emit(KeyEventCause::update, e.key);
+    }
+    flush();
+    return found;
+  }
+
+  // DEL (one key): true if a live key was removed (cause `del`). A stale key is reclaimed as
+  // an expiry (cause `expired`, counted in expired_keys) and not counted: false.
+  template <class KK>
+  bool del(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    const bool found = it != ks_.end();
+    if (found) remove(it, KeyEventCause::del);
+    flush();
+    return found;
+  }
+  // UNLINK (one key): as del().
+  template <class KK>
+  bool unlink(const KK& key) {
+    return del(key);
+  }
+
+  // ==== TTL ===============================================================================
+  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT with NX / XX / GT / LT (SPEC B §2.1).
+  // Returns true when the TTL was set or the key deleted, false when the key is missing or a
+  // condition failed (nothing changes). A deadline at or before now deletes the key at once
+  // (cause `del`, not counted as an expiry: SPEC D3). No TTL counts as infinite for GT/LT.
+  // Errors, checked before the key is looked up (nothing changes):
+  //   Errc::nx_and_xx_gt_lt, Errc::gt_and_lt for invalid flag sets;
+  //   Errc::invalid_expire_time when the deadline overflows int64.
+
+  template <class KK>
+  Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None) {
+    return expire_generic(key, seconds, true, true, flags);
+  }
+  template <class KK>
+  Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None) {
+    return expire_generic(key, ms, false, true, flags);
+  }
+  template <class KK>
+  Result<bool> expireat(const KK& key, std::int64_t unix_seconds, ExpireFlags flags = ExpireFlags::None) {
+    return expire_generic(key, unix_seconds, true, false, flags);
+  }
+  template <class KK>
+  Result<bool> pexpireat(const KK& key, std::int64_t unix_ms, ExpireFlags flags = ExpireFlags::None) {
+    return expire_generic(key, unix_ms, false, false, flags);
+  }
+
+  // PERSIST: removes the TTL of a live key; true if it had one (cause `persist`).
+  template <class KK>
+  bool persist(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    bool removed = false;
+    if (it != ks_.end()) {
+      const std::uint32_t i = it->index;
+      removed = ks_.clear_deadline(i);
+      if (removed) emit(KeyEventCause::persist, ks_.entry(i).key);
+    }
+    flush();
+    return removed;
+  }
+
+  // ==== Keyspace ==========================================================================
+
+  // RENAME src dst: moves src's value and TTL (or lack of one) to dst, replacing dst and its
+  // TTL. `rename(k, k)` of a live key changes nothing. Errc::no_such_key if src is missing.
+  // Events: `rename_from` (src), `rename_to` (dst).
+  template <class K1, class K2>
+  Result<void> rename(const K1& src, const K2& dst) {
+    const std::int64_t now = now_ms();
+    Result<bool> r = rename_at(src, dst, false, now);
+    flush();
+    if (!r.ok()) return r.error();
+    return {};
+  }
+  // RENAMENX src dst: as rename() but only when dst is absent; false otherwise (also for
+  // src == dst). Errc::no_such_key if src is missing.
+  template <class K1, class K2>
+  Result<bool> renamenx(const K1& src, const K2& dst) {
+    const std::int64_t now = now_ms();
+    Result<bool> r = rename_at(src, dst, true, now);
+    flush();
+    return r;
+  }
+
+  // DBSIZE: stored keys, including expired ones not yet reclaimed (SPEC D10). O(1).
+  std::size_t size() const noexcept { return ks_.size(); }
+  bool empty() const noexcept { return ks_.size() == 0; }
+  // Stored keys with a TTL (INFO keyspace `expires=`). O(1).
+  std::size_t expires_size() const noexcept { return ks_.expires_size(); }
+
+  // FLUSHDB: removes everything, with no per-key events. Statistics are kept.
+  void clear() noexcept {
+    ks_.clear();
+    cursor_ = 0;
+    avg_ttl_ = 0;
+  }
+
+  // Reserves room for n keys.
+  void reserve(std::size_t n) { ks_.reserve(n); }
+
+  // KEYS *: copies of the live keys, in storage order. Stale keys are skipped, not deleted
+  // (as Redis's KEYS). O(size).
+  std::vector<K> keys() const {
+    const std::int64_t now = now_ms();
+    std::vector<K> out;
+    for (const entry_type& e : ks_.entries()) {
+      if (!e.is_stale(now)) out.push_back(e.key);
+    }
+    return out;
+  }
+
+  // RANDOMKEY: a uniformly random live key, nullopt when there is none. Stale keys it lands
+  // on are reclaimed (cause `expired`) and it tries again, as Redis's dbRandomKey.
+  std::optional<K> random_key() {
+    const std::int64_t now = now_ms();
+    std::optional<K> out;
+    while (ks_.size() != 0) {
+      const auto i = static_cast<std::uint32_t>(next_random() % ks_.size());
+      if (!ks_.entry(i).is_stale(now)) {
+        out.emplace(ks_.entry(i).key);
+        break;
+      }
+      expire_entry(ks_.slot_of(i));
+    }
+    flush();
+    return out;
+  }
+
+  // Iteration over live entries (a quiet path: no statistics, nothing deleted). The clock is
+  // read once, by begin(). Any non-const call invalidates iterators.
+  struct EntryView {
+    const K& key;
+    const V& value;
+    std::int64_t pexpiretime;  // absolute deadline in Unix ms, or -1 without TTL
+  };
+  class const_iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = EntryView;
+    using difference_type = std::ptrdiff_t;
+    using reference = EntryView;
+    struct pointer {
+      EntryView view;
+      const EntryView* operator->() const noexcept { return &view; }
+    };
+
+    const_iterator() = default;
+    reference operator*() const {
+      const entry_type& e = store_->ks_.entry(i_);
+      return EntryView{e.key, e.value, e.is_volatile() ? e.deadline : kNoTtl};
+    }
+    pointer operator->() const { return pointer{**this}; }
+    const_iterator& operator++() {
+      ++i_;
+      skip_stale();
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator old = *this;
+      ++*this;
+      return old;
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) noexcept { return a.i_ == b.i_; }
+    friend bool operator!=(const const_iterator& a, const const_iterator& b) noexcept { return a.i_ != b.i_; }
+
+   private:
+    friend class ExpiringStore;
+    const_iterator(const ExpiringStore* s, std::uint32_t i, std::int64_t now) : store_(s), i_(i), now_(now) {
+      skip_stale();
+    }
+    void skip_stale() {
+      while (i_ < store_->ks_.size() && store_->ks_.entry(i_).is_stale(now_)) ++i_;
+    }
+    const ExpiringStore* store_ = nullptr;
+    std::uint32_t i_ = 0;
+    std::int64_t now_ = 0;
+  };
+  const_iterator begin() const { return const_iterator(this, 0, now_ms()); }
+  const_iterator end() const { return const_iterator(this, static_cast<std::uint32_t>(ks_.size()), 0); }
+
+  // ==== Active expiry =====================================================================
+
+  // One run of Redis's active-expire cycle (SPEC B §3.3): rounds of keys_per_loop samples
+  // taken by a resumable cursor over the expiry table, repeated while more than
+  // acceptable_stale% of a round expired, stopping when a full pass completes, and checking
+  // the time budget every 16 rounds (slow: slow_time_perc% of 1/hz; fast: fast_duration).
+  // A fast cycle runs only if the previous cycle hit its budget or the stale average is at
+  // least acceptable_stale% (SPEC D8: the intended comparison, not Redis's unit defect
+  // #15410), and not within 2*fast_duration of the previous fast cycle.
+  // With Options::full_pass_ticks = N > 0 a slow tick also visits at least
+  // ceil(expires_size / N) positions (SPEC D9), so due keys never wait more than N ticks.
+  // Deletes with the same predicate as reads (now > deadline, SPEC D2). Cause `expired`.
+  TickReport tick(CycleKind kind = CycleKind::Slow);
+
+  // CONFIG SET hz: clamped to [1, 500], as Redis.
+  void set_hz(int hz) noexcept { options_.hz = hz < 1 ? 1 : (hz > 500 ? 500 : hz); }
+  // CONFIG SET active-expire-effort: 1..10, else Errc::out_of_range and nothing changes.
+  Result<void> set_active_expire_effort(int effort) noexcept {
+    if (effort < 1 || effort > 10) return Errc::out_of_range;
+    options_.active_expire_effort = effort;
+    return {};
+  }
+  // DEBUG SET-ACTIVE-EXPIRE 0|1.
+  void set_active_expire_enabled(bool on) noexcept { options_.active_expire_enabled = on; }
+  const Options& options() const noexcept { return options_; }
+  // The parameters the current effort and hz give (SPEC B §3.2).
+  CycleParams cycle() const noexcept { return cycle_params(options_.active_expire_effort, options_.hz); }
+
+  // ==== Events and statistics =============================================================
+
+  // Receives every key event (see events.hpp); an empty function removes the listener.
+  void set_listener(listener_type listener) { listener_ = std::move(listener); }
+
+  // INFO stats and keyspace figures (SPEC D12).
+  Stats stats() const noexcept {
+    Stats s = stats_;
+    s.expired_stale_perc = stale_fraction_ * 100.0;
+    s.avg_ttl = avg_ttl_;
+    s.keys = ks_.size();
+    s.expires = ks_.expires_size();
+    return s;
+  }
+  // CONFIG RESETSTAT: zeroes the counters and the stale average.
+  void reset_stats() noexcept {
+    stats_ = Stats{};
+    stale_fraction_ = 0.0;
+  }
+
+  // ==== Inspection (a quiet side door) ====================================================
+
+  // The live value without side effects: no statistics, no lazy deletion, no events.
+  template <class KK>
+  const V* peek(const KK& key) const {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
+    return (e == nullptr || e->is_stale(now)) ? nullptr : &e->value;
+  }
+  // The clock's reading, as the store's next operation would see it.
+  std::int64_t now_ms() const { return clock_.now_ms(); }
+  // Verifies the engine's internal invariants (for tests; O(size)).
+  bool check_invariants() const { return ks_.check_invariants(); }
+
+ private:
+  struct Pending {
+    KeyEventCause cause;
+    K key;
+    std::optional<V> value;
+  };
+
+  static constexpr bool kTransparent = detail::is_transparent<Hash>::value && detail::is_transparent<KeyEqual>::value;
+
+  // The key to probe with: the caller's own object when the functors are transparent (or it
+  // already is a K), else a K built from it.
+  template <class KK>
+  static decltype(auto) lookup_key(const KK& key) {
+    if constexpr (kTransparent || std::is_same_v<KK, K>) {
+      return (key);
+    } else {
+      return K(key);
+    }
+  }
+
+  static std::uint64_t random_seed() {
+    std::uint64_t s = 0;
+    try {
+      std::random_device rd;
+      s = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+    } catch (...) {
+    }
+    return s ^ static_cast<std::uint64_t>(SteadyMicrosClock{}()) ^ 0x243F6A8885A308D3ull;
+  }
+  std::uint64_t next_random() noexcept {  // splitmix64
+    std::uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  std::int64_t budget_now() const {
+    return options_.budget_clock_us ? options_.budget_clock_us() : SteadyMicrosClock{}();
+  }
+
+  // ---- events ----
+  void emit(KeyEventCause cause, const K& key) {
+    if (listener_) pending_.push_back(Pending{cause, key, std::nullopt});
+  }
+  void flush() {
+    if (!pending_.empty()) dispatch();
+  }
+  void dispatch();
+
+  // ---- lookups and removal ----
+
+  // Finds a live key; a stale one is reclaimed (cause `expired`) and reported missing.
+  // `read` counts keyspace hits/misses (Redis's lookupKeyRead vs lookupKeyWrite).
+  template <class KK>
+  slot_iterator lookup(const KK& lk, std::uint32_t h, std::int64_t now, bool read) {
+    auto it = ks_.find(lk, h);
+    if (it != ks_.end()) {
+      if (!ks_.entry(it).is_stale(now)) {
+        if (read) ++stats_.keyspace_hits;
+        return it;
+      }
+      expire_entry(it);
+      it = ks_.end();
+    }
+    if (read) ++stats_.keyspace_misses;
+    return it;
+  }
+  template <class KK>
+  bool read_probe(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    const bool found = lookup(lk, ks_.hash_of(lk), now, true) != ks_.end();
+    flush();
+    return found;
+  }
+  void remove(slot_iterator it, KeyEventCause cause) {
+    ks_.erase(it, [&](entry_type& e) {
+      if (listener_) pending_.push_back(Pending{cause, std::move(e.key), std::move(e.value)});
+    });
+  }
+  void expire_entry(slot_iterator it) {
+    ++stats_.expired_keys;
+    remove(it, KeyEventCause::expired);
+  }
+
+  // Resolves an EX/PX/EXAT/PXAT argument of SET or GETEX to an absolute deadline
+  // (SPEC B §2.4 step 1): the value must be positive; the conversion must not overflow.
+  static Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
+    std::int64_t v = spec.value;
+    if (v <= 0) return Errc::invalid_expire_time;
+    const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
+    const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
+    if (seconds && !detail::seconds_to_ms(v, v)) return Errc::invalid_expire_time;
+    if (relative && !detail::checked_add(v, now, v)) return Errc::invalid_expire_time;
+    return v;
+  }
+  static bool has_deadline(detail::ExpirySpec spec) noexcept {
+    return spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px ||
+           spec.kind == detail::ExpiryKind::exat || spec.kind == detail::ExpiryKind::pxat;
+  }
+
+  template <class KK, class VV>
+  Result<bool> write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond, std::int64_t now,
+                     std::optional<V>* old);
+  template <class KK>
+  Result<std::optional<V>> getex_at(const KK& key, detail::ExpirySpec spec, std::int64_t now);
+  template <class KK>
+  std::int64_t ttl_query(const KK& key, bool absolute, bool seconds);
+  template <class KK>
+  Result<bool> expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative, ExpireFlags flags);
+  template <class K1, class K2>
+  Result<bool> rename_at(const K1& src, const K2& dst, bool nx, std::int64_t now);
+
+  static Result<void> status_of(const Result<bool>& r) {
+    if (!r.ok()) return r.error();
+    return {};
+  }
+
+  void fold_avg_ttl(std::int64_t ttl_sum, std::int64_t ttl_samples, std::uint32_t rounds);
+
+  Clock clock_;
+  keyspace_type ks_;
+  Options options_;
+  Stats stats_{};
+  double stale_fraction_ = 0.0;        // Redis stat_expired_stale_perc (a fraction)
+  std::int64_t avg_ttl_ = 0;           // Redis db->avg_ttl (ms)
+  std::size_t cursor_ = 0;             // the active cycle's position in the expiry table
+  bool timelimit_exit_ = false;        // did the previous cycle stop on its budget?
+  std::int64_t last_fast_cycle_us_ = detail::kInt64Min / 2;
+  std::uint64_t rng_ = 0;
+  listener_type listener_;
+  std::vector<Pending> pending_;
+  bool dispatching_ = false;
+};
+
+// =========================================================================================
+// Implementation. Each command is one function below, in the order of the class.
+// =========================================================================================
+
+// SET and its variants (SPEC B §2.4, Part A D4, D5, D11).
+template <class K, class V, class H, class E, class C>
+template <class KK, class VV>
+Result<bool> ExpiringStore<K, V, H, E, C>::write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond,
+                                                  std::int64_t now, std::optional<V>* old) {
+  // 1. The expire argument is validated before anything is looked up.
+  std::int64_t when = detail::kNoDeadline;
+  const bool with_deadline = has_deadline(spec);
+  if (with_deadline) {
+    Result<std::int64_t> w = resolve_positive(spec, now);
+    if (!w.ok()) return w.error();
+    when = *w;
+    ks_.reserve_one_deadline();
+  }
+  const bool keep_ttl = spec.kind == detail::ExpiryKind::keepttl;
+  const auto& lk = lookup_key(key);
+  const std::uint32_t h = ks_.hash_of(lk);
+
+  // 2. GET: a read lookup (counts a hit or miss, reclaims a stale key).
+  if (old != nullptr) {
+    auto it = lookup(lk, h, now, true);
+    if (it != ks_.end()) *old = ks_.entry(it).value;
+  }
+
+  // Applies the new value and TTL to a live entry or a freshly inserted one.
+  auto apply = [&](std::uint32_t i, bool fresh) {
+    entry_type& e = ks_.entry(i);
+    if (!fresh) e.value = std::forward<VV>(value);
+    if (with_deadline) {
+      ks_.set_deadline(i, when);
+    } else if (!keep_ttl) {
+      ks_.clear_deadline(i);
+    }
+    emit(KeyEventCause::set, e.key);
+    if (with_deadline) emit(KeyEventCause::expire, e.key);
+  };
+
+  // 3-5. XX, or an absolute deadline already past: look up without inserting.
+  const bool past = with_deadline && when <= now;
+  if (cond == SetCond::XX || past) {
+    auto it = lookup(lk, h, now, false);
+    const bool found = it != ks_.end();
+    if ((cond == SetCond::XX && !found) || (cond == SetCond::NX && found)) return false;
+    if (past) {
+      if (found) remove(it, KeyEventCause::del);
+      return true;
+    }
+    apply(it->index, false);
+    return true;
+  }
+
+  // Otherwise find or insert in one probe.
+  auto [i, inserted] = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value));
+  if (!inserted && ks_.entry(i).is_stale(now)) {
+    // D11: a write on a stale key first reclaims it as an expiry; then the key is new.
+    expire_entry(ks_.slot_of(i));
+    std::tie(i, inserted) = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value));
+  }
+  if (!inserted && cond == SetCond::NX) return false;
+  apply(i, inserted);
+  return true;
+}
+
+// GETEX (SPEC B §2.6).
+template <class K, class V, class H, class E, class C>
+template <class KK>
+Result<std::optional<V>> ExpiringStore<K, V, H, E, C>::getex_at(const KK& key, detail::ExpirySpec spec,
+                                                                 std::int64_t now) {
+  const auto& lk = lookup_key(key);
+  auto it = lookup(lk, ks_.hash_of(lk), now, true);
+  if (it == ks_.end()) return std::optional<V>{};  // missing: the option is not validated
+  std::int64_t when = 0;
+  const bool with_deadline = has_deadline(spec);
+  if (with_deadline) {
+    Result<std::int64_t> w = resolve_positive(spec, now);
+    if (!w.ok()) return w.error();
+    when = *w;
+    ks_.reserve_one_deadline();
+  }
+  const std::uint32_t i = it->index;
+  std::optional<V> out(ks_.entry(i).value);
+  if (with_deadline) {
+    if (when <= now) {
+      remove(it, KeyEventCause::del);  // D3: a deletion, not an expiry
+    } else {
+      ks_.set_deadline(i, when);
+      emit(KeyEventCause::expire, ks_.entry(i).key);
+    }
+  } else if (spec.kind == detail::ExpiryKind::persist && ks_.clear_deadline(i)) {
+    emit(KeyEventCause::persist, ks_.entry(i).key);
+  }
+  return out;
+}
+
+// TTL / PTTL / EXPIRETIME / PEXPIRETIME (SPEC B §2.2, D6).
+template <class K, class V, class H, class E, class C>
+template <class KK>
+std::int64_t ExpiringStore<K, V, H, E, C>::ttl_query(const KK& key, bool absolute, bool seconds) {
+  const std::int64_t now = now_ms();
+  const auto& lk = lookup_key(key);
+  auto it = lookup(lk, ks_.hash_of(lk), now, true);
+  std::int64_t out = kNoKey;
+  if (it != ks_.end()) {
+    const entry_type& e = ks_.entry(it);
+    if (!e.is_volatile()) {
+      out = kNoTtl;
+    } else {
+      std::int64_t x = absolute ? e.deadline : detail::saturating_sub(e.deadline, now);
+      if (x < 0) x = 0;
+      out = seconds ? detail::ms_to_seconds_rounded(x) : x;
+    }
+  }
+  flush();
+  return out;
+}
+
+// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (SPEC B §2.1, D3, D6).
+template <class K, class V, class H, class E, class C>
+template <class KK>
+Result<bool> ExpiringStore<K, V, H, E, C>::expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative,
+                                                          ExpireFlags flags) {
+  // 1. Flags, then 2-3. the number: errors win over "missing key".
+  const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
+  const bool gt = has(flags, ExpireFlags::GT), lt = has(flags, ExpireFlags::LT);
+  if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
+  if (gt && lt) return Errc::gt_and_lt;
+  const std::int64_t now = now_ms();
+  std::int64_t when = v;
+  if (seconds && !detail::seconds_to_ms(when, when)) return Errc::invalid_expire_time;
+  if (relative && !detail::checked_add(when, now, when)) return Errc::invalid_expire_time;
+
+  // 4. A write lookup.
+  const auto& lk = lookup_key(key);
+  auto it = lookup(lk, ks_.hash_of(lk), now, false);
+  bool applied = false;
+  if (it != ks_.end()) {
+    const std::uint32_t i = it->index;
+    const entry_type& e = ks_.entry(i);
+    // 5. Conditions; no TTL counts as infinite.
+    const bool has_ttl = e.is_volatile();
+    bool ok = true;
+    if (nx && has_ttl) ok = false;
+    if (xx && !has_ttl) ok = false;
+    if (gt && (!has_ttl || when <= e.deadline)) ok = false;
+    if (lt && has_ttl && when >= e.deadline) ok = false;
+    // 6. Apply.
+    if (ok) {
+      if (when <= now) {
+        remove(it, KeyEventCause::del);
+      } else {
+        ks_.reserve_one_deadline();
+        ks_.set_deadline(i, when);
+        emit(KeyEventCause::expire, ks_.entry(i).key);
+      }
+      applied = true;
+    }
+  }
+  flush();
+  return applied;
+}
+
+// RENAME / RENAMENX (SPEC B §2.9).
+template <class K, class V, class H, class E, class C>
+template <class K1, class K2>
+Result<bool> ExpiringStore<K, V, H, E, C>::rename_at(const K1& src, const K2& dst, bool nx, std::int64_t now) {
+  const auto& ls = lookup_key(src);
+  const auto& ld = lookup_key(dst);
+  const std::uint32_t hs = ks_.hash_of(ls);
+  const std::uint32_t hd = ks_.hash_of(ld);
+  auto sit = lookup(ls, hs, now, false);
+  if (sit == ks_.end()) return Errc::no_such_key;
+  auto dit = lookup(ld, hd, now, false);
+  // lookup(ld) may have reclaimed a stale dst and moved entries: find src again.
+  sit = ks_.find(ls, hs);
+  if (dit != ks_.end() && dit->index == sit->index) return !nx;  // the same key
+  if (dit != ks_.end() && nx) return false;
+
+  if (dit != ks_.end()) {
+    // dst exists: it takes src's value and TTL; then src goes.
+    const std::uint32_t s = sit->index, d = dit->index;
+    entry_type& se = ks_.entry(s);
+    entry_type& de = ks_.entry(d);
+    ks_.reserve_one_deadline();
+    de.value = std::move(se.value);
+    if (se.is_volatile()) {
+      ks_.set_deadline(d, se.deadline);
+    } else {
+      ks_.clear_deadline(d);
+    }
+    emit(KeyEventCause::rename_from, se.key);
+    emit(KeyEventCause::rename_to, de.key);
+    ks_.erase(sit, [](entry_type&) {});
+    return true;
+  }
+  // dst absent: a new entry for dst takes src's value and TTL; then src goes.
+  const std::uint32_t s = sit->index;
+  const bool was_volatile = ks_.entry(s).is_volatile();
+  const std::int64_t deadline = ks_.entry(s).deadline;
+  ks_.reserve_one_deadline();
+  const std::uint32_t d = ks_.try_emplace(ld, hd, dst, std::move(ks_.entry(s).value)).first;
+  if (was_volatile) ks_.set_deadline(d, deadline);
+  emit(KeyEventCause::rename_from, ks_.entry(s).key);
+  emit(KeyEventCause::rename_to, ks_.entry(d).key);
+  ks_.erase(ks_.slot_of(s), [](entry_type&) {});
+  return true;
+}
+
+template <class K, class V, class H, class E, class C>
+void ExpiringStore<K, V, H, E, C>::dispatch() {
+  if (dispatching_ || !listener_) {
+    if (!listener_) pending_.clear();
+    return;
+  }
+  dispatching_ = true;
+  struct Reset {
+    ExpiringStore* s;
+    ~Reset() {
+      s->dispatching_ = false;
+      s->pending_.clear();
+    }
+  } reset{this};
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    Pending ev = std::move(pending_[i]);
+    listener_(event_type{ev.cause, ev.key, ev.value ? &*ev.value : nullptr});
+    if (!listener_) break;
+  }
+}
+
+// The active-expire cycle (SPEC B §3.3, D2, D8, D9).
+template <class K, class V, class H, class E, class C>
+TickReport ExpiringStore<K, V, H, E, C>::tick(CycleKind kind) {
+  TickReport report;
+  if (!options_.active_expire_enabled) return report;
+  const CycleParams p = cycle();
+  const bool fast = kind == CycleKind::Fast;
+  const std::int64_t start = budget_now();
+
+  if (fast) {
+    // D8: Redis compares the stale *fraction* with a percentage (#15410), so in Redis a fast
+    // cycle effectively runs only after a capped one. We compare percentages, as intended.
+    if (!timelimit_exit_ && stale_fraction_ * 100.0 < static_cast<double>(p.acceptable_stale)) return report;
+    if (start < last_fast_cycle_us_ + 2 * p.fast_duration_us) return report;
+    last_fast_cycle_us_ = start;
+  }
+  report.ran = true;
+  const std::int64_t timelimit = fast ? p.fast_duration_us : p.slow_time_limit_us;
+  timelimit_exit_ = false;
+
+  // D9: the guaranteed sweep of a slow tick.
+  std::uint64_t min_visits = 0;
+  if (!fast && options_.full_pass_ticks != 0) {
+    min_visits = (ks_.expires_size() + options_.full_pass_ticks - 1) / options_.full_pass_ticks;
+  }
+
+  const std::int64_t now = now_ms();  // D7: one reading for the whole tick
+  std::int64_t ttl_sum = 0, ttl_samples = 0;
+  std::uint32_t rounds_since_fold = 0;
+  bool repeat = true;
+  while (repeat) {
+    ++report.rounds;
+    ++rounds_since_fold;
+    std::size_t num = ks_.expires_size();
+    if (num == 0) {
+      avg_ttl_ = 0;
+      break;
+    }
+    if (num > static_cast<std::size_t>(p.keys_per_loop)) num = static_cast<std::size_t>(p.keys_per_loop);
+    if (cursor_ >= ks_.expires_size()) cursor_ = 0;
+
+    std::uint64_t sampled = 0, expired = 0;
+    bool pass_done = false;
+    while (sampled < num) {
+      const std::uint32_t i = ks_.expiry_at(cursor_);
+      const entry_type& e = ks_.entry(i);
+      ++sampled;
+      if (e.is_stale(now)) {
+        // The expiry table's last element moves into this position: stay on it.
+        expire_entry(ks_.slot_of(i));
+        ++expired;
+      } else {
+        const std::int64_t ttl = detail::saturating_sub(e.deadline, now);
+        if (ttl > 0) {
+          // Keep the sum from overflowing: deadlines near INT64_MAX would.
+          const std::int64_t capped = ttl > (detail::kInt64Max >> 8) ? (detail::kInt64Max >> 8) : ttl;
+          ttl_sum += capped;
+          ++ttl_samples;
+        }
+        ++cursor_;
+      }
+      if (cursor_ >= ks_.expires_size()) {
+        cursor_ = 0;
+        pass_done = true;
+        break;
+      }
+    }
+    report.sampled += sampled;
+    report.expired += expired;
+    report.pass_completed = report.pass_completed || pass_done;
+
+    repeat = !pass_done && (sampled == 0 || expired * 100 / sampled > static_cast<std::uint64_t>(p.acceptable_stale));
+    if (!pass_done && report.sampled < min_visits) repeat = true;
+
+    if (report.rounds % 16 == 0 || !repeat) {
+      fold_avg_ttl(ttl_sum, ttl_samples, rounds_since_fold);
+      ttl_sum = ttl_samples = 0;
+      rounds_since_fold = 0;
+    }
+    if (repeat && report.rounds % 16 == 0 && budget_now() - start > timelimit) {
+      report.time_cap_hit = true;
+      break;
+    }
+    if (repeat && options_.max_rounds_per_tick != 0 && report.rounds >= options_.max_rounds_per_tick) {
+      report.time_cap_hit = true;
+      break;
+    }
+  }
+  if (report.time_cap_hit) {
+    timelimit_exit_ = true;
+    ++stats_.expired_time_cap_reached_count;
+  }
+  report.elapsed_us = budget_now() - start;
+  if (report.elapsed_us > 0) stats_.expire_cycle_cpu_microseconds += static_cast<std::uint64_t>(report.elapsed_us);
+  const double current =
+      report.sampled != 0 ? static_cast<double>(report.expired) / static_cast<double>(report.sampled) : 0.0;
+  stale_fraction_ = current * 0.05 + stale_fraction_ * 0.95;
+  flush();
+  return report;
+}
+
+// avg_ttl as Redis 7.4: the first estimate is taken as is; later ones are blended in with
+// weight 1 - 0.98^rounds (2% per sampling round).
+template <class K, class V, class H, class E, class C>
+void ExpiringStore<K, V, H, E, C>::fold_avg_ttl(std::int64_t ttl_sum, std::int64_t ttl_samples,
+                                                std::uint32_t rounds) {
+  if (ttl_samples == 0) return;
+  const std::int64_t sample = ttl_sum / ttl_samples;
+  if (avg_ttl_ == 0) {
+    avg_ttl_ = sample;
+    return;
+  }
+  double keep = 1.0;
+  for (std::uint32_t r = 0; r < rounds && keep > 1e-9; ++r) keep *= 0.98;
+  avg_ttl_ = static_cast<std::int64_t>(static_cast<double>(avg_ttl_) * keep + static_cast<double>(sample) * (1.0 - keep));
+}
+
+}  // namespace expiring

@@ -1,0 +1,183 @@
+// expiring/options.hpp: the arguments of SET/GETEX/EXPIRE and the store's settings.
+//
+// Expiry arguments are typed so that combinations Redis rejects with "syntax error" cannot
+// be written: a SET takes at most one of Ex, Px, ExAt, PxAt, KeepTtl; GETEX at most one of
+// Ex, Px, ExAt, PxAt, Persist; NX and XX of SET are one enum. The EXPIRE-family flags are a
+// bit set because Redis accepts some combinations (XX|GT, XX|LT); the invalid ones (NX with
+// anything, GT with LT) are reported as a typed error at run time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace expiring {
+
+// ---- Expiry arguments -------------------------------------------------------------------
+
+// Relative seconds (Redis EX). Must be positive in SET/GETEX.
+struct Ex {
+  std::int64_t seconds;
+  constexpr explicit Ex(std::int64_t s) noexcept : seconds(s) {}
+  constexpr Ex(std::chrono::seconds s) noexcept : seconds(static_cast<std::int64_t>(s.count())) {}  // NOLINT
+};
+// Relative milliseconds (Redis PX). Must be positive in SET/GETEX.
+struct Px {
+  std::int64_t ms;
+  constexpr explicit Px(std::int64_t m) noexcept : ms(m) {}
+  constexpr Px(std::chrono::milliseconds m) noexcept : ms(static_cast<std::int64_t>(m.count())) {}  // NOLINT
+};
+// Absolute Unix seconds (Redis EXAT). Must be positive.
+struct ExAt {
+  std::int64_t unix_seconds;
+  constexpr explicit ExAt(std::int64_t s) noexcept : unix_seconds(s) {}
+};
+// Absolute Unix milliseconds (Redis PXAT). Must be positive.
+struct PxAt {
+  std::int64_t unix_ms;
+  constexpr explicit PxAt(std::int64_t m) noexcept : unix_ms(m) {}
+};
+// SET ... KEEPTTL: keep the TTL of the live key being overwritten.
+struct KeepTtl {};
+// GETEX ... PERSIST: remove the TTL.
+struct Persist {};
+
+namespace detail {
+enum class ExpiryKind : std::uint8_t { none, ex, px, exat, pxat, keepttl, persist };
+struct ExpirySpec {
+  ExpiryKind kind = ExpiryKind::none;
+  std::int64_t value = 0;
+};
+}  // namespace detail
+
+// The expiry argument of SET: nothing (the TTL is removed, as Redis's SET does), or one of
+// Ex, Px, ExAt, PxAt, KeepTtl.
+class SetExpiry {
+ public:
+  constexpr SetExpiry() noexcept = default;
+  constexpr SetExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds} {}         // NOLINT
+  constexpr SetExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms} {}              // NOLINT
+  constexpr SetExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}  // NOLINT
+  constexpr SetExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms} {}     // NOLINT
+  constexpr SetExpiry(KeepTtl) noexcept : spec_{detail::ExpiryKind::keepttl, 0} {}         // NOLINT
+  constexpr detail::ExpirySpec spec() const noexcept { return spec_; }
+
+ private:
+  detail::ExpirySpec spec_{};
+};
+
+// The option of GETEX: nothing (TTL untouched), or one of Ex, Px, ExAt, PxAt, Persist.
+class GetExExpiry {
+ public:
+  constexpr GetExExpiry() noexcept = default;
+  constexpr GetExExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds} {}         // NOLINT
+  constexpr GetExExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms} {}              // NOLINT
+  constexpr GetExExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}  // NOLINT
+  constexpr GetExExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms} {}     // NOLINT
+  constexpr GetExExpiry(Persist) noexcept : spec_{detail::ExpiryKind::persist, 0} {}         // NOLINT
+  constexpr detail::ExpirySpec spec() const noexcept { return spec_; }
+
+ private:
+  detail::ExpirySpec spec_{};
+};
+
+// SET's NX / XX (mutually exclusive by construction).
+enum class SetCond : std::uint8_t {
+  Always,  // no condition
+  NX,      // only if the key does not exist (a stale key counts as absent)
+  XX,      // only if the key exists
+};
+
+// The EXPIRE family's condition flags. Combine with |. Valid: none, one flag, XX|GT, XX|LT.
+enum class ExpireFlags : std::uint8_t {
+  None = 0,
+  NX = 1,  // only if the key has no TTL
+  XX = 2,  // only if the key has a TTL
+  GT = 4,  // only if the new deadline is later than the current one (no TTL = infinite)
+  LT = 8,  // only if the new deadline is earlier than the current one (no TTL = infinite)
+};
+constexpr ExpireFlags operator|(ExpireFlags a, ExpireFlags b) noexcept {
+  return static_cast<ExpireFlags>(static_cast<std::uint8_t>(a) | static_cast<std::uint8_t>(b));
+}
+constexpr bool has(ExpireFlags set, ExpireFlags flag) noexcept {
+  return (static_cast<std::uint8_t>(set) & static_cast<std::uint8_t>(flag)) != 0;
+}
+
+// ---- Active expiry ----------------------------------------------------------------------
+
+// Which of Redis's two active-expire cycles tick() runs.
+enum class CycleKind : std::uint8_t {
+  Slow,  // serverCron's cycle: hz times a second, budget slow_time_perc% of 1/hz
+  Fast,  // beforeSleep's cycle: short budget, runs only after a capped or stale cycle
+};
+
+// The parameters Redis derives from `active-expire-effort` (1..10) and `hz` (SPEC B §3.2).
+struct CycleParams {
+  int keys_per_loop;                 // samples per round: 20 + 5*(effort-1)
+  std::int64_t fast_duration_us;     // fast-cycle budget: 1000 + 250*(effort-1)
+  int slow_time_perc;                // slow-cycle share of one 1/hz period: 25 + 2*(effort-1)
+  int acceptable_stale;              // repeat a round while more than this % expired: 10 - (effort-1)
+  std::int64_t slow_time_limit_us;   // slow_time_perc * 1'000'000 / hz / 100, at least 1
+};
+
+// Preconditions: 1 <= effort <= 10, 1 <= hz <= 500 (the store enforces both).
+constexpr CycleParams cycle_params(int effort, int hz) noexcept {
+  const int e = effort - 1;
+  CycleParams p{};
+  p.keys_per_loop = 20 + 20 / 4 * e;
+  p.fast_duration_us = 1000 + 1000 / 4 * e;
+  p.slow_time_perc = 25 + 2 * e;
+  p.acceptable_stale = 10 - e;
+  p.slow_time_limit_us = static_cast<std::int64_t>(p.slow_time_perc) * 1000000 / hz / 100;
+  if (p.slow_time_limit_us <= 0) p.slow_time_limit_us = 1;
+  return p;
+}
+
+// ---- Store settings ---------------------------------------------------------------------
+
+struct Options {
+  // Redis `hz`: how often the caller intends to run slow ticks per second. It sizes the slow
+  // cycle's time budget. Clamped to [1, 500] as Redis does.
+  int hz = 10;
+
+  // Redis `active-expire-effort`, 1..10 (the constructor throws std::invalid_argument
+  // outside; set_active_expire_effort() returns Errc::out_of_range).
+  int active_expire_effort = 1;
+
+  // Redis `DEBUG SET-ACTIVE-EXPIRE`: when false, tick() does nothing and keys are reclaimed
+  // only when accessed.
+  bool active_expire_enabled = true;
+
+  // Guaranteed sweep (SPEC D9), the fix for Redis's known weakness: when few keys are due,
+  // Redis's sampling stops after one round and due keys can wait minutes. With N > 0 every
+  // slow tick visits at least ceil(expires_size / N) positions of the expiry table, so each
+  // pass over all volatile keys takes at most N slow ticks (N / hz seconds), budget
+  // permitting. 0 reproduces Redis exactly.
+  std::uint32_t full_pass_ticks = 100;
+
+  // Deterministic budget for tests: stop a tick after this many sampling rounds and count it
+  // as a time-cap exit. 0 = no round limit (only the time budget applies).
+  std::uint32_t max_rounds_per_tick = 0;
+
+  // The monotonic microsecond clock that measures tick() budgets (Redis ustime()). Empty =
+  // std::chrono::steady_clock. Tests inject a fake one.
+  std::function<std::int64_t()> budget_clock_us;
+
+  // Seeds the store's hash folding and its random_key() generator. Empty = a fresh random
+  // seed per store.
+  std::optional<std::uint64_t> seed;
+
+  // Capacity to reserve up front (keys).
+  std::size_t reserve = 0;
+
+  // Redis 7's active expiry exactly: no guaranteed sweep; everything else as Redis's
+  // defaults (hz 10, effort 1).
+  static Options redis_exact() {
+    Options o;
+    o.full_pass_ticks = 0;
+    return o;
+  }
+};
+
+}  // namespace expiring
