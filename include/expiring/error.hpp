@@ -29,6 +29,9 @@ enum class Errc : std::uint8_t {
   gt_and_lt,
   // rename()/renamenx() of a key that does not exist (or has expired). Redis: "ERR no such key".
   no_such_key,
+  // copy() with the same key as source and destination.
+  // Redis: "ERR source and destination objects are the same".
+  same_key,
   // A setting outside its documented range (for example active-expire effort 0 or 11).
   out_of_range,
 };
@@ -40,6 +43,7 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::nx_and_xx_gt_lt: return "NX and XX, GT or LT options at the same time are not compatible";
     case Errc::gt_and_lt: return "GT and LT options at the same time are not compatible";
     case Errc::no_such_key: return "no such key";
+    case Errc::same_key: return "source and destination objects are the same";
     case Errc::out_of_range: return "value out of range";
   }
   return "unknown error";

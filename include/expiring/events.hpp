@@ -16,6 +16,7 @@ enum class KeyEventCause : std::uint8_t {
   evicted,      // removed to respect a memory limit (reserved)
   rename_from,  // the source of a rename (Redis "rename_from")
   rename_to,    // the destination of a rename (Redis "rename_to")
+  copy_to,      // the destination of a copy (Redis "copy_to")
 };
 
 constexpr const char* to_string(KeyEventCause c) noexcept {
@@ -29,6 +30,7 @@ constexpr const char* to_string(KeyEventCause c) noexcept {
     case KeyEventCause::evicted: return "evicted";
     case KeyEventCause::rename_from: return "rename_from";
     case KeyEventCause::rename_to: return "rename_to";
+    case KeyEventCause::copy_to: return "copy_to";
   }
   return "unknown";
 }

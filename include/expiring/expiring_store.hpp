@@ -376,6 +376,53 @@ class ExpiringStore {
     return out;
   }
 
+  // SCAN: visits up to `count` storage positions from `cursor` (0 starts a scan), calls
+  // fn(const K&, const V&) for each live key, and returns the cursor to continue with (0 when
+  // the scan is complete). Stale keys it visits are reclaimed (cause `expired`), as Redis's
+  // SCAN does. Guarantee, as Redis's: every key present for the whole scan is reported at
+  // least once; a key may be reported twice when keys are deleted during the scan. The scan
+  // walks positions downwards, and erasure only moves the last entry, which an ongoing scan
+  // has already passed. fn must not call the store. O(count).
+  template <class F>
+  std::uint64_t scan(std::uint64_t cursor, std::size_t count, F&& fn) {
+    const std::int64_t now = now_ms();
+    std::size_t pos = (cursor == 0 || cursor > ks_.size()) ? ks_.size() : static_cast<std::size_t>(cursor);
+    if (count == 0) count = 1;
+    for (std::size_t visited = 0; pos > 0 && visited < count; ++visited) {
+      --pos;
+      const auto i = static_cast<std::uint32_t>(pos);
+      if (ks_.entry(i).is_stale(now)) {
+        expire_entry(ks_.slot_of(i));
+      } else {
+        fn(static_cast<const K&>(ks_.entry(i).key), static_cast<const V&>(ks_.entry(i).value));
+      }
+    }
+    flush();
+    return pos;
+  }
+
+  // COPY src dst [REPLACE]: dst gets a copy of src's value and its TTL (or none). Returns
+  // false when src is missing, or dst exists and `replace` is false. Errc::same_key when src
+  // and dst are the same key (Redis: "source and destination objects are the same").
+  // Event: `copy_to` (dst).
+  template <class K1, class K2>
+  Result<bool> copy(const K1& src, const K2& dst, bool replace = false) {
+    const std::int64_t now = now_ms();
+    Result<bool> r = copy_at(src, dst, replace, now);
+    flush();
+    return r;
+  }
+
+  // Bytes held by the store: its tables plus the heap blocks of std::string keys and values
+  // (other types count their sizeof only). O(size) for string types, O(1) otherwise.
+  std::size_t memory_usage() const noexcept {
+    std::size_t bytes = sizeof(*this) + ks_.table_bytes();
+    if constexpr (detail::has_heap_bytes<K>::value || detail::has_heap_bytes<V>::value) {
+      for (const entry_type& e : ks_.entries()) bytes += detail::heap_bytes(e.key) + detail::heap_bytes(e.value);
+    }
+    return bytes;
+  }
+
   // Iteration over live entries (a quiet path: no statistics, nothing deleted). The clock is
   // read once, by begin(). Any non-const call invalidates iterators.
   struct EntryView {
@@ -601,6 +648,8 @@ class ExpiringStore {
   template <class KK>
   Result<bool> expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative, ExpireFlags flags);
   template <class K1, class K2>
+  Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
+  template <class K1, class K2>
   Result<bool> rename_at(const K1& src, const K2& dst, bool nx, std::int64_t now);
 
   static Result<void> status_of(const Result<bool>& r) {
@@ -788,6 +837,41 @@ Result<bool> ExpiringStore<K, V, H, E, C>::expire_generic(const KK& key, std::in
   }
   flush();
   return applied;
+}
+
+// COPY (SPEC B §2.9).
+template <class K, class V, class H, class E, class C>
+template <class K1, class K2>
+Result<bool> ExpiringStore<K, V, H, E, C>::copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now) {
+  const auto& ls = lookup_key(src);
+  const auto& ld = lookup_key(dst);
+  const std::uint32_t hs = ks_.hash_of(ls);
+  const std::uint32_t hd = ks_.hash_of(ld);
+  auto sit = lookup(ls, hs, now, true);
+  if (sit == ks_.end()) return false;
+  auto dit = lookup(ld, hd, now, false);
+  sit = ks_.find(ls, hs);  // lookup(ld) may have reclaimed a stale dst and moved entries
+  if (dit != ks_.end() && dit->index == sit->index) return Errc::same_key;
+  if (dit != ks_.end() && !replace) return false;
+  const std::uint32_t s = sit->index;
+  V value(ks_.entry(s).value);
+  const bool was_volatile = ks_.entry(s).is_volatile();
+  const std::int64_t deadline = ks_.entry(s).deadline;
+  ks_.reserve_one_deadline();
+  std::uint32_t d = 0;
+  if (dit != ks_.end()) {
+    d = dit->index;
+    ks_.entry(d).value = std::move(value);
+  } else {
+    d = ks_.try_emplace(ld, hd, dst, std::move(value)).first;
+  }
+  if (was_volatile) {
+    ks_.set_deadline(d, deadline);
+  } else {
+    ks_.clear_deadline(d);
+  }
+  emit(KeyEventCause::copy_to, ks_.entry(d).key);
+  return true;
 }
 
 // RENAME / RENAMENX (SPEC B §2.9).

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -51,6 +52,25 @@ inline constexpr std::uint32_t kNoPos = std::numeric_limits<std::uint32_t>::max(
 inline constexpr std::int64_t kNoDeadline = kInt64Max;
 // Entry indices are 32-bit and kNoPos is reserved.
 inline constexpr std::size_t kMaxEntries = std::numeric_limits<std::uint32_t>::max() - 1;
+
+// Heap bytes owned by a key or value beyond its sizeof: std::string's buffer when it is not
+// stored inline. Other types report 0.
+template <class T>
+struct has_heap_bytes : std::false_type {};
+template <class Ch, class Tr, class Al>
+struct has_heap_bytes<std::basic_string<Ch, Tr, Al>> : std::true_type {};
+template <class T>
+std::size_t heap_bytes(const T&) noexcept {
+  return 0;
+}
+template <class Ch, class Tr, class Al>
+std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
+  // Whether the buffer is inline is detected by address, which works for any SSO size.
+  const auto* data = reinterpret_cast<const char*>(s.data());
+  const auto* self = reinterpret_cast<const char*>(&s);
+  const bool inline_buffer = data >= self && data < self + sizeof(s);
+  return inline_buffer ? 0 : (s.capacity() + 1) * sizeof(Ch);
+}
 
 template <class K, class V>
 struct Entry {
@@ -247,6 +267,14 @@ class Keyspace {
     e.exp_pos = kNoPos;
     e.deadline = kNoDeadline;
     return true;
+  }
+
+  // Bytes of the three tables (not counting heap blocks owned by keys and values).
+  std::size_t table_bytes() const noexcept {
+    // A Swiss table holds one control byte per slot plus a cloned group (16 bytes).
+    const std::size_t cap = index_.capacity();
+    return entries_.capacity() * sizeof(entry_type) + (cap != 0 ? cap * (sizeof(Slot) + 1) + 16 : 0) +
+           expiry_.capacity() * sizeof(std::uint32_t);
   }
 
   // ---- self-check (tests) -----------------------------------------------------------
