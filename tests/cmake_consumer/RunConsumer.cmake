@@ -1,0 +1,100 @@
+# RunConsumer.cmake: configure, build and run one tiny consumer project (cmake -P script, run by
+# ctest). Offline: nothing is fetched. List-valued arguments use '|' as the separator.
+#
+#   SOURCE_DIR, BINARY_DIR       the consumer project and its (wiped) build dir
+#   CMAKE_COMMAND, CTEST_COMMAND the tools of the parent build
+#   GENERATOR[_PLATFORM|_TOOLSET], CXX_COMPILER, BUILD_TYPE, PREFIX_PATH   forwarded settings
+#   CONSUMER_ARGS                extra -D arguments for the consumer's configure step
+#   INSTALL_FROM, INSTALL_PREFIX optional: `cmake --install INSTALL_FROM --prefix INSTALL_PREFIX`
+#                                first; INSTALL_PREFIX is put first on CMAKE_PREFIX_PATH
+#   EXPECT_CONFIGURE_OUTPUT      optional: text the configure output must contain
+#   EXPECT_CONFIGURE_FAILURE     optional: configure must FAIL and its output contain this text;
+#                                then nothing is built
+
+cmake_minimum_required(VERSION 3.14)
+
+foreach(var SOURCE_DIR BINARY_DIR CMAKE_COMMAND CTEST_COMMAND GENERATOR CXX_COMPILER BUILD_TYPE)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "RunConsumer.cmake: ${var} is not set")
+  endif()
+endforeach()
+
+function(run_step name)
+  execute_process(COMMAND ${ARGN}
+    RESULT_VARIABLE rc
+    OUTPUT_VARIABLE out
+    ERROR_VARIABLE out)
+  set(step_rc "${rc}" PARENT_SCOPE)
+  set(step_out "${out}" PARENT_SCOPE)
+  message("---- ${name} (exit ${rc}) ----\n${out}")
+endfunction()
+
+file(REMOVE_RECURSE "${BINARY_DIR}")
+file(MAKE_DIRECTORY "${BINARY_DIR}")
+
+string(REPLACE "|" ";" prefix_path "${PREFIX_PATH}")
+if(DEFINED INSTALL_FROM AND NOT INSTALL_FROM STREQUAL "")
+  file(REMOVE_RECURSE "${INSTALL_PREFIX}")
+  run_step("install ${INSTALL_FROM} -> ${INSTALL_PREFIX}"
+    "${CMAKE_COMMAND}" --install "${INSTALL_FROM}" --prefix "${INSTALL_PREFIX}" --config "${BUILD_TYPE}")
+  if(NOT step_rc EQUAL 0)
+    message(FATAL_ERROR "cmake --install failed")
+  endif()
+  list(INSERT prefix_path 0 "${INSTALL_PREFIX}")
+endif()
+# CMAKE_PREFIX_PATH goes through an initial-cache script: a ';' list does not survive being
+# passed as one command-line argument through execute_process.
+set(init_cache "${BINARY_DIR}/consumer-init-cache.cmake")
+file(WRITE "${init_cache}" "set(CMAKE_PREFIX_PATH [==[${prefix_path}]==] CACHE STRING \"\")\n")
+
+string(REPLACE "|" ";" consumer_args "${CONSUMER_ARGS}")
+set(configure_cmd "${CMAKE_COMMAND}" -S "${SOURCE_DIR}" -B "${BINARY_DIR}" -G "${GENERATOR}")
+if(GENERATOR_PLATFORM)
+  list(APPEND configure_cmd -A "${GENERATOR_PLATFORM}")
+endif()
+if(GENERATOR_TOOLSET)
+  list(APPEND configure_cmd -T "${GENERATOR_TOOLSET}")
+endif()
+list(APPEND configure_cmd
+  "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
+  "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}"
+  -C "${init_cache}"
+  "-DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON"
+  ${consumer_args})
+
+run_step("configure" ${configure_cmd})
+
+if(DEFINED EXPECT_CONFIGURE_FAILURE AND NOT EXPECT_CONFIGURE_FAILURE STREQUAL "")
+  if(step_rc EQUAL 0)
+    message(FATAL_ERROR "configure succeeded but was expected to fail")
+  endif()
+  string(FIND "${step_out}" "${EXPECT_CONFIGURE_FAILURE}" pos)
+  if(pos EQUAL -1)
+    message(FATAL_ERROR "configure failed, but its output lacks: ${EXPECT_CONFIGURE_FAILURE}")
+  endif()
+  message("configure failed as expected")
+  return()
+endif()
+
+if(NOT step_rc EQUAL 0)
+  message(FATAL_ERROR "configure failed")
+endif()
+if(DEFINED EXPECT_CONFIGURE_OUTPUT AND NOT EXPECT_CONFIGURE_OUTPUT STREQUAL "")
+  string(FIND "${step_out}" "${EXPECT_CONFIGURE_OUTPUT}" pos)
+  if(pos EQUAL -1)
+    message(FATAL_ERROR "configure output lacks: ${EXPECT_CONFIGURE_OUTPUT}")
+  endif()
+endif()
+
+run_step("build" "${CMAKE_COMMAND}" --build "${BINARY_DIR}" --config "${BUILD_TYPE}")
+if(NOT step_rc EQUAL 0)
+  message(FATAL_ERROR "build failed")
+endif()
+
+# The consumer registers its program with add_test(); it passes only if it exits 0.
+run_step("run" "${CTEST_COMMAND}" --output-on-failure --no-tests=error -C "${BUILD_TYPE}"
+  WORKING_DIRECTORY "${BINARY_DIR}")
+if(NOT step_rc EQUAL 0)
+  message(FATAL_ERROR "the consumer program failed")
+endif()
+message("consumer OK")

@@ -1,0 +1,8 @@
+#include <expiring/expiring.hpp>
+#include <string>
+int main() {
+  expiring::ManualClock clock{1000000};
+  expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>, expiring::ManualClock&> store{clock};
+  store.set("k", "v", expiring::Px{100});
+  return store.pttl("k") == 100 ? 0 : 1;
+}
