@@ -1,0 +1,42 @@
+// quickstart: the store in twenty lines. Redis's TTL semantics on a fake clock, so the
+// output is the same on every run.
+#include <expiring/expiring.hpp>
+
+#include <cstdio>
+#include <string>
+
+int main() {
+  using namespace std::chrono_literals;
+  expiring::ManualClock clock{1'000'000};  // Unix ms
+  expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
+                          expiring::ManualClock&>
+      store{clock};
+
+  store.set("session:1", "alice", expiring::Ex{30s});                         // SET session:1 alice EX 30
+  const bool locked = store.set("lock", "token", expiring::Px{5000}, expiring::SetCond::NX).value();  // SET lock token PX 5000 NX
+  std::printf("lock taken: %s, TTL session:1 = %lld s, PTTL lock = %lld ms\n", locked ? "yes" : "no",
+              static_cast<long long>(store.ttl("session:1")), static_cast<long long>(store.pttl("lock")));
+
+  store.pexpireat("lock", 1'010'000, expiring::ExpireFlags::GT);  // extend the lease to an absolute time
+  store.persist("session:1");                                     // PERSIST: keep it forever
+  std::printf("after PEXPIREAT GT: PEXPIRETIME lock = %lld, TTL session:1 = %lld\n",
+              static_cast<long long>(store.pexpiretime("lock")), static_cast<long long>(store.ttl("session:1")));
+
+  clock.advance(10'001);  // the lease has passed: invisible at once...
+  std::printf("lock after 10.001 s: %s (still stored until touched or ticked: size = %zu)\n",
+              store.get("lock") ? "present" : "gone", store.size());
+
+  store.set("cache:a", "1", expiring::Px{100});
+  clock.advance(200);
+  const expiring::TickReport r = store.tick();  // ...and reclaimed in bulk by the active cycle
+  const expiring::Stats s = store.stats();
+  std::printf("tick: sampled %llu, expired %llu; expired_keys = %llu, keys = %llu\n",
+              static_cast<unsigned long long>(r.sampled), static_cast<unsigned long long>(r.expired),
+              static_cast<unsigned long long>(s.expired_keys), static_cast<unsigned long long>(s.keys));
+
+  // A typed error, and the store is unchanged.
+  const auto bad = store.set("session:1", "bob", expiring::Ex{0});
+  std::printf("SET EX 0 -> %s; GET session:1 = %s\n", bad.ok() ? "ok" : expiring::to_string(bad.error()),
+              store.get("session:1")->c_str());
+  return 0;
+}
