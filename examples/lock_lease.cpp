@@ -33,9 +33,10 @@ int main() {
   std::printf("worker-a acquires: %d\n", acquire(store, "worker-a", 3000));
   std::printf("worker-b acquires: %d\n", acquire(store, "worker-b", 3000));
   clock.advance(2000);
-  std::printf("worker-a renews for 3 s: %d (PTTL %lld)\n", renew(store, "worker-a", 3000),
-              static_cast<long long>(store.pttl("lock:report")));
-  std::printf("a late renewal for 500 ms is refused by GT: %d (PTTL %lld)\n", renew(store, "worker-a", 500),
+  const bool renewed = renew(store, "worker-a", 3000);
+  std::printf("worker-a renews for 3 s: %d (PTTL %lld)\n", renewed, static_cast<long long>(store.pttl("lock:report")));
+  const bool shortened = renew(store, "worker-a", 500);
+  std::printf("a late renewal for 500 ms is refused by GT: %d (PTTL %lld)\n", shortened,
               static_cast<long long>(store.pttl("lock:report")));
   clock.advance(3001);
   const bool b_acquired = acquire(store, "worker-b", 3000);
