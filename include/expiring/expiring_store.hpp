@@ -55,12 +55,24 @@ template <class T, class = void>
 struct is_transparent : std::false_type {};
 template <class T>
 struct is_transparent<T, std::void_t<typename T::is_transparent>> : std::true_type {};
+
+template <class Policy>
+struct expiry_index_for;
+template <>
+struct expiry_index_for<SampledExpiry> {
+  using type = DenseExpiryTable;
+};
+template <>
+struct expiry_index_for<TimeOrderedExpiry> {
+  using type = TimerWheel;
+};
 }  // namespace detail
 
 template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
-          class Clock = SystemClock>
+          class Clock = SystemClock, class ExpiryPolicy = EXPIRING_DEFAULT_EXPIRY_INDEX>
 class ExpiringStore {
-  using keyspace_type = detail::Keyspace<K, V, Hash, KeyEqual>;
+  static constexpr bool kWheel = std::is_same_v<ExpiryPolicy, TimeOrderedExpiry>;
+  using keyspace_type = detail::Keyspace<K, V, Hash, KeyEqual, typename detail::expiry_index_for<ExpiryPolicy>::type>;
   using entry_type = typename keyspace_type::entry_type;
   using slot_iterator = typename keyspace_type::slot_iterator;
 
@@ -70,6 +82,7 @@ class ExpiringStore {
   using clock_type = Clock;
   using event_type = KeyEvent<K, V>;
   using listener_type = std::function<void(const event_type&)>;
+  using expiry_policy = ExpiryPolicy;
 
   // TTL replies, as Redis: -2 = no such key, -1 = no TTL.
   static constexpr std::int64_t kNoKey = -2;
@@ -89,6 +102,7 @@ class ExpiringStore {
     set_hz(options_.hz);
     rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_seed();
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
+    if constexpr (kWheel) ks_.expiry().sync(now_ms());
   }
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
   ExpiringStore() : ExpiringStore(Clock{}) {}
@@ -657,6 +671,10 @@ class ExpiringStore {
     return {};
   }
 
+  void sweep_sampled(TickReport& report, const CycleParams& p, bool fast, std::int64_t start, std::int64_t timelimit,
+                     std::int64_t now);
+  void sweep_wheel(TickReport& report, const CycleParams& p, std::int64_t start, std::int64_t timelimit,
+                   std::int64_t now);
   void fold_avg_ttl(std::int64_t ttl_sum, std::int64_t ttl_samples, std::uint32_t rounds);
 
   Clock clock_;
@@ -665,7 +683,7 @@ class ExpiringStore {
   Stats stats_{};
   double stale_fraction_ = 0.0;        // Redis stat_expired_stale_perc (a fraction)
   std::int64_t avg_ttl_ = 0;           // Redis db->avg_ttl (ms)
-  std::size_t cursor_ = 0;             // the active cycle's position in the expiry table
+  std::size_t cursor_ = 0;             // the sampled cycle's position in the expiry table
   bool timelimit_exit_ = false;        // did the previous cycle stop on its budget?
   std::int64_t last_fast_cycle_us_ = detail::kInt64Min / 2;
   std::uint64_t rng_ = 0;
@@ -679,9 +697,9 @@ class ExpiringStore {
 // =========================================================================================
 
 // SET and its variants (SPEC B §2.4, Part A D4, D5, D11).
-template <class K, class V, class H, class E, class C>
+template <class K, class V, class H, class E, class C, class P>
 template <class KK, class VV>
-Result<bool> ExpiringStore<K, V, H, E, C>::write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond,
+Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond,
                                                   std::int64_t now, std::optional<V>* old) {
   // 1. The expire argument is validated before anything is looked up.
   std::int64_t when = detail::kNoDeadline;
@@ -690,7 +708,7 @@ Result<bool> ExpiringStore<K, V, H, E, C>::write(KK&& key, VV&& value, detail::E
     Result<std::int64_t> w = resolve_positive(spec, now);
     if (!w.ok()) return w.error();
     when = *w;
-    ks_.reserve_one_deadline();
+    ks_.prepare_deadline(when);
   }
   const bool keep_ttl = spec.kind == detail::ExpiryKind::keepttl;
   const auto& lk = lookup_key(key);
@@ -742,9 +760,9 @@ Result<bool> ExpiringStore<K, V, H, E, C>::write(KK&& key, VV&& value, detail::E
 }
 
 // GETEX (SPEC B §2.6).
-template <class K, class V, class H, class E, class C>
+template <class K, class V, class H, class E, class C, class P>
 template <class KK>
-Result<std::optional<V>> ExpiringStore<K, V, H, E, C>::getex_at(const KK& key, detail::ExpirySpec spec,
+Result<std::optional<V>> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key, detail::ExpirySpec spec,
                                                                  std::int64_t now) {
   const auto& lk = lookup_key(key);
   auto it = lookup(lk, ks_.hash_of(lk), now, true);
@@ -755,7 +773,7 @@ Result<std::optional<V>> ExpiringStore<K, V, H, E, C>::getex_at(const KK& key, d
     Result<std::int64_t> w = resolve_positive(spec, now);
     if (!w.ok()) return w.error();
     when = *w;
-    ks_.reserve_one_deadline();
+    ks_.prepare_deadline(when);
   }
   const std::uint32_t i = it->index;
   std::optional<V> out(ks_.entry(i).value);
@@ -773,9 +791,9 @@ Result<std::optional<V>> ExpiringStore<K, V, H, E, C>::getex_at(const KK& key, d
 }
 
 // TTL / PTTL / EXPIRETIME / PEXPIRETIME (SPEC B §2.2, D6).
-template <class K, class V, class H, class E, class C>
+template <class K, class V, class H, class E, class C, class P>
 template <class KK>
-std::int64_t ExpiringStore<K, V, H, E, C>::ttl_query(const KK& key, bool absolute, bool seconds) {
+std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, bool absolute, bool seconds) {
   const std::int64_t now = now_ms();
   const auto& lk = lookup_key(key);
   auto it = lookup(lk, ks_.hash_of(lk), now, true);
@@ -795,9 +813,9 @@ std::int64_t ExpiringStore<K, V, H, E, C>::ttl_query(const KK& key, bool absolut
 }
 
 // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (SPEC B §2.1, D3, D6).
-template <class K, class V, class H, class E, class C>
+template <class K, class V, class H, class E, class C, class P>
 template <class KK>
-Result<bool> ExpiringStore<K, V, H, E, C>::expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative,
+Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative,
                                                           ExpireFlags flags) {
   // 1. Flags, then 2-3. the number: errors win over "missing key".
   const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
@@ -828,7 +846,7 @@ Result<bool> ExpiringStore<K, V, H, E, C>::expire_generic(const KK& key, std::in
       if (when <= now) {
         remove(it, KeyEventCause::del);
       } else {
-        ks_.reserve_one_deadline();
+        ks_.prepare_deadline(when);
         ks_.set_deadline(i, when);
         emit(KeyEventCause::expire, ks_.entry(i).key);
       }
@@ -840,9 +858,9 @@ Result<bool> ExpiringStore<K, V, H, E, C>::expire_generic(const KK& key, std::in
 }
 
 // COPY (SPEC B §2.9).
-template <class K, class V, class H, class E, class C>
+template <class K, class V, class H, class E, class C, class P>
 template <class K1, class K2>
-Result<bool> ExpiringStore<K, V, H, E, C>::copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now) {
+Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now) {
   const auto& ls = lookup_key(src);
   const auto& ld = lookup_key(dst);
   const std::uint32_t hs = ks_.hash_of(ls);
@@ -857,7 +875,7 @@ Result<bool> ExpiringStore<K, V, H, E, C>::copy_at(const K1& src, const K2& dst,
   V value(ks_.entry(s).value);
   const bool was_volatile = ks_.entry(s).is_volatile();
   const std::int64_t deadline = ks_.entry(s).deadline;
-  ks_.reserve_one_deadline();
+  ks_.prepare_deadline(deadline);
   std::uint32_t d = 0;
   if (dit != ks_.end()) {
     d = dit->index;
@@ -875,9 +893,9 @@ Result<bool> ExpiringStore<K, V, H, E, C>::copy_at(const K1& src, const K2& dst,
 }
 
 // RENAME / RENAMENX (SPEC B §2.9).
-template <class K, class V, class H, class E, class C>
+template <class K, class V, class H, class E, class C, class P>
 template <class K1, class K2>
-Result<bool> ExpiringStore<K, V, H, E, C>::rename_at(const K1& src, const K2& dst, bool nx, std::int64_t now) {
+Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2& dst, bool nx, std::int64_t now) {
   const auto& ls = lookup_key(src);
   const auto& ld = lookup_key(dst);
   const std::uint32_t hs = ks_.hash_of(ls);
@@ -895,7 +913,7 @@ Result<bool> ExpiringStore<K, V, H, E, C>::rename_at(const K1& src, const K2& ds
     const std::uint32_t s = sit->index, d = dit->index;
     entry_type& se = ks_.entry(s);
     entry_type& de = ks_.entry(d);
-    ks_.reserve_one_deadline();
+    ks_.prepare_deadline(se.deadline);
     de.value = std::move(se.value);
     if (se.is_volatile()) {
       ks_.set_deadline(d, se.deadline);
@@ -911,7 +929,7 @@ Result<bool> ExpiringStore<K, V, H, E, C>::rename_at(const K1& src, const K2& ds
   const std::uint32_t s = sit->index;
   const bool was_volatile = ks_.entry(s).is_volatile();
   const std::int64_t deadline = ks_.entry(s).deadline;
-  ks_.reserve_one_deadline();
+  ks_.prepare_deadline(deadline);
   const std::uint32_t d = ks_.try_emplace(ld, hd, dst, std::move(ks_.entry(s).value)).first;
   if (was_volatile) ks_.set_deadline(d, deadline);
   emit(KeyEventCause::rename_from, ks_.entry(s).key);
@@ -920,8 +938,8 @@ Result<bool> ExpiringStore<K, V, H, E, C>::rename_at(const K1& src, const K2& ds
   return true;
 }
 
-template <class K, class V, class H, class E, class C>
-void ExpiringStore<K, V, H, E, C>::dispatch() {
+template <class K, class V, class H, class E, class C, class P>
+void ExpiringStore<K, V, H, E, C, P>::dispatch() {
   if (dispatching_ || !listener_) {
     if (!listener_) pending_.clear();
     return;
@@ -941,9 +959,10 @@ void ExpiringStore<K, V, H, E, C>::dispatch() {
   }
 }
 
-// The active-expire cycle (SPEC B §3.3, D2, D8, D9).
-template <class K, class V, class H, class E, class C>
-TickReport ExpiringStore<K, V, H, E, C>::tick(CycleKind kind) {
+// The active-expire cycle (SPEC B §3.3, D2, D8, D9): gating and budget, then one sweep of the
+// store's expiry index.
+template <class K, class V, class H, class E, class C, class P>
+TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   TickReport report;
   if (!options_.active_expire_enabled) return report;
   const CycleParams p = cycle();
@@ -960,36 +979,59 @@ TickReport ExpiringStore<K, V, H, E, C>::tick(CycleKind kind) {
   report.ran = true;
   const std::int64_t timelimit = fast ? p.fast_duration_us : p.slow_time_limit_us;
   timelimit_exit_ = false;
+  const std::int64_t now = now_ms();  // D7: one reading for the whole tick
 
+  if constexpr (kWheel) {
+    sweep_wheel(report, p, start, timelimit, now);
+  } else {
+    sweep_sampled(report, p, fast, start, timelimit, now);
+  }
+
+  if (report.time_cap_hit) {
+    timelimit_exit_ = true;
+    ++stats_.expired_time_cap_reached_count;
+  }
+  report.elapsed_us = budget_now() - start;
+  if (report.elapsed_us > 0) stats_.expire_cycle_cpu_microseconds += static_cast<std::uint64_t>(report.elapsed_us);
+  const double current =
+      report.sampled != 0 ? static_cast<double>(report.expired) / static_cast<double>(report.sampled) : 0.0;
+  stale_fraction_ = current * 0.05 + stale_fraction_ * 0.95;
+  flush();
+  return report;
+}
+
+// SampledExpiry: Redis's rounds over a resumable cursor on the dense expiry table.
+template <class K, class V, class H, class E, class C, class P>
+void ExpiringStore<K, V, H, E, C, P>::sweep_sampled(TickReport& report, const CycleParams& p, bool fast,
+                                                     std::int64_t start, std::int64_t timelimit, std::int64_t now) {
+  const auto& table = ks_.expiry();
   // D9: the guaranteed sweep of a slow tick.
   std::uint64_t min_visits = 0;
   if (!fast && options_.full_pass_ticks != 0) {
-    min_visits = (ks_.expires_size() + options_.full_pass_ticks - 1) / options_.full_pass_ticks;
+    min_visits = (table.size() + options_.full_pass_ticks - 1) / options_.full_pass_ticks;
   }
-
-  const std::int64_t now = now_ms();  // D7: one reading for the whole tick
   std::int64_t ttl_sum = 0, ttl_samples = 0;
   std::uint32_t rounds_since_fold = 0;
   bool repeat = true;
   while (repeat) {
     ++report.rounds;
     ++rounds_since_fold;
-    std::size_t num = ks_.expires_size();
+    std::size_t num = table.size();
     if (num == 0) {
       avg_ttl_ = 0;
       break;
     }
     if (num > static_cast<std::size_t>(p.keys_per_loop)) num = static_cast<std::size_t>(p.keys_per_loop);
-    if (cursor_ >= ks_.expires_size()) cursor_ = 0;
+    if (cursor_ >= table.size()) cursor_ = 0;
 
     std::uint64_t sampled = 0, expired = 0;
     bool pass_done = false;
     while (sampled < num) {
-      const std::uint32_t i = ks_.expiry_at(cursor_);
+      const std::uint32_t i = table.at(cursor_);
       const entry_type& e = ks_.entry(i);
       ++sampled;
       if (e.is_stale(now)) {
-        // The expiry table's last element moves into this position: stay on it.
+        // The table's last element moves into this position: stay on it.
         expire_entry(ks_.slot_of(i));
         ++expired;
       } else {
@@ -1002,7 +1044,7 @@ TickReport ExpiringStore<K, V, H, E, C>::tick(CycleKind kind) {
         }
         ++cursor_;
       }
-      if (cursor_ >= ks_.expires_size()) {
+      if (cursor_ >= table.size()) {
         cursor_ = 0;
         pass_done = true;
         break;
@@ -1029,23 +1071,45 @@ TickReport ExpiringStore<K, V, H, E, C>::tick(CycleKind kind) {
       break;
     }
   }
-  if (report.time_cap_hit) {
-    timelimit_exit_ = true;
-    ++stats_.expired_time_cap_reached_count;
-  }
-  report.elapsed_us = budget_now() - start;
-  if (report.elapsed_us > 0) stats_.expire_cycle_cpu_microseconds += static_cast<std::uint64_t>(report.elapsed_us);
-  const double current =
-      report.sampled != 0 ? static_cast<double>(report.expired) / static_cast<double>(report.sampled) : 0.0;
-  stale_fraction_ = current * 0.05 + stale_fraction_ * 0.95;
-  flush();
-  return report;
+}
+
+// TimeOrderedExpiry: the wheel hands over exactly the due keys. A "round" is keys_per_loop
+// keys of work (reclaims and cascade moves); the budget is checked every 16 rounds, as in
+// the sampled cycle.
+template <class K, class V, class H, class E, class C, class P>
+void ExpiringStore<K, V, H, E, C, P>::sweep_wheel(TickReport& report, const CycleParams& p, std::int64_t start,
+                                                   std::int64_t timelimit, std::int64_t now) {
+  const auto per_round = static_cast<std::uint64_t>(p.keys_per_loop);
+  std::uint64_t work = 0;
+  auto budget = [&]() {
+    if (work % per_round == 0 && work != 0) {
+      const auto rounds = work / per_round;
+      if (options_.max_rounds_per_tick != 0 && rounds >= options_.max_rounds_per_tick) {
+        report.time_cap_hit = true;
+        return false;
+      }
+      if (rounds % 16 == 0 && budget_now() - start > timelimit) {
+        report.time_cap_hit = true;
+        return false;
+      }
+    }
+    ++work;
+    return true;
+  };
+  auto reclaim = [&](std::uint32_t i) {
+    expire_entry(ks_.slot_of(i));
+    ++report.expired;
+  };
+  ks_.expiry().advance(ks_.entries_mut(), now, reclaim, budget);
+  report.sampled = work;
+  report.rounds = static_cast<std::uint32_t>((work + per_round - 1) / per_round);
+  if (ks_.expires_size() == 0) avg_ttl_ = 0;
 }
 
 // avg_ttl as Redis 7.4: the first estimate is taken as is; later ones are blended in with
 // weight 1 - 0.98^rounds (2% per sampling round).
-template <class K, class V, class H, class E, class C>
-void ExpiringStore<K, V, H, E, C>::fold_avg_ttl(std::int64_t ttl_sum, std::int64_t ttl_samples,
+template <class K, class V, class H, class E, class C, class P>
+void ExpiringStore<K, V, H, E, C, P>::fold_avg_ttl(std::int64_t ttl_sum, std::int64_t ttl_samples,
                                                 std::uint32_t rounds) {
   if (ttl_samples == 0) return;
   const std::int64_t sample = ttl_sum / ttl_samples;

@@ -104,6 +104,29 @@ constexpr bool has(ExpireFlags set, ExpireFlags flag) noexcept {
   return (static_cast<std::uint8_t>(set) & static_cast<std::uint8_t>(flag)) != 0;
 }
 
+// ---- Expiry index policies --------------------------------------------------------------
+// The sixth template parameter of ExpiringStore chooses how volatile keys are indexed for
+// tick(). Both give identical command semantics; they differ in what tick() costs and how late
+// a due key can be reclaimed (see detail/expiry_index.hpp).
+
+// Redis's design: a dense table of volatile keys, sampled by a resumable cursor in rounds of
+// keys_per_loop (the active-expire cycle, SPEC B §3), plus the guaranteed sweep of
+// Options::full_pass_ticks. 4 bytes per volatile key.
+struct SampledExpiry {};
+
+// A hierarchical timer wheel (128 ms slots, ten levels): tick() reclaims exactly the due keys,
+// never sampling one that is not, at most 128 ms plus one tick period late, with O(1)
+// insert/update/remove and work per tick bounded by the same budgets. 4 bytes per volatile
+// key plus 8 per entry. The sampling parameters (keys_per_loop, acceptable_stale,
+// full_pass_ticks) do not apply; the budgets do, and avg_ttl is not estimated (0).
+struct TimeOrderedExpiry {};
+#define EXPIRING_HAS_TIME_ORDERED_EXPIRY 1
+
+// The default policy; a build may override it (the test suite runs once per policy).
+#ifndef EXPIRING_DEFAULT_EXPIRY_INDEX
+#define EXPIRING_DEFAULT_EXPIRY_INDEX ::expiring::SampledExpiry
+#endif
+
 // ---- Active expiry ----------------------------------------------------------------------
 
 // Which of Redis's two active-expire cycles tick() runs.

@@ -6,7 +6,7 @@
 //
 //   entries_  std::vector<Entry>       dense array of {key, value, deadline, exp_pos, hash}
 //   index_    absl::flat_hash_set<Slot> Swiss table of {32 hash bits, entry index}
-//   expiry_   std::vector<uint32_t>     dense array of the entry indices of volatile keys
+//   expiry_   DenseExpiryTable or TimerWheel: 4-byte handles of the volatile keys
 //
 // Why this shape:
 // * The deadline sits beside the value, so a read is one hash probe plus one compare against
@@ -15,19 +15,20 @@
 // * Keys are stored once, in entries_. The index holds 8 bytes per key and never touches a
 //   key when it grows: each slot carries 32 bits of the (seeded) hash, and the table's hash
 //   of a slot is derived from those bits alone.
-// * The expiry table is Redis's separate `expires` dict reduced to what the active cycle
-//   needs: 4 bytes per volatile key, no copy of the key, dense so that a resumable cursor
-//   can sweep it by position without hashing, and a full pass has a known length. Removal
-//   is O(1): the last element moves into the hole and its entry's back-index (exp_pos) is
-//   fixed up.
+// * The expiry index is Redis's separate `expires` dict reduced to what reclaiming needs:
+//   4 bytes per volatile key, no copy of the key, O(1) removal through the entry's
+//   back-index (exp_pos). Two policies (expiry_index.hpp): a dense table that a resumable
+//   cursor sweeps by position without hashing (Redis's sampled cycle), or a hierarchical
+//   timer wheel that hands tick() exactly the due keys.
 // * Erasing an entry moves the last entry into its place (one extra index probe to repoint
 //   that entry's slot), so entries_ stays dense: iteration is a linear scan, random_key()
 //   is one random index, and memory is never fragmented by deletions.
 //
 // Invariants (checked by check_invariants(), exercised by the model test):
 //   index_.size() == entries_.size(); each slot points at an entry with the same hash bits;
-//   entry e is volatile iff e.exp_pos != kNoPos, and then expiry_[e.exp_pos] is e's index;
-//   a persistent entry's deadline is INT64_MAX; expiry_.size() <= entries_.size().
+//   entry e is volatile iff e.exp_pos != kNoPos, and then the expiry index's handle at
+//   e.exp_pos is e's index; a persistent entry's deadline is INT64_MAX;
+//   expiry_.size() <= entries_.size().
 //
 // Invalidation: any insertion may reallocate entries_ (all value pointers invalidated); any
 // erasure moves the last entry (pointers to it invalidated). The store documents this.
@@ -45,10 +46,11 @@
 #include <absl/container/flat_hash_set.h>
 
 #include "arith.hpp"
+#include "expiry_index.hpp"
 
 namespace expiring::detail {
 
-inline constexpr std::uint32_t kNoPos = std::numeric_limits<std::uint32_t>::max();
+inline constexpr std::uint32_t kNoPos = kNoExpiryPos;
 inline constexpr std::int64_t kNoDeadline = kInt64Max;
 // Entry indices are 32-bit and kNoPos is reserved.
 inline constexpr std::size_t kMaxEntries = std::numeric_limits<std::uint32_t>::max() - 1;
@@ -72,12 +74,12 @@ std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
   return inline_buffer ? 0 : (s.capacity() + 1) * sizeof(Ch);
 }
 
-template <class K, class V>
-struct Entry {
+template <class K, class V, class Meta>
+struct Entry : Meta {
   K key;
   V value;
   std::int64_t deadline;   // absolute Unix ms; kNoDeadline when persistent
-  std::uint32_t exp_pos;   // position in the expiry table; kNoPos when persistent
+  std::uint32_t exp_pos;   // position in the expiry index; kNoPos when persistent
   std::uint32_t hash;      // the hash bits its index slot carries
 
   template <class KK, class... Args>
@@ -138,10 +140,11 @@ struct SlotEq {
   }
 };
 
-template <class K, class V, class Hash, class KeyEqual>
+template <class K, class V, class Hash, class KeyEqual, class ExpiryIndex>
 class Keyspace {
  public:
-  using entry_type = Entry<K, V>;
+  using expiry_index_type = ExpiryIndex;
+  using entry_type = Entry<K, V, typename ExpiryIndex::entry_meta>;
   using index_type = absl::flat_hash_set<Slot, SlotHash, SlotEq>;
   using slot_iterator = typename index_type::iterator;
 
@@ -215,14 +218,14 @@ class Keyspace {
     const std::uint32_t i = it->index;
     index_.erase(it);
     entry_type& e = entries_[i];
-    if (e.is_volatile()) expiry_remove(e.exp_pos);
+    if (e.is_volatile()) expiry_.erase(entries_, i);
     sink(e);
     const auto last = static_cast<std::uint32_t>(entries_.size() - 1);
     if (i != last) {
       entry_type& tail = entries_[last];
       index_.find(IndexProbe{tail.hash, last})->index = i;
-      if (tail.is_volatile()) expiry_[tail.exp_pos] = i;
       e = std::move(tail);
+      if (e.is_volatile()) expiry_.moved(entries_, i);
     }
     entries_.pop_back();
   }
@@ -238,32 +241,39 @@ class Keyspace {
     index_.reserve(n);
   }
 
-  // ---- the expiry table -------------------------------------------------------------
+  // ---- deadlines ------------------------------------------------------------------
 
   std::size_t expires_size() const noexcept { return expiry_.size(); }
-  std::uint32_t expiry_at(std::size_t pos) const noexcept { return expiry_[pos]; }
+  ExpiryIndex& expiry() noexcept { return expiry_; }
+  const ExpiryIndex& expiry() const noexcept { return expiry_; }
+  std::vector<entry_type>& entries_mut() noexcept { return entries_; }
 
-  // Makes room for one more volatile key, so that a following set_deadline() cannot throw.
-  void reserve_one_deadline() {
-    if (expiry_.size() == expiry_.capacity()) expiry_.reserve(expiry_.size() < 8 ? 8 : expiry_.size() * 2);
-  }
+  // Makes room so that the following set_deadline(.., when) cannot throw.
+  void prepare_deadline(std::int64_t when) { expiry_.prepare(when); }
 
-  // Gives entry i a deadline (adding it to the expiry table if it had none). Call
-  // reserve_one_deadline() first for the no-throw guarantee.
+  // Gives entry i the deadline `when` (adding it to the expiry index if it had none). Call
+  // prepare_deadline(when) first for the no-throw guarantee.
   void set_deadline(std::uint32_t i, std::int64_t when) {
     entry_type& e = entries_[i];
-    if (!e.is_volatile()) {
-      expiry_.push_back(i);
-      e.exp_pos = static_cast<std::uint32_t>(expiry_.size() - 1);
-    }
+    const std::int64_t old = e.deadline;
     e.deadline = when;
+    try {
+      if (e.is_volatile()) {
+        expiry_.reschedule(entries_, i, old);
+      } else {
+        expiry_.insert(entries_, i);
+      }
+    } catch (...) {
+      e.deadline = old;
+      throw;
+    }
   }
 
   // Removes entry i's deadline, if any. Returns whether it had one.
   bool clear_deadline(std::uint32_t i) noexcept {
     entry_type& e = entries_[i];
     if (!e.is_volatile()) return false;
-    expiry_remove(e.exp_pos);
+    expiry_.erase(entries_, i);
     e.exp_pos = kNoPos;
     e.deadline = kNoDeadline;
     return true;
@@ -274,7 +284,7 @@ class Keyspace {
     // A Swiss table holds one control byte per slot plus a cloned group (16 bytes).
     const std::size_t cap = index_.capacity();
     return entries_.capacity() * sizeof(entry_type) + (cap != 0 ? cap * (sizeof(Slot) + 1) + 16 : 0) +
-           expiry_.capacity() * sizeof(std::uint32_t);
+           expiry_.bytes();
   }
 
   // ---- self-check (tests) -----------------------------------------------------------
@@ -289,29 +299,18 @@ class Keyspace {
       const entry_type& e = entries_[i];
       if (e.is_volatile()) {
         ++volatile_count;
-        if (e.exp_pos >= expiry_.size() || expiry_[e.exp_pos] != i) return false;
       } else if (e.deadline != kNoDeadline) {
         return false;
       }
       if (index_.find(IndexProbe{e.hash, static_cast<std::uint32_t>(i)}) == index_.end()) return false;
     }
-    return volatile_count == expiry_.size();
+    return volatile_count == expiry_.size() && expiry_.check(entries_);
   }
 
  private:
-  void expiry_remove(std::uint32_t pos) noexcept {
-    const auto last = static_cast<std::uint32_t>(expiry_.size() - 1);
-    if (pos != last) {
-      const std::uint32_t moved = expiry_[last];
-      expiry_[pos] = moved;
-      entries_[moved].exp_pos = pos;
-    }
-    expiry_.pop_back();
-  }
-
   std::vector<entry_type> entries_;
   index_type index_;
-  std::vector<std::uint32_t> expiry_;
+  ExpiryIndex expiry_;
   Hash hasher_;
   KeyEqual eq_;
   std::uint64_t seed_;

@@ -1,0 +1,342 @@
+// expiring/detail/expiry_index.hpp: the two expiry indexes a store can be built with.
+//
+// Both hold a 4-byte handle (the entry index) per volatile key, never a copy of the key, and
+// both remove in O(1): the last element of a dense array moves into the hole and the moved
+// entry's back-reference (Entry::exp_pos) is fixed up.
+//
+// DenseExpiryTable (policy SampledExpiry) is Redis's `expires` dict reduced to what the
+// active cycle needs: one dense array swept by a resumable cursor. Sampling it costs nothing
+// per key until a tick looks, but when few keys are due a tick mostly samples keys that are
+// not (the store's guaranteed sweep, Options::full_pass_ticks, bounds how late they get).
+//
+// TimerWheel (policy TimeOrderedExpiry) is a hierarchical timing wheel: ten levels of 64
+// buckets, level l spanning 2^(7+6l) ms per bucket, so level 0 has 128 ms slots and the top
+// level covers the whole int64 range. A key sits at the lowest level whose enclosing window it
+// shares with the wheel's clock; as the wheel's clock reaches a higher-level bucket, that
+// bucket is cascaded (its keys re-placed, each at a lower level), so a key moves at most ten
+// times in its life. A level-0 bucket whose 128 ms slot has fully passed holds only due keys:
+// tick() reclaims them without ever looking at a key that is not due, and at most 128 ms plus
+// one tick period after their deadline. Bitmaps of occupied buckets let the wheel's clock jump
+// over empty time in O(levels). The price is 8 more bytes per entry (the bucket number, with
+// padding) and a re-placement on every TTL change.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace expiring::detail {
+
+inline constexpr std::uint32_t kNoExpiryPos = 0xFFFFFFFFu;
+
+// Per-entry fields each index needs beyond Entry::exp_pos.
+struct NoExpiryMeta {};
+struct WheelMeta {
+  std::uint16_t exp_bucket = 0;
+};
+
+class DenseExpiryTable {
+ public:
+  using entry_meta = NoExpiryMeta;
+
+  std::size_t size() const noexcept { return table_.size(); }
+  std::uint32_t at(std::size_t pos) const noexcept { return table_[pos]; }
+
+  // Makes the next insert() or reschedule() unable to throw.
+  void prepare(std::int64_t /*deadline*/) {
+    if (table_.size() == table_.capacity()) table_.reserve(table_.size() < 8 ? 8 : table_.size() * 2);
+  }
+  template <class Es>
+  void insert(Es& es, std::uint32_t i) {
+    table_.push_back(i);
+    es[i].exp_pos = static_cast<std::uint32_t>(table_.size() - 1);
+  }
+  template <class Es>
+  void reschedule(Es&, std::uint32_t, std::int64_t /*old_deadline*/) noexcept {}
+  template <class Es>
+  void erase(Es& es, std::uint32_t i) noexcept {
+    const std::uint32_t pos = es[i].exp_pos;
+    const std::uint32_t moved = table_.back();
+    table_[pos] = moved;
+    es[moved].exp_pos = pos;
+    table_.pop_back();
+  }
+  // Entry `to` was moved from another index: repoint its handle.
+  template <class Es>
+  void moved(Es& es, std::uint32_t to) noexcept {
+    table_[es[to].exp_pos] = to;
+  }
+  void clear() noexcept { table_.clear(); }
+  std::size_t bytes() const noexcept { return table_.capacity() * sizeof(std::uint32_t); }
+  template <class Es>
+  bool check(const Es& es) const {
+    for (std::size_t p = 0; p < table_.size(); ++p) {
+      if (table_[p] >= es.size() || es[table_[p]].exp_pos != p) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::vector<std::uint32_t> table_;
+};
+
+class TimerWheel {
+ public:
+  using entry_meta = WheelMeta;
+
+  static constexpr int kSlotBits = 7;   // level-0 slot: 128 ms
+  static constexpr int kLevelBits = 6;  // 64 buckets per level
+  static constexpr int kLevels = 10;    // 7 + 6 * 10 > 64: the top level covers all of int64
+  static constexpr int kBucketsPerLevel = 1 << kLevelBits;
+  static constexpr int kBuckets = kLevels * kBucketsPerLevel;
+
+  // The lateness bound of a reclaimed key, beyond the tick period: one level-0 slot.
+  static constexpr std::int64_t kSlotMs = std::int64_t{1} << kSlotBits;
+  // How far back the clock may step before advance() re-places all keys.
+  static constexpr std::uint64_t kRebaseMs = 1000;
+
+  std::size_t size() const noexcept { return size_; }
+
+  // Starts an empty wheel's clock at `now`, so that new keys are placed low in the wheel.
+  void sync(std::int64_t now) noexcept {
+    if (size_ == 0) advance_clock(bias(now));
+  }
+
+  void prepare(std::int64_t deadline) {
+    std::vector<std::uint32_t>& v = buckets_[bucket_for(bias(deadline))];
+    if (v.size() == v.capacity()) v.reserve(v.size() < 8 ? 8 : v.size() * 2);
+  }
+  template <class Es>
+  void insert(Es& es, std::uint32_t i) {
+    place(es, i, bucket_for(bias(es[i].deadline)));
+  }
+  template <class Es>
+  void reschedule(Es& es, std::uint32_t i, std::int64_t /*old_deadline*/) {
+    const int nb = bucket_for(bias(es[i].deadline));
+    if (nb == es[i].exp_bucket) return;
+    buckets_[nb].push_back(i);  // first, so that a throw leaves everything as it was
+    remove_at(es, es[i].exp_bucket, es[i].exp_pos);
+    es[i].exp_bucket = static_cast<std::uint16_t>(nb);
+    es[i].exp_pos = static_cast<std::uint32_t>(buckets_[nb].size() - 1);
+    occupied_[nb >> kLevelBits] |= bit(nb);
+    ++size_;
+  }
+  template <class Es>
+  void erase(Es& es, std::uint32_t i) noexcept {
+    remove_at(es, es[i].exp_bucket, es[i].exp_pos);
+  }
+  template <class Es>
+  void moved(Es& es, std::uint32_t to) noexcept {
+    buckets_[es[to].exp_bucket][es[to].exp_pos] = to;
+  }
+  void clear() noexcept {
+    for (auto& b : buckets_) b.clear();
+    for (auto& o : occupied_) o = 0;
+    size_ = 0;
+  }
+  std::size_t bytes() const noexcept {
+    std::size_t n = sizeof(buckets_);
+    for (const auto& b : buckets_) n += b.capacity() * sizeof(std::uint32_t);
+    return n;
+  }
+  template <class Es>
+  bool check(const Es& es) const {
+    std::size_t total = 0;
+    for (int b = 0; b < kBuckets; ++b) {
+      const auto& v = buckets_[b];
+      if (((occupied_[b >> kLevelBits] & bit(b)) != 0) != !v.empty()) return false;
+      for (std::size_t p = 0; p < v.size(); ++p) {
+        if (v[p] >= es.size() || es[v[p]].exp_bucket != b || es[v[p]].exp_pos != p) return false;
+      }
+      total += v.size();
+    }
+    return total == size_;
+  }
+
+  // Moves the wheel's clock towards `now`, reclaiming due keys and cascading buckets whose
+  // time has come. Before each key it touches it calls budget(), which returns false to stop
+  // (the wheel resumes there on the next call). reclaim(i) must erase entry i (and so call
+  // erase()). Stops early only on the budget, or when a due bucket holds a key that is not
+  // stale at `now` (possible only if the clock went backwards).
+  template <class Es, class Reclaim, class Budget>
+  void advance(Es& es, std::int64_t now, Reclaim&& reclaim, Budget&& budget) {
+    const std::uint64_t target = bias(now);
+    const std::uint64_t target_slot = target >> kSlotBits;
+    // The clock stepped back by more than a second (a wall clock can): re-place every key
+    // relative to the new time, once, so that active reclaiming does not stall until the
+    // clock catches up with the wheel again.
+    if (target + kRebaseMs < w_) rebase(es, target);
+    for (;;) {
+      // 0. A bucket at the wheel clock's own digit (level >= 1) is one whose cascade a budget
+      //    stop interrupted: finish it first. Placement never puts a key there otherwise.
+      int partial = -1;
+      for (int l = kLevels - 1; l >= 1 && partial < 0; --l) {
+        const int b = l * kBucketsPerLevel + digit(w_, l);
+        if (!buckets_[b].empty()) partial = b;
+      }
+      if (partial >= 0) {
+        std::vector<std::uint32_t>& v = buckets_[partial];
+        while (!v.empty()) {
+          if (!budget()) return;
+          if (!relocate(es, v.back())) return;  // cannot happen; never spin
+        }
+        continue;
+      }
+      // 1. Level 0: the first non-empty slot from the clock's slot on, in this level-1 window.
+      const int c0 = digit(w_, 0);
+      const std::uint64_t m0 = occupied_[0] & (~std::uint64_t{0} << c0);
+      if (m0 != 0) {
+        const int j = lowest_bit(m0);
+        const std::uint64_t slot_start = (w_ & ~low_mask(shift(1))) | (static_cast<std::uint64_t>(j) << kSlotBits);
+        if ((slot_start >> kSlotBits) >= target_slot) {
+          advance_clock(target);  // nothing is due yet
+          return;
+        }
+        advance_clock(slot_start);
+        std::vector<std::uint32_t>& v = buckets_[j];
+        while (!v.empty()) {
+          const std::uint32_t i = v.back();
+          if (!es[i].is_stale(now)) return;  // the clock went backwards; retry next tick
+          if (!budget()) return;
+          reclaim(i);
+        }
+        continue;
+      }
+      // 2. No level-0 keys left in this window: the next occupied bucket of a higher level.
+      std::uint64_t event = 0;
+      bool found = false;
+      for (int l = 1; l < kLevels && !found; ++l) {
+        const int cl = digit(w_, l);
+        if (cl == kBucketsPerLevel - 1) continue;
+        const std::uint64_t m = occupied_[l] & (~std::uint64_t{0} << (cl + 1));
+        if (m == 0) continue;
+        const std::uint64_t base = l + 1 < kLevels ? (w_ & ~low_mask(shift(l + 1))) : 0;
+        event = base | (static_cast<std::uint64_t>(lowest_bit(m)) << shift(l));
+        found = true;
+      }
+      if (!found || event > target) {
+        advance_clock(target);
+        return;
+      }
+      advance_clock(event);  // step 0 cascades the bucket that starts here
+    }
+  }
+
+ private:
+  static constexpr int shift(int level) noexcept { return kSlotBits + kLevelBits * level; }
+  static constexpr std::uint64_t low_mask(int bits) noexcept { return (std::uint64_t{1} << bits) - 1; }
+  static constexpr std::uint64_t bit(int bucket) noexcept {
+    return std::uint64_t{1} << (bucket & (kBucketsPerLevel - 1));
+  }
+  static constexpr int digit(std::uint64_t t, int level) noexcept {
+    return static_cast<int>((t >> shift(level)) & low_mask(kLevelBits));
+  }
+  // int64 order mapped onto uint64 order, so shifts are well defined for negative times.
+  static constexpr std::uint64_t bias(std::int64_t t) noexcept {
+    return static_cast<std::uint64_t>(t) ^ (std::uint64_t{1} << 63);
+  }
+  static int highest_bit(std::uint64_t x) noexcept {  // x != 0
+#if defined(__GNUC__) || defined(__clang__)
+    return 63 - __builtin_clzll(x);
+#else
+    int n = 0;
+    while (x >>= 1) ++n;
+    return n;
+#endif
+  }
+  static int lowest_bit(std::uint64_t x) noexcept {  // x != 0
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int n = 0;
+    while ((x & 1) == 0) {
+      x >>= 1;
+      ++n;
+    }
+    return n;
+#endif
+  }
+
+  // The bucket of a (biased) deadline: the lowest level whose enclosing window it shares
+  // with the wheel's clock. Deadlines the clock has passed go to the clock's own slot.
+  int bucket_for(std::uint64_t u) const noexcept {
+    if (u < w_) u = w_;
+    const std::uint64_t x = u ^ w_;
+    int level = 0;
+    if (x >= (std::uint64_t{1} << shift(1))) level = (highest_bit(x) - kSlotBits) / kLevelBits;
+    return level * kBucketsPerLevel + digit(u, level);
+  }
+
+  // Sets the wheel's clock back to t and re-places every key (O(size), only after the clock
+  // stepped back). Keys are moved bucket by bucket through a scratch list, so nothing is lost
+  // if an allocation fails: the wheel is then left at the old clock.
+  template <class Es>
+  void rebase(Es& es, std::uint64_t t) {
+    std::vector<std::uint32_t> all;
+    all.reserve(size_);
+    for (const auto& b : buckets_) all.insert(all.end(), b.begin(), b.end());
+    std::vector<std::uint32_t> fresh[kBuckets];
+    const std::uint64_t old = w_;
+    w_ = t;
+    try {
+      for (const std::uint32_t i : all) fresh[bucket_for(bias(es[i].deadline))].push_back(i);
+    } catch (...) {
+      w_ = old;
+      throw;
+    }
+    for (auto& o : occupied_) o = 0;
+    for (int b = 0; b < kBuckets; ++b) {
+      buckets_[b].swap(fresh[b]);
+      for (std::size_t p = 0; p < buckets_[b].size(); ++p) {
+        es[buckets_[b][p]].exp_bucket = static_cast<std::uint16_t>(b);
+        es[buckets_[b][p]].exp_pos = static_cast<std::uint32_t>(p);
+      }
+      if (!buckets_[b].empty()) occupied_[b >> kLevelBits] |= bit(b);
+    }
+  }
+
+  void advance_clock(std::uint64_t t) noexcept {
+    if (t > w_) w_ = t;
+  }
+
+  template <class Es>
+  void place(Es& es, std::uint32_t i, int b) {
+    buckets_[b].push_back(i);
+    es[i].exp_bucket = static_cast<std::uint16_t>(b);
+    es[i].exp_pos = static_cast<std::uint32_t>(buckets_[b].size() - 1);
+    occupied_[b >> kLevelBits] |= bit(b);
+    ++size_;
+  }
+  template <class Es>
+  void remove_at(Es& es, int b, std::uint32_t pos) noexcept {
+    std::vector<std::uint32_t>& v = buckets_[b];
+    const std::uint32_t moved = v.back();
+    v[pos] = moved;
+    es[moved].exp_pos = pos;
+    v.pop_back();
+    if (v.empty()) occupied_[b >> kLevelBits] &= ~bit(b);
+    --size_;
+  }
+  // Re-places entry i for the wheel's current clock (a cascade step). False if it stays.
+  template <class Es>
+  bool relocate(Es& es, std::uint32_t i) {
+    const int nb = bucket_for(bias(es[i].deadline));
+    const int ob = es[i].exp_bucket;
+    if (nb == ob) return false;
+    buckets_[nb].push_back(i);
+    remove_at(es, ob, es[i].exp_pos);
+    es[i].exp_bucket = static_cast<std::uint16_t>(nb);
+    es[i].exp_pos = static_cast<std::uint32_t>(buckets_[nb].size() - 1);
+    occupied_[nb >> kLevelBits] |= bit(nb);
+    ++size_;
+    return true;
+  }
+
+  std::vector<std::uint32_t> buckets_[kBuckets];
+  std::uint64_t occupied_[kLevels] = {};
+  std::uint64_t w_ = 0;  // the wheel's clock (biased ms): every slot before its slot is processed
+  std::size_t size_ = 0;
+};
+
+}  // namespace expiring::detail

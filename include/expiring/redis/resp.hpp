@@ -1,0 +1,548 @@
+// expiring/redis/resp.hpp: RESP2, the Redis wire protocol: a reply value type, its writer,
+// and an incremental request parser.
+//
+// Overview
+// --------
+// `Reply` is one RESP2 reply: a status (`+OK`), an error (`-ERR ...`), an integer, a bulk
+// string, a nil bulk, an array, or a nil array. `Reply::to_resp()` / `write_resp()` encode it.
+//
+// `RequestParser` turns the bytes a client sends into commands (vectors of binary-safe
+// strings), the way Redis 7.0's networking.c does, including its quirks, so that a client
+// sees exactly what a real redis-server would answer:
+//
+//   * multibulk requests (`*<n>\r\n$<len>\r\n<bytes>\r\n...`) and inline requests
+//     (`SET k "v w"\n`, split like Redis's sdssplitargs: quotes, \xHH and \n escapes);
+//   * any split of the input into reads (partial frames), and any number of requests in one
+//     read (pipelining); empty inline lines and `*0` / `*-1` requests are skipped silently;
+//   * Redis's protocol errors, word for word ("ERR Protocol error: invalid multibulk length",
+//     "... expected '$', got 'x'", "... invalid bulk length", "... unbalanced quotes in
+//     request", "... too big inline request", "... too big mbulk count string", "... too big
+//     bulk count string"). After one, the parser stays failed: the server sends the error and
+//     closes the connection, as Redis does;
+//   * Redis's leniency, kept on purpose: the two bytes after a bulk's payload are skipped
+//     without being checked, and the byte after the `\r` of a length line is not checked
+//     either. A NUL byte before the line terminator makes Redis wait for more input (its
+//     strchr() stops there) until the line exceeds 64 KB; the parser does the same.
+//
+// Memory: nothing is allocated on a client's say-so. A bulk length above
+// `ParserLimits::max_bulk_len` (Redis proto-max-bulk-len, 512 MB) is refused as soon as its
+// header line is complete; a bulk within the limit is only ever stored as its bytes arrive;
+// the argument vector of a multibulk request is reserved for at most 1024 entries up front,
+// whatever count the client announces. Everything buffered for one client (unparsed input plus
+// the arguments of the command being assembled) is capped by `max_query_buffer` (Redis
+// client-query-buffer-limit, 1 GB); past it the parser reports `Status::limit` and the server
+// closes the connection without a reply, as Redis does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace expiring::redis {
+
+// ==== Reply ===================================================================================
+
+class Reply {
+ public:
+  enum class Type : std::uint8_t {
+    status,     // +OK
+    error,      // -ERR message (the text is stored without the '-')
+    integer,    // :42
+    bulk,       // $3\r\nfoo
+    nil,        // $-1 (null bulk string)
+    array,      // *2 ...
+    nil_array,  // *-1
+  };
+
+  Reply() = default;  // a nil bulk
+
+  static Reply status(std::string s) { return Reply(Type::status, std::move(s)); }
+  static Reply ok() { return status("OK"); }
+  // `text` is the whole error line without the leading '-', e.g. "ERR syntax error" or
+  // "WRONGTYPE Operation against a key holding the wrong kind of value".
+  static Reply error(std::string text) { return Reply(Type::error, std::move(text)); }
+  static Reply integer(std::int64_t v) {
+    Reply r(Type::integer, {});
+    r.int_ = v;
+    return r;
+  }
+  static Reply bulk(std::string s) { return Reply(Type::bulk, std::move(s)); }
+  static Reply nil() { return Reply(); }
+  static Reply array(std::vector<Reply> elements = {}) {
+    Reply r(Type::array, {});
+    r.elements_ = std::move(elements);
+    return r;
+  }
+  static Reply nil_array() { return Reply(Type::nil_array, {}); }
+
+  Type type() const noexcept { return type_; }
+  bool is_error() const noexcept { return type_ == Type::error; }
+  bool is_nil() const noexcept { return type_ == Type::nil; }
+  // The text of a status, error or bulk reply.
+  const std::string& str() const noexcept { return str_; }
+  std::int64_t integer() const noexcept { return int_; }
+  const std::vector<Reply>& elements() const noexcept { return elements_; }
+  std::vector<Reply>& elements() noexcept { return elements_; }
+  // Appends an element to an array reply.
+  Reply& push(Reply r) {
+    elements_.push_back(std::move(r));
+    return *this;
+  }
+
+  // Appends the RESP2 encoding to `out`. A status or error text never contains CR or LF on
+  // the wire: any found are written as spaces (Redis does the same for messages that quote
+  // user input).
+  void write_resp(std::string& out) const {
+    switch (type_) {
+      case Type::status:
+      case Type::error:
+        out.push_back(type_ == Type::status ? '+' : '-');
+        for (char c : str_) out.push_back((c == '\r' || c == '\n') ? ' ' : c);
+        out.append("\r\n");
+        break;
+      case Type::integer:
+        out.push_back(':');
+        append_int(out, int_);
+        out.append("\r\n");
+        break;
+      case Type::bulk:
+        out.push_back('$');
+        append_int(out, static_cast<std::int64_t>(str_.size()));
+        out.append("\r\n");
+        out.append(str_);
+        out.append("\r\n");
+        break;
+      case Type::nil:
+        out.append("$-1\r\n");
+        break;
+      case Type::array:
+        out.push_back('*');
+        append_int(out, static_cast<std::int64_t>(elements_.size()));
+        out.append("\r\n");
+        for (const Reply& e : elements_) e.write_resp(out);
+        break;
+      case Type::nil_array:
+        out.append("*-1\r\n");
+        break;
+    }
+  }
+  std::string to_resp() const {
+    std::string out;
+    write_resp(out);
+    return out;
+  }
+
+  friend bool operator==(const Reply& a, const Reply& b) {
+    return a.type_ == b.type_ && a.str_ == b.str_ && a.int_ == b.int_ && a.elements_ == b.elements_;
+  }
+  friend bool operator!=(const Reply& a, const Reply& b) { return !(a == b); }
+
+  // A readable rendering in redis-cli's style, for test failure messages.
+  friend std::ostream& operator<<(std::ostream& os, const Reply& r) {
+    switch (r.type_) {
+      case Type::status: return os << r.str_;
+      case Type::error: return os << "(error) " << r.str_;
+      case Type::integer: return os << "(integer) " << r.int_;
+      case Type::bulk: return os << '"' << r.str_ << '"';
+      case Type::nil: return os << "(nil)";
+      case Type::nil_array: return os << "(nil array)";
+      case Type::array: {
+        os << '[';
+        for (std::size_t i = 0; i < r.elements_.size(); ++i) os << (i ? ", " : "") << r.elements_[i];
+        return os << ']';
+      }
+    }
+    return os;
+  }
+
+  // Decimal digits of v (with a '-' when negative), for any int64 including INT64_MIN.
+  static void append_int(std::string& out, std::int64_t v) {
+    char buf[24];
+    char* end = buf + sizeof buf;
+    char* p = end;
+    std::uint64_t u = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
+    do {
+      *--p = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) *--p = '-';
+    out.append(p, static_cast<std::size_t>(end - p));
+  }
+
+ private:
+  Reply(Type t, std::string s) : type_(t), str_(std::move(s)) {}
+
+  Type type_ = Type::nil;
+  std::string str_;
+  std::int64_t int_ = 0;
+  std::vector<Reply> elements_;
+};
+
+// ==== Integer grammar =========================================================================
+
+// Redis's string2ll (SPEC B §2.0): "0", or an optional '-' then a digit 1-9 and more digits,
+// within int64, at most 20 bytes. No '+', no leading zeros, no "-0", no spaces.
+inline bool parse_int64(std::string_view s, std::int64_t& out) noexcept {
+  if (s.empty() || s.size() > 20) return false;
+  if (s.size() == 1 && s[0] == '0') {
+    out = 0;
+    return true;
+  }
+  std::size_t i = 0;
+  const bool negative = s[0] == '-';
+  if (negative && ++i == s.size()) return false;
+  if (s[i] < '1' || s[i] > '9') return false;
+  std::uint64_t v = 0;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c < '0' || c > '9') return false;
+    const auto d = static_cast<std::uint64_t>(c - '0');
+    if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (negative) {
+    if (v > kMax + 1) return false;
+    out = v == kMax + 1 ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(v);
+  } else {
+    if (v > kMax) return false;
+    out = static_cast<std::int64_t>(v);
+  }
+  return true;
+}
+
+// ==== Request parser ==========================================================================
+
+struct ParserLimits {
+  // Redis proto-max-bulk-len: the largest bulk argument accepted.
+  std::size_t max_bulk_len = std::size_t{512} * 1024 * 1024;
+  // Redis PROTO_INLINE_MAX_SIZE: the longest inline request, multibulk count line or bulk
+  // length line still waiting for its terminator.
+  std::size_t max_inline = 64 * 1024;
+  // Redis client-query-buffer-limit: unparsed input plus the arguments of the command being
+  // assembled. Past it the connection is closed without a reply.
+  std::size_t max_query_buffer = std::size_t{1024} * 1024 * 1024;
+};
+
+class RequestParser {
+ public:
+  enum class Status : std::uint8_t {
+    incomplete,      // need more input
+    command,         // a command was parsed into argv (argv is never empty)
+    protocol_error,  // a malformed request: reply error() and close the connection
+    limit,           // max_query_buffer exceeded: close the connection without a reply
+  };
+
+  RequestParser() = default;
+  explicit RequestParser(ParserLimits limits) : limits_(limits) {}
+
+  const ParserLimits& limits() const noexcept { return limits_; }
+
+  // Appends bytes received from the client. Input after a failure is ignored.
+  void feed(const char* data, std::size_t n) {
+    if (failed()) return;
+    compact();
+    buf_.append(data, n);
+  }
+  void feed(std::string_view s) { feed(s.data(), s.size()); }
+
+  // Parses the next command. On Status::command, `argv` holds its arguments (replacing what
+  // was there). Call repeatedly until it returns incomplete (or a failure).
+  Status next(std::vector<std::string>& argv) {
+    if (state_ == State::error) return Status::protocol_error;
+    if (state_ == State::over_limit) return Status::limit;
+    for (;;) {
+      Status s = Status::incomplete;
+      bool got = false;
+      if (state_ == State::idle) {
+        if (pos_ == buf_.size()) break;
+        state_ = buf_[pos_] == '*' ? State::multibulk_count : State::inline_line;
+        scanned_ = 0;
+      }
+      if (state_ == State::inline_line) {
+        s = parse_inline(got);
+      } else {
+        s = parse_multibulk(got);
+      }
+      if (s != Status::incomplete) return s;
+      if (got) {
+        argv.swap(args_);
+        args_.clear();
+        args_bytes_ = 0;
+        return Status::command;
+      }
+      if (state_ != State::idle) break;  // waiting for more input
+      // an empty request was skipped: look at the next one
+    }
+    if (buffered_bytes() > limits_.max_query_buffer) {
+      state_ = State::over_limit;
+      release();
+      return Status::limit;
+    }
+    return Status::incomplete;
+  }
+
+  // The error reply text of the last protocol error, e.g.
+  // "ERR Protocol error: invalid bulk length" (without the RESP '-').
+  const std::string& error() const noexcept { return error_; }
+  bool failed() const noexcept { return state_ == State::error || state_ == State::over_limit; }
+
+  // Bytes held: unparsed input plus the arguments assembled so far.
+  std::size_t buffered_bytes() const noexcept { return (buf_.size() - pos_) + args_bytes_; }
+  // True when no partial request is pending.
+  bool idle() const noexcept { return state_ == State::idle && pos_ == buf_.size(); }
+
+ private:
+  enum class State : std::uint8_t { idle, inline_line, multibulk_count, bulk_len, bulk_data, error, over_limit };
+
+  Status fail(const std::string& what) {
+    error_ = "ERR Protocol error: " + what;
+    state_ = State::error;
+    release();
+    return Status::protocol_error;
+  }
+  void release() {
+    std::string().swap(buf_);
+    std::vector<std::string>().swap(args_);
+    pos_ = 0;
+    args_bytes_ = 0;
+  }
+  // Drops consumed input once it dominates the buffer (amortised O(1) per byte).
+  void compact() {
+    if (pos_ == 0) return;
+    if (pos_ == buf_.size()) {
+      buf_.clear();
+      pos_ = 0;
+    } else if (pos_ >= 4096 && pos_ * 2 >= buf_.size()) {
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+  }
+
+  // Finds the first `term` or NUL byte at or after pos_ (continuing a previous scan of the
+  // same line). Returns its offset from pos_, or npos if neither was found; `nul` tells
+  // whether a NUL came first. Redis uses strchr() on a NUL-terminated buffer, so a NUL hides
+  // every terminator after it.
+  std::size_t find_terminator(char term, bool& nul) {
+    const char* base = buf_.data() + pos_;
+    const std::size_t avail = buf_.size() - pos_;
+    for (std::size_t i = scanned_; i < avail; ++i) {
+      const char c = base[i];
+      if (c == term || c == '\0') {
+        nul = c == '\0';
+        scanned_ = i;
+        return i;
+      }
+    }
+    scanned_ = avail;
+    nul = false;
+    return std::string::npos;
+  }
+
+  // ---- inline requests ----
+  Status parse_inline(bool& got) {
+    bool nul = false;
+    const std::size_t nl = find_terminator('\n', nul);
+    if (nl == std::string::npos || nul) {
+      if (nul) scanned_ = nl;  // stuck on the NUL until the line grows too long
+      if (buf_.size() - pos_ > limits_.max_inline) return fail("too big inline request");
+      return Status::incomplete;
+    }
+    std::size_t len = nl;
+    if (len > 0 && buf_[pos_ + len - 1] == '\r') --len;
+    const std::string_view line(buf_.data() + pos_, len);
+    if (!split_args(line, args_)) return fail("unbalanced quotes in request");
+    pos_ += nl + 1;
+    state_ = State::idle;
+    scanned_ = 0;
+    for (const std::string& a : args_) args_bytes_ += a.size();
+    got = !args_.empty();
+    return Status::incomplete;
+  }
+
+  static bool is_space(char c) noexcept {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+  }
+  static int hex_value(char c) noexcept {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+
+  // Splits an inline request as Redis's sdssplitargs does: blanks separate arguments;
+  // "double quotes" allow \xHH, \n, \r, \t, \b, \a and \<any> escapes; 'single quotes' allow
+  // \' only; a closing quote must be followed by a blank or the end. False on unbalanced
+  // quotes. The line holds no NUL (the caller stops at one); its end acts as one.
+  static bool split_args(std::string_view line, std::vector<std::string>& out) {
+    out.clear();
+    const std::size_t n = line.size();
+    auto at = [&](std::size_t i) -> char { return i < n ? line[i] : '\0'; };
+    std::size_t p = 0;
+    for (;;) {
+      while (p < n && is_space(line[p])) ++p;
+      if (p >= n) return true;
+      std::string cur;
+      bool in_dq = false, in_sq = false, done = false;
+      while (!done) {
+        const char c = at(p);
+        if (in_dq) {
+          if (c == '\\' && at(p + 1) == 'x' && hex_value(at(p + 2)) >= 0 && hex_value(at(p + 3)) >= 0) {
+            cur.push_back(static_cast<char>(hex_value(at(p + 2)) * 16 + hex_value(at(p + 3))));
+            p += 3;
+          } else if (c == '\\' && at(p + 1) != '\0') {
+            ++p;
+            switch (at(p)) {
+              case 'n': cur.push_back('\n'); break;
+              case 'r': cur.push_back('\r'); break;
+              case 't': cur.push_back('\t'); break;
+              case 'b': cur.push_back('\b'); break;
+              case 'a': cur.push_back('\a'); break;
+              default: cur.push_back(at(p)); break;
+            }
+          } else if (c == '"') {
+            if (at(p + 1) != '\0' && !is_space(at(p + 1))) return false;
+            done = true;
+          } else if (c == '\0') {
+            return false;
+          } else {
+            cur.push_back(c);
+          }
+        } else if (in_sq) {
+          if (c == '\\' && at(p + 1) == '\'') {
+            ++p;
+            cur.push_back('\'');
+          } else if (c == '\'') {
+            if (at(p + 1) != '\0' && !is_space(at(p + 1))) return false;
+            done = true;
+          } else if (c == '\0') {
+            return false;
+          } else {
+            cur.push_back(c);
+          }
+        } else {
+          switch (c) {
+            case ' ':
+            case '\n':
+            case '\r':
+            case '\t':
+            case '\0':
+              done = true;
+              break;
+            case '"':
+              in_dq = true;
+              break;
+            case '\'':
+              in_sq = true;
+              break;
+            default:
+              cur.push_back(c);
+              break;
+          }
+        }
+        if (at(p) != '\0') ++p;
+      }
+      out.push_back(std::move(cur));
+    }
+  }
+
+  // ---- multibulk requests ----
+
+  // Reads a length line ("*<n>\r" or "$<n>\r" plus one more byte). Returns incomplete with
+  // `ready` false when the line is not all there yet.
+  Status read_length_line(const char* too_big, bool& ready, std::string_view& digits, char& first) {
+    ready = false;
+    bool nul = false;
+    const std::size_t cr = find_terminator('\r', nul);
+    if (cr == std::string::npos || nul) {
+      if (nul) scanned_ = cr;
+      if (buf_.size() - pos_ > limits_.max_inline) return fail(too_big);
+      return Status::incomplete;
+    }
+    // The byte after '\r' must have arrived too (Redis does not check that it is '\n').
+    if (cr + 2 > buf_.size() - pos_) return Status::incomplete;
+    first = buf_[pos_];
+    digits = std::string_view(buf_.data() + pos_ + 1, cr == 0 ? 0 : cr - 1);
+    ready = true;
+    line_len_ = cr + 2;
+    return Status::incomplete;
+  }
+
+  Status parse_multibulk(bool& got) {
+    if (state_ == State::multibulk_count) {
+      bool ready = false;
+      std::string_view digits;
+      char first = 0;
+      Status s = read_length_line("too big mbulk count string", ready, digits, first);
+      if (!ready) return s;
+      std::int64_t count = 0;
+      if (!parse_int64(digits, count) || count > std::numeric_limits<int>::max()) {
+        return fail("invalid multibulk length");
+      }
+      pos_ += line_len_;
+      scanned_ = 0;
+      if (count <= 0) {  // "*0" and "*-1": an empty request, skipped
+        state_ = State::idle;
+        return Status::incomplete;
+      }
+      remaining_ = static_cast<std::size_t>(count);
+      args_.clear();
+      args_.reserve(remaining_ < 1024 ? remaining_ : 1024);
+      args_bytes_ = 0;
+      state_ = State::bulk_len;
+    }
+    while (remaining_ > 0) {
+      if (state_ == State::bulk_len) {
+        bool ready = false;
+        std::string_view digits;
+        char first = 0;
+        Status s = read_length_line("too big bulk count string", ready, digits, first);
+        if (!ready) return s;
+        if (first != '$') {
+          // Redis writes the byte as is (%c), CR and LF as spaces.
+          const char got_char = (first == '\r' || first == '\n') ? ' ' : first;
+          return fail(std::string("expected '$', got '") + got_char + "'");
+        }
+        std::int64_t len = 0;
+        if (!parse_int64(digits, len) || len < 0 ||
+            static_cast<std::uint64_t>(len) > static_cast<std::uint64_t>(limits_.max_bulk_len)) {
+          return fail("invalid bulk length");
+        }
+        pos_ += line_len_;
+        scanned_ = 0;
+        bulk_len_ = static_cast<std::size_t>(len);
+        state_ = State::bulk_data;
+      }
+      // state_ == bulk_data: the payload plus two bytes Redis skips unchecked.
+      if (buf_.size() - pos_ < bulk_len_ + 2) return Status::incomplete;
+      args_.emplace_back(buf_.data() + pos_, bulk_len_);
+      args_bytes_ += bulk_len_;
+      pos_ += bulk_len_ + 2;
+      --remaining_;
+      state_ = State::bulk_len;
+    }
+    state_ = State::idle;
+    scanned_ = 0;
+    got = true;
+    return Status::incomplete;
+  }
+
+  ParserLimits limits_{};
+  std::string buf_;
+  std::size_t pos_ = 0;      // start of unparsed input
+  std::size_t scanned_ = 0;  // bytes of the current line already searched for a terminator
+  std::size_t line_len_ = 0;
+  State state_ = State::idle;
+  std::size_t remaining_ = 0;  // bulk arguments still expected
+  std::size_t bulk_len_ = 0;
+  std::vector<std::string> args_;
+  std::size_t args_bytes_ = 0;
+  std::string error_;
+};
+
+}  // namespace expiring::redis
