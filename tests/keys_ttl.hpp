@@ -144,7 +144,8 @@ struct Fx {
     return o;
   }
 
-  explicit Fx(std::int64_t start) : clock(start), store(clock, options()), t0(start) {
+  explicit Fx(std::int64_t start) : Fx(start, options()) {}
+  Fx(std::int64_t start, expiring::Options opts) : clock(start), store(clock, std::move(opts)), t0(start) {
     store.set_listener([this](const typename Store<KT>::event_type& ev) { events.emplace_back(ev.cause, ev.key); });
   }
 

@@ -69,8 +69,8 @@ using StoreOf = expiring::ExpiringStore<typename KT::key_type, std::string, type
                                         std::equal_to<>, ManualClock&>;
 
 // Replies as text: "(nil)" for a missing value (no test value is spelled that way).
-std::string show(const std::string* p) { return p != nullptr ? *p : std::string("(nil)"); }
-std::string show(const std::optional<std::string>& o) { return o ? *o : std::string("(nil)"); }
+[[maybe_unused]] std::string show(const std::string* p) { return p != nullptr ? *p : std::string("(nil)"); }
+[[maybe_unused]] std::string show(const std::optional<std::string>& o) { return o ? *o : std::string("(nil)"); }
 
 // Everything observable about a store, taken through its quiet paths (iteration, stats()):
 // error paths must leave it exactly as it was.

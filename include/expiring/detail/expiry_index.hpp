@@ -166,7 +166,7 @@ class TimerWheel {
     // The clock stepped back by more than a second (a wall clock can): re-place every key
     // relative to the new time, once, so that active reclaiming does not stall until the
     // clock catches up with the wheel again.
-    if (target + kRebaseMs < w_) rebase(es, target);
+    if (w_ > kRebaseMs && target < w_ - kRebaseMs) rebase(es, target);
     for (;;) {
       // 0. A bucket at the wheel clock's own digit (level >= 1) is one whose cascade a budget
       //    stop interrupted: finish it first. Placement never puts a key there otherwise.
