@@ -1,0 +1,1095 @@
+// expiring/redis/commands.hpp: Redis's string and keyspace commands over an ExpiringStore.
+//
+// Overview
+// --------
+// `CommandExecutor<Clock>` runs one Redis command, given as its arguments (binary-safe
+// std::strings, the command name first), against an
+// `ExpiringStore<std::string, std::string, Hash<std::string>, std::equal_to<>, Clock>` and
+// returns the reply Redis 7.0 would send: the same reply type and, for errors, the same text
+// (SPEC Part B §2, §2.0 integer grammar, §2.10 error strings; arity errors; "unknown command"
+// formatted as redis 7.0.15 formats it). Where SPEC Part A decides otherwise (D4: SET with a
+// past EXAT/PXAT stores nothing) the store's decision stands.
+//
+// Commands: PING ECHO SET SETEX PSETEX SETNX GET GETSET GETEX GETDEL MGET MSET MSETNX DEL
+// UNLINK EXISTS TOUCH TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT EXPIRETIME PEXPIRETIME PERSIST
+// RENAME RENAMENX COPY TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
+// FLUSHDB FLUSHALL SELECT INFO CONFIG (GET/SET/RESETSTAT/HELP) DEBUG SET-ACTIVE-EXPIRE TIME
+// COMMAND (COUNT/DOCS/INFO/LIST/HELP) HELLO QUIT SHUTDOWN.
+//
+// There is one database (SELECT 0 only, COPY ... DB 0 only) and one type (string), so
+// WRONGTYPE never arises. Connection-level effects (QUIT closes the connection after the
+// reply; SHUTDOWN stops the server and sends no reply) are reported through Session::action
+// for the server to carry out.
+//
+// Every command reads and writes the store through its public API, so the store's lazy
+// expiry, statistics (keyspace_hits/misses as Redis counts them) and events apply unchanged.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../expiring_store.hpp"
+#include "../version.hpp"
+#include "glob.hpp"
+#include "resp.hpp"
+
+namespace expiring::redis {
+
+// The store type the command layer drives.
+template <class Clock>
+using StringStore = ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>, Clock>;
+
+// What the server must do after sending a command's reply.
+enum class Action : std::uint8_t {
+  none,
+  close,     // QUIT: send the reply, then close the connection
+  shutdown,  // SHUTDOWN: stop the server (no reply is sent)
+};
+
+// Per-connection state a command can read or change.
+struct Session {
+  std::uint64_t id = 0;          // client id (HELLO reports it)
+  Action action = Action::none;  // set by QUIT and SHUTDOWN
+};
+
+struct CommandOptions {
+  // Redis proto-max-bulk-len: APPEND refuses to grow a string past it.
+  std::size_t proto_max_bulk_len = std::size_t{512} * 1024 * 1024;
+  // The Redis version reported by INFO and HELLO (clients use it for feature detection).
+  std::string redis_version = "7.0.15";
+};
+
+namespace detail {
+
+// The bytes up to the first NUL: how Redis sees an argument it compares with strcasecmp()
+// or prints with %s.
+inline std::string_view cstr(std::string_view s) noexcept {
+  const std::size_t z = s.find('\0');
+  return z == std::string_view::npos ? s : s.substr(0, z);
+}
+inline char ascii_lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+inline char ascii_upper(char c) noexcept { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; }
+inline bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
+}
+// An option token as Redis tests it: case-insensitive, the argument read as a C string.
+inline bool is_opt(std::string_view arg, std::string_view token) noexcept { return iequals(cstr(arg), token); }
+inline std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = ascii_lower(c);
+  return out;
+}
+inline std::string uppercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = ascii_upper(c);
+  return out;
+}
+
+// Redis's addReplyErrorFormat(): CR/LF at either end are trimmed, inner ones become spaces.
+inline Reply error_format(std::string msg) {
+  std::size_t b = 0, e = msg.size();
+  while (b < e && (msg[b] == '\r' || msg[b] == '\n')) ++b;
+  while (e > b && (msg[e - 1] == '\r' || msg[e - 1] == '\n')) --e;
+  msg = msg.substr(b, e - b);
+  for (char& c : msg) {
+    if (c == '\r' || c == '\n') c = ' ';
+  }
+  if (!msg.empty() && msg[0] == '-') return Reply::error(msg.substr(1));
+  return Reply::error("ERR " + msg);
+}
+
+// strtoul(s, &end, 10) as SCAN parses its cursor: leading blank refused, optional sign
+// ("-1" wraps around), digits, nothing after them but the end of the C string, no overflow.
+// The empty string is cursor 0.
+inline bool parse_scan_cursor(std::string_view arg, std::uint64_t& out) noexcept {
+  const std::string_view s = cstr(arg);
+  out = 0;
+  if (s.empty()) return true;
+  const char f = s[0];
+  if (f == ' ' || f == '\t' || f == '\n' || f == '\v' || f == '\f' || f == '\r') return false;
+  std::size_t i = 0;
+  bool negative = false;
+  if (s[0] == '+' || s[0] == '-') {
+    negative = s[0] == '-';
+    ++i;
+  }
+  if (i == s.size() || s[i] < '0' || s[i] > '9') return false;
+  std::uint64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    const auto d = static_cast<std::uint64_t>(s[i] - '0');
+    if (v > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;  // ERANGE
+    v = v * 10 + d;
+  }
+  out = negative ? 0 - v : v;
+  return true;
+}
+
+// Redis's bytesToHuman() for used_memory_human.
+inline std::string bytes_to_human(std::uint64_t n) {
+  char buf[64];
+  const double d = static_cast<double>(n);
+  if (n < 1024) {
+    std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(n));
+  } else if (n < 1024ull * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2fK", d / 1024);
+  } else if (n < 1024ull * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2fM", d / (1024.0 * 1024));
+  } else if (n < 1024ull * 1024 * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2fG", d / (1024.0 * 1024 * 1024));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2fT", d / (1024.0 * 1024 * 1024 * 1024));
+  }
+  return buf;
+}
+
+}  // namespace detail
+
+template <class Clock>
+class CommandExecutor {
+ public:
+  using store_type = StringStore<Clock>;
+  using Args = std::vector<std::string>;
+
+  // Adds "name:value" lines to an INFO section (server, clients, memory, stats, keyspace),
+  // after its header and before the executor's own lines. A server reports its connection
+  // figures this way.
+  using InfoHook = std::function<void(std::string_view section, std::string& out)>;
+
+  explicit CommandExecutor(store_type& store, CommandOptions options = {})
+      : store_(store), options_(std::move(options)) {
+    for (std::size_t i = 0; i < table().size(); ++i) index_.emplace(table()[i].name, i);
+    start_ms_ = store_.now_ms();
+  }
+
+  // Runs one command. `argv` must not be empty (the parser never yields an empty command).
+  Reply execute(const Args& argv, Session& session) {
+    if (argv.empty()) return Reply::error("ERR empty command");
+    const std::string name = detail::lowercase(argv[0]);
+    auto it = index_.find(name);
+    if (it == index_.end()) return unknown_command(argv);
+    const Spec& spec = table()[it->second];
+    if (!arity_ok(spec.arity, argv.size())) return arity_error(spec.name);
+    ++commands_processed_;
+    return (this->*spec.handler)(argv, session);
+  }
+  Reply execute(const Args& argv) {
+    Session s;
+    return execute(argv, s);
+  }
+  Reply execute(std::initializer_list<std::string_view> argv) {
+    Args a;
+    a.reserve(argv.size());
+    for (std::string_view s : argv) a.emplace_back(s);
+    return execute(a);
+  }
+
+  store_type& store() noexcept { return store_; }
+  const CommandOptions& options() const noexcept { return options_; }
+  void set_info_hook(InfoHook hook) { info_hook_ = std::move(hook); }
+  // A read-only setting CONFIG GET reports (e.g. "port", "maxclients").
+  void add_config(std::string name, std::string value) { extra_configs_.emplace_back(std::move(name), std::move(value)); }
+  // Commands this executor knows (COMMAND COUNT).
+  std::size_t command_count() const noexcept { return table().size(); }
+  std::uint64_t commands_processed() const noexcept { return commands_processed_; }
+
+ private:
+  using Handler = Reply (CommandExecutor::*)(const Args&, Session&);
+  struct Spec {
+    const char* name;
+    int arity;  // Redis convention: n = exactly n arguments, -n = at least n
+    Handler handler;
+    const char* flags;  // space separated, for COMMAND
+    int first_key, last_key, step;
+  };
+
+  static bool arity_ok(int arity, std::size_t argc) noexcept {
+    return arity >= 0 ? argc == static_cast<std::size_t>(arity) : argc >= static_cast<std::size_t>(-arity);
+  }
+  static Reply arity_error(std::string_view fullname) {
+    return Reply::error("ERR wrong number of arguments for '" + std::string(fullname) + "' command");
+  }
+  static Reply syntax_error() { return Reply::error("ERR syntax error"); }
+  static Reply not_integer() { return Reply::error("ERR value is not an integer or out of range"); }
+  static Reply invalid_expire(const char* cmd) {
+    return Reply::error(std::string("ERR invalid expire time in '") + cmd + "' command");
+  }
+  static Reply ok() { return Reply::ok(); }
+  static Reply bulk_or_nil(const std::string* v) { return v ? Reply::bulk(*v) : Reply::nil(); }
+  static Reply bulk_or_nil(const std::optional<std::string>& v) { return v ? Reply::bulk(*v) : Reply::nil(); }
+
+  // "unknown command '<name>', with args beginning with: '<a1>' '<a2>' ..." as redis 7.0:
+  // the name and each argument are read as C strings, the name cut at 128 bytes, the
+  // arguments quoted until the list reaches 128 bytes.
+  static Reply unknown_command(const Args& argv) {
+    std::string args;
+    for (std::size_t i = 1; i < argv.size() && args.size() < 128; ++i) {
+      const std::string_view a = detail::cstr(argv[i]);
+      const std::size_t room = 128 - args.size();
+      args += '\'';
+      args.append(a.substr(0, room));
+      args += "' ";
+    }
+    std::string msg = "ERR unknown command '" + std::string(detail::cstr(argv[0]).substr(0, 128)) +
+                      "', with args beginning with: " + args;
+    for (char& c : msg) {
+      if (c == '\r' || c == '\n') c = ' ';
+    }
+    return Reply::error(std::move(msg));
+  }
+  static Reply unknown_subcommand(const Args& argv) {
+    return Reply::error("ERR unknown subcommand '" + std::string(detail::cstr(argv[1]).substr(0, 128)) + "'. Try " +
+                        detail::uppercase(detail::cstr(argv[0])) + " HELP.");
+  }
+
+  // §2.0: the argument as an int64, or false.
+  static bool to_int(const std::string& s, std::int64_t& v) { return parse_int64(s, v); }
+
+  // ==== Connection and server ==============================================================
+
+  Reply cmd_ping(const Args& a, Session&) {
+    if (a.size() > 2) return arity_error("ping");
+    return a.size() == 1 ? Reply::status("PONG") : Reply::bulk(a[1]);
+  }
+  Reply cmd_echo(const Args& a, Session&) { return Reply::bulk(a[1]); }
+  Reply cmd_quit(const Args&, Session& s) {
+    s.action = Action::close;
+    return ok();
+  }
+  Reply cmd_shutdown(const Args& a, Session& s) {
+    bool nosave = false, save = false, abort = false, other = false;
+    for (std::size_t i = 1; i < a.size(); ++i) {
+      if (detail::is_opt(a[i], "nosave")) {
+        nosave = true;
+      } else if (detail::is_opt(a[i], "save")) {
+        save = true;
+      } else if (detail::is_opt(a[i], "now") || detail::is_opt(a[i], "force")) {
+        other = true;
+      } else if (detail::is_opt(a[i], "abort")) {
+        abort = true;
+      } else {
+        return syntax_error();
+      }
+    }
+    if ((abort && (nosave || save || other)) || (nosave && save)) return syntax_error();
+    if (abort) return Reply::error("ERR No shutdown in progress.");
+    s.action = Action::shutdown;
+    return ok();  // not sent: the server stops
+  }
+  Reply cmd_hello(const Args& a, Session& s) {
+    std::size_t next = 1;
+    if (a.size() >= 2) {
+      std::int64_t ver = 0;
+      if (!to_int(a[1], ver)) return Reply::error("ERR Protocol version is not an integer or out of range");
+      // RESP3 is not offered: clients then stay on RESP2, as with an old server.
+      if (ver != 2) return Reply::error("NOPROTO unsupported protocol version");
+      next = 2;
+    }
+    for (std::size_t j = next; j < a.size(); ++j) {
+      const std::size_t more = a.size() - 1 - j;
+      if (detail::is_opt(a[j], "auth") && more >= 2) {
+        if (a[j + 1] != "default") return Reply::error("WRONGPASS invalid username-password pair or user is disabled.");
+        j += 2;
+      } else if (detail::is_opt(a[j], "setname") && more >= 1) {
+        ++j;
+      } else {
+        return detail::error_format("Syntax error in HELLO option '" + std::string(detail::cstr(a[j])) + "'");
+      }
+    }
+    Reply r = Reply::array();
+    r.push(Reply::bulk("server")).push(Reply::bulk("redis"));
+    r.push(Reply::bulk("version")).push(Reply::bulk(options_.redis_version));
+    r.push(Reply::bulk("proto")).push(Reply::integer(2));
+    r.push(Reply::bulk("id")).push(Reply::integer(static_cast<std::int64_t>(s.id)));
+    r.push(Reply::bulk("mode")).push(Reply::bulk("standalone"));
+    r.push(Reply::bulk("role")).push(Reply::bulk("master"));
+    r.push(Reply::bulk("modules")).push(Reply::array());
+    return r;
+  }
+  Reply cmd_select(const Args& a, Session&) {
+    std::int64_t id = 0;
+    if (!to_int(a[1], id)) return not_integer();
+    if (id < std::numeric_limits<int>::min() || id > std::numeric_limits<int>::max()) {
+      return Reply::error("ERR value is out of range, value must between -2147483648 and 2147483647");
+    }
+    if (id != 0) return Reply::error("ERR DB index is out of range");
+    return ok();
+  }
+  Reply cmd_time(const Args&, Session&) {
+    std::int64_t sec = 0, usec = 0;
+    if constexpr (std::is_same_v<std::decay_t<Clock>, SystemClock>) {
+      using namespace std::chrono;
+      const auto us = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+      sec = us / 1000000;
+      usec = us % 1000000;
+    } else {
+      const std::int64_t ms = store_.now_ms();
+      sec = ms / 1000;
+      std::int64_t rem = ms % 1000;
+      if (rem < 0) {
+        rem += 1000;
+        --sec;
+      }
+      usec = rem * 1000;
+    }
+    std::string s1, s2;
+    Reply::append_int(s1, sec);
+    Reply::append_int(s2, usec);
+    return Reply::array({Reply::bulk(std::move(s1)), Reply::bulk(std::move(s2))});
+  }
+  Reply cmd_dbsize(const Args&, Session&) { return Reply::integer(static_cast<std::int64_t>(store_.size())); }
+  Reply cmd_flush(const Args& a, Session&) {
+    if (a.size() > 2) return syntax_error();
+    if (a.size() == 2 && !detail::is_opt(a[1], "sync") && !detail::is_opt(a[1], "async")) return syntax_error();
+    store_.clear();
+    return ok();
+  }
+  Reply cmd_debug(const Args& a, Session&) {
+    if (a.size() == 3 && detail::is_opt(a[1], "set-active-expire")) {
+      store_.set_active_expire_enabled(atoi_like(a[2]) != 0);
+      return ok();
+    }
+    if (a.size() == 2 && detail::is_opt(a[1], "help")) {
+      return Reply::array({Reply::status("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                           Reply::status("SET-ACTIVE-EXPIRE <0|1>"),
+                           Reply::status("    Setting it to 0 disables expiring keys in background when they are not"),
+                           Reply::status("    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the"),
+                           Reply::status("    default."),
+                           Reply::status("HELP"),
+                           Reply::status("    Prints this help.")});
+    }
+    return detail::error_format("unknown subcommand or wrong number of arguments for '" +
+                                std::string(detail::cstr(a[1])) + "'. Try DEBUG HELP.");
+  }
+  // C's atoi(): blanks, an optional sign, digits; anything else ends the number.
+  static long long atoi_like(std::string_view s) {
+    s = detail::cstr(s);
+    std::size_t i = 0;
+    while (i < s.size() && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) ++i;
+    bool neg = false;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+    long long v = 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      if (v < std::numeric_limits<long long>::max() / 10) v = v * 10 + (s[i] - '0');
+    }
+    return neg ? -v : v;
+  }
+
+  // ---- INFO ----
+  Reply cmd_info(const Args& a, Session&) {
+    static constexpr const char* kSections[] = {"server", "clients", "memory", "stats", "keyspace"};
+    bool want[5] = {a.size() == 1, a.size() == 1, a.size() == 1, a.size() == 1, a.size() == 1};
+    for (std::size_t i = 1; i < a.size(); ++i) {
+      const std::string s = detail::lowercase(a[i]);
+      if (s == "default" || s == "all" || s == "everything") {
+        for (bool& w : want) w = true;
+      }
+      for (int k = 0; k < 5; ++k) {
+        if (s == kSections[k]) want[k] = true;
+      }
+    }
+    std::string out;
+    for (int k = 0; k < 5; ++k) {
+      if (!want[k]) continue;
+      if (k == 1 && !info_hook_) continue;  // clients: only a server knows them
+      if (!out.empty()) out += "\r\n";
+      info_section(kSections[k], out);
+    }
+    return Reply::bulk(std::move(out));
+  }
+  void info_section(std::string_view section, std::string& out) {
+    auto line = [&](std::string_view k, const std::string& v) {
+      out.append(k);
+      out += ':';
+      out += v;
+      out += "\r\n";
+    };
+    auto num = [](std::int64_t v) {
+      std::string s;
+      Reply::append_int(s, v);
+      return s;
+    };
+    const Stats st = store_.stats();
+    if (section == "server") {
+      out += "# Server\r\n";
+      line("redis_version", options_.redis_version);
+      line("expiring_version", std::to_string(EXPIRING_VERSION_MAJOR) + "." + std::to_string(EXPIRING_VERSION_MINOR) +
+                                   "." + std::to_string(EXPIRING_VERSION_PATCH));
+      line("redis_mode", "standalone");
+      line("arch_bits", std::to_string(sizeof(void*) * 8));
+      if (info_hook_) info_hook_(section, out);
+      const std::int64_t now = store_.now_ms();
+      line("server_time_usec", num(now * 1000));
+      line("uptime_in_seconds", num((now - start_ms_) / 1000));
+      line("uptime_in_days", num((now - start_ms_) / 86400000));
+      line("hz", num(store_.options().hz));
+      line("configured_hz", num(store_.options().hz));
+    } else if (section == "clients") {
+      out += "# Clients\r\n";
+      if (info_hook_) info_hook_(section, out);
+    } else if (section == "memory") {
+      out += "# Memory\r\n";
+      if (info_hook_) info_hook_(section, out);
+      const std::size_t used = store_.memory_usage();
+      line("used_memory", num(static_cast<std::int64_t>(used)));
+      line("used_memory_human", detail::bytes_to_human(used));
+      line("maxmemory", "0");
+      line("maxmemory_human", "0B");
+      line("maxmemory_policy", "noeviction");
+    } else if (section == "stats") {
+      out += "# Stats\r\n";
+      if (info_hook_) info_hook_(section, out);
+      char perc[32];
+      std::snprintf(perc, sizeof perc, "%.2f", st.expired_stale_perc);
+      line("expired_keys", std::to_string(st.expired_keys));
+      line("expired_stale_perc", perc);
+      line("expired_time_cap_reached_count", std::to_string(st.expired_time_cap_reached_count));
+      line("expire_cycle_cpu_milliseconds", std::to_string(st.expire_cycle_cpu_microseconds / 1000));
+      line("evicted_keys", std::to_string(st.evicted_keys));
+      line("keyspace_hits", std::to_string(st.keyspace_hits));
+      line("keyspace_misses", std::to_string(st.keyspace_misses));
+    } else if (section == "keyspace") {
+      out += "# Keyspace\r\n";
+      if (info_hook_) info_hook_(section, out);
+      if (st.keys != 0) {
+        line("db0", "keys=" + std::to_string(st.keys) + ",expires=" + std::to_string(st.expires) +
+                        ",avg_ttl=" + num(st.avg_ttl));
+      }
+    }
+  }
+
+  // ---- CONFIG ----
+  struct ConfigEntry {
+    std::string name;
+    std::string value;
+  };
+  std::vector<ConfigEntry> config_entries() const {
+    std::vector<ConfigEntry> v;
+    v.push_back({"hz", std::to_string(store_.options().hz)});
+    v.push_back({"active-expire-effort", std::to_string(store_.options().active_expire_effort)});
+    v.push_back({"proto-max-bulk-len", std::to_string(options_.proto_max_bulk_len)});
+    v.push_back({"save", ""});
+    v.push_back({"appendonly", "no"});
+    v.push_back({"databases", "1"});
+    for (const auto& kv : extra_configs_) v.push_back({kv.first, kv.second});
+    return v;
+  }
+  Reply cmd_config_get(const Args& a, Session&) {
+    const std::vector<ConfigEntry> all = config_entries();
+    std::vector<std::pair<std::string, const ConfigEntry*>> matches;
+    auto matched = [&](std::string_view name) {
+      for (const auto& m : matches) {
+        if (detail::iequals(m.first, name)) return true;
+      }
+      return false;
+    };
+    for (std::size_t i = 2; i < a.size(); ++i) {
+      const std::string_view pat = detail::cstr(a[i]);
+      if (pat.find_first_of("[*?") == std::string_view::npos) {
+        if (matched(pat)) continue;
+        for (const ConfigEntry& e : all) {
+          if (detail::iequals(e.name, pat)) {
+            matches.emplace_back(std::string(pat), &e);
+            break;
+          }
+        }
+        continue;
+      }
+      for (const ConfigEntry& e : all) {
+        if (!matched(e.name) && glob_match(pat, e.name, /*nocase=*/true)) matches.emplace_back(e.name, &e);
+      }
+    }
+    Reply r = Reply::array();
+    for (const auto& m : matches) r.push(Reply::bulk(m.first)).push(Reply::bulk(m.second->value));
+    return r;
+  }
+  Reply cmd_config_set(const Args& a, Session&) {
+    if (a.size() % 2 != 0) return syntax_error();
+    enum Which { kHz, kEffort };
+    std::vector<std::pair<Which, const std::string*>> sets;
+    for (std::size_t i = 2; i < a.size(); i += 2) {
+      Which w;
+      if (detail::iequals(a[i], "hz")) {
+        w = kHz;
+      } else if (detail::iequals(a[i], "active-expire-effort")) {
+        w = kEffort;
+      } else {
+        return detail::error_format("Unknown option or number of arguments for CONFIG SET - '" +
+                                    std::string(detail::cstr(a[i])) + "'");
+      }
+      for (const auto& s : sets) {
+        if (s.first == w) {
+          return detail::error_format("CONFIG SET failed (possibly related to argument '" +
+                                      std::string(detail::cstr(a[i])) + "') - duplicate parameter");
+        }
+      }
+      sets.emplace_back(w, &a[i + 1]);
+    }
+    // Validate every value before applying any (CONFIG SET is atomic).
+    std::vector<std::int64_t> values;
+    for (const auto& s : sets) {
+      const char* name = s.first == kHz ? "hz" : "active-expire-effort";
+      std::int64_t v = 0;
+      if (!to_int(*s.second, v)) {
+        return Reply::error(std::string("ERR CONFIG SET failed (possibly related to argument '") + name +
+                            "') - argument couldn't be parsed into an integer");
+      }
+      const std::int64_t lo = s.first == kHz ? 0 : 1;
+      const std::int64_t hi = s.first == kHz ? std::numeric_limits<int>::max() : 10;
+      if (v < lo || v > hi) {
+        return Reply::error(std::string("ERR CONFIG SET failed (possibly related to argument '") + name +
+                            "') - argument must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                            " inclusive");
+      }
+      values.push_back(v);
+    }
+    for (std::size_t i = 0; i < sets.size(); ++i) {
+      if (sets[i].first == kHz) {
+        store_.set_hz(static_cast<int>(values[i]));
+      } else {
+        (void)store_.set_active_expire_effort(static_cast<int>(values[i]));
+      }
+    }
+    return ok();
+  }
+  Reply cmd_config_resetstat(const Args&, Session&) {
+    store_.reset_stats();
+    return ok();
+  }
+  Reply cmd_config_help(const Args&, Session&) {
+    return Reply::array({Reply::status("CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                         Reply::status("GET <pattern>"),
+                         Reply::status("    Return parameters matching the glob-like <pattern> and their values."),
+                         Reply::status("SET <directive> <value>"),
+                         Reply::status("    Set the configuration <directive> to <value>."),
+                         Reply::status("RESETSTAT"),
+                         Reply::status("    Reset statistics reported by the INFO command."),
+                         Reply::status("HELP"),
+                         Reply::status("    Prints this help.")});
+  }
+
+  // ---- COMMAND ----
+  Reply command_info(const Spec& s) const {
+    Reply flags = Reply::array();
+    std::string_view f = s.flags;
+    while (!f.empty()) {
+      const std::size_t sp = f.find(' ');
+      flags.push(Reply::status(std::string(f.substr(0, sp))));
+      if (sp == std::string_view::npos) break;
+      f.remove_prefix(sp + 1);
+    }
+    return Reply::array({Reply::bulk(s.name), Reply::integer(s.arity), std::move(flags), Reply::integer(s.first_key),
+                         Reply::integer(s.last_key), Reply::integer(s.step), Reply::array(), Reply::array(),
+                         Reply::array(), Reply::array()});
+  }
+  Reply cmd_command(const Args& a, Session& session) {
+    if (a.size() == 1) {
+      Reply r = Reply::array();
+      for (const Spec& s : table()) r.push(command_info(s));
+      return r;
+    }
+    const std::string sub = detail::lowercase(a[1]);
+    struct Sub {
+      const char* name;
+      int arity;
+      Reply (CommandExecutor::*fn)(const Args&, Session&);
+    };
+    static const Sub subs[] = {
+        {"count", 2, &CommandExecutor::cmd_command_count}, {"docs", -2, &CommandExecutor::cmd_command_docs},
+        {"info", -2, &CommandExecutor::cmd_command_info},  {"list", -2, &CommandExecutor::cmd_command_list},
+        {"help", 2, &CommandExecutor::cmd_command_help},
+    };
+    for (const Sub& s : subs) {
+      if (sub == s.name) {
+        if (!arity_ok(s.arity, a.size())) return arity_error(std::string("command|") + s.name);
+        return (this->*s.fn)(a, session);
+      }
+    }
+    return unknown_subcommand(a);
+  }
+  Reply cmd_command_count(const Args&, Session&) { return Reply::integer(static_cast<std::int64_t>(table().size())); }
+  // No documentation is served: redis-cli then uses its built-in help.
+  Reply cmd_command_docs(const Args&, Session&) { return Reply::array(); }
+  Reply cmd_command_info(const Args& a, Session&) {
+    Reply r = Reply::array();
+    if (a.size() == 2) {
+      for (const Spec& s : table()) r.push(command_info(s));
+      return r;
+    }
+    for (std::size_t i = 2; i < a.size(); ++i) {
+      auto it = index_.find(detail::lowercase(a[i]));
+      r.push(it == index_.end() ? Reply::nil_array() : command_info(table()[it->second]));
+    }
+    return r;
+  }
+  Reply cmd_command_list(const Args& a, Session&) {
+    if (a.size() != 2) return syntax_error();
+    Reply r = Reply::array();
+    for (const Spec& s : table()) r.push(Reply::bulk(s.name));
+    return r;
+  }
+  Reply cmd_command_help(const Args&, Session&) {
+    return Reply::array({Reply::status("COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                         Reply::status("(no subcommand)"), Reply::status("    Return details about all commands."),
+                         Reply::status("COUNT"), Reply::status("    Return the total number of commands."),
+                         Reply::status("DOCS [<command-name> ...]"), Reply::status("    Return an empty map."),
+                         Reply::status("INFO [<command-name> ...]"),
+                         Reply::status("    Return details about the named commands."), Reply::status("LIST"),
+                         Reply::status("    Return the names of all commands."), Reply::status("HELP"),
+                         Reply::status("    Prints this help.")});
+  }
+  Reply cmd_config(const Args& a, Session& session) {
+    const std::string sub = detail::lowercase(a[1]);
+    if (sub == "get") {
+      if (a.size() < 3) return arity_error("config|get");
+      return cmd_config_get(a, session);
+    }
+    if (sub == "set") {
+      if (a.size() < 4) return arity_error("config|set");
+      return cmd_config_set(a, session);
+    }
+    if (sub == "resetstat") {
+      if (a.size() != 2) return arity_error("config|resetstat");
+      return cmd_config_resetstat(a, session);
+    }
+    if (sub == "help") {
+      if (a.size() != 2) return arity_error("config|help");
+      return cmd_config_help(a, session);
+    }
+    return unknown_subcommand(a);
+  }
+
+  // ==== Strings ============================================================================
+
+  Reply cmd_get(const Args& a, Session&) { return bulk_or_nil(store_.get(a[1])); }
+
+  // Options of SET (get_mode false) and GETEX (get_mode true), SPEC B §2.4 table.
+  enum class ExpKind : std::uint8_t { none, ex, px, exat, pxat };
+  struct StrOpts {
+    bool nx = false, xx = false, get = false, keepttl = false, persist = false;
+    ExpKind kind = ExpKind::none;
+    const std::string* value = nullptr;
+  };
+  static bool parse_string_opts(const Args& a, std::size_t from, bool get_mode, StrOpts& o) {
+    using K = ExpKind;
+    for (std::size_t j = from; j < a.size(); ++j) {
+      const std::string& opt = a[j];
+      const bool has_next = j + 1 < a.size();
+      const bool any_expire = o.kind != K::none;
+      if (!get_mode && detail::is_opt(opt, "nx") && !o.xx) {
+        o.nx = true;
+      } else if (!get_mode && detail::is_opt(opt, "xx") && !o.nx) {
+        o.xx = true;
+      } else if (!get_mode && detail::is_opt(opt, "get")) {
+        o.get = true;
+      } else if (!get_mode && detail::is_opt(opt, "keepttl") && !o.persist && !any_expire) {
+        o.keepttl = true;
+      } else if (get_mode && detail::is_opt(opt, "persist") && !any_expire && !o.keepttl) {
+        o.persist = true;
+      } else if (has_next && !o.keepttl && !o.persist &&
+                 ((detail::is_opt(opt, "ex") && (o.kind == K::none || o.kind == K::ex)) ||
+                  (detail::is_opt(opt, "px") && (o.kind == K::none || o.kind == K::px)) ||
+                  (detail::is_opt(opt, "exat") && (o.kind == K::none || o.kind == K::exat)) ||
+                  (detail::is_opt(opt, "pxat") && (o.kind == K::none || o.kind == K::pxat)))) {
+        const std::string_view t = detail::cstr(opt);
+        o.kind = detail::iequals(t, "ex") ? K::ex : detail::iequals(t, "px") ? K::px : detail::iequals(t, "exat") ? K::exat : K::pxat;
+        o.value = &a[++j];
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+  template <class E>
+  static std::optional<E> make_expiry(ExpKind kind, std::int64_t v) {
+    using K = ExpKind;
+    switch (kind) {
+      case K::ex: return E(Ex{v});
+      case K::px: return E(Px{v});
+      case K::exat: return E(ExAt{v});
+      case K::pxat: return E(PxAt{v});
+      default: return std::nullopt;
+    }
+  }
+
+  Reply cmd_set(const Args& a, Session&) {
+    StrOpts o;
+    if (!parse_string_opts(a, 3, false, o)) return syntax_error();
+    SetExpiry expiry;
+    if (o.kind != ExpKind::none) {
+      std::int64_t v = 0;
+      if (!to_int(*o.value, v)) return not_integer();
+      expiry = *make_expiry<SetExpiry>(o.kind, v);
+    } else if (o.keepttl) {
+      expiry = KeepTtl{};
+    }
+    const SetCond cond = o.nx ? SetCond::NX : o.xx ? SetCond::XX : SetCond::Always;
+    if (o.get) {
+      Result<std::optional<std::string>> r = store_.set_get(a[1], a[2], expiry, cond);
+      if (!r.ok()) return invalid_expire("set");
+      return bulk_or_nil(*r);
+    }
+    Result<bool> r = store_.set(a[1], a[2], expiry, cond);
+    if (!r.ok()) return invalid_expire("set");
+    return *r ? ok() : Reply::nil();
+  }
+  Reply cmd_setex_generic(const Args& a, bool ms) {
+    std::int64_t v = 0;
+    if (!to_int(a[2], v)) return not_integer();
+    Result<void> r = ms ? store_.psetex(a[1], v, a[3]) : store_.setex(a[1], v, a[3]);
+    if (!r.ok()) return invalid_expire(ms ? "psetex" : "setex");
+    return ok();
+  }
+  Reply cmd_setex(const Args& a, Session&) { return cmd_setex_generic(a, false); }
+  Reply cmd_psetex(const Args& a, Session&) { return cmd_setex_generic(a, true); }
+  Reply cmd_setnx(const Args& a, Session&) { return Reply::integer(store_.setnx(a[1], a[2]) ? 1 : 0); }
+  Reply cmd_getset(const Args& a, Session&) { return bulk_or_nil(store_.getset(a[1], a[2])); }
+  Reply cmd_getdel(const Args& a, Session&) { return bulk_or_nil(store_.getdel(a[1])); }
+  Reply cmd_getex(const Args& a, Session&) {
+    StrOpts o;
+    if (!parse_string_opts(a, 2, true, o)) return syntax_error();
+    GetExExpiry option;
+    if (o.kind != ExpKind::none) {
+      std::int64_t v = 0;
+      if (!to_int(*o.value, v)) {
+        // Redis looks the key up before it reads the number: a missing key answers nil.
+        std::optional<std::string> cur = store_.getex(a[1]).value();
+        return cur ? not_integer() : Reply::nil();
+      }
+      option = *make_expiry<GetExExpiry>(o.kind, v);
+    } else if (o.persist) {
+      option = Persist{};
+    }
+    Result<std::optional<std::string>> r = store_.getex(a[1], option);
+    if (!r.ok()) return invalid_expire("getex");
+    return bulk_or_nil(*r);
+  }
+  Reply cmd_mget(const Args& a, Session&) {
+    Reply r = Reply::array();
+    r.elements().reserve(a.size() - 1);
+    for (std::size_t i = 1; i < a.size(); ++i) r.push(bulk_or_nil(store_.get(a[i])));
+    return r;
+  }
+  Reply cmd_mset(const Args& a, Session&) {
+    if (a.size() % 2 == 0) return arity_error("mset");
+    for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
+    return ok();
+  }
+  // A write lookup (Redis lookupKeyWrite): whether the key is live, reclaiming it if stale,
+  // without counting a hit or miss and without an event. The store has no such member;
+  // renamenx(k, k) is exactly that: no_such_key for a missing or stale key, false otherwise.
+  bool exists_for_write(const std::string& key) { return store_.renamenx(key, key).ok(); }
+  Reply cmd_msetnx(const Args& a, Session&) {
+    if (a.size() % 2 == 0) return arity_error("msetnx");
+    for (std::size_t i = 1; i < a.size(); i += 2) {
+      if (exists_for_write(a[i])) return Reply::integer(0);
+    }
+    for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
+    return Reply::integer(1);
+  }
+  Reply cmd_strlen(const Args& a, Session&) {
+    const std::string* v = store_.get(a[1]);
+    return Reply::integer(v ? static_cast<std::int64_t>(v->size()) : 0);
+  }
+  Reply cmd_append(const Args& a, Session&) {
+    std::size_t len = 0;
+    bool too_big = false;
+    const std::string& add = a[2];
+    const bool found = store_.modify(a[1], [&](std::string& v) {
+      if (v.size() + add.size() > options_.proto_max_bulk_len) {
+        too_big = true;
+        return;
+      }
+      v += add;
+      len = v.size();
+    });
+    if (too_big) return Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    if (!found) {
+      (void)store_.set(a[1], add);
+      len = add.size();
+    }
+    return Reply::integer(static_cast<std::int64_t>(len));
+  }
+  Reply incr_by(const std::string& key, std::int64_t incr) {
+    enum { kOk, kNotInt, kOverflow } status = kOk;
+    std::int64_t result = 0;
+    const bool found = store_.modify(key, [&](std::string& v) {
+      std::int64_t cur = 0;
+      if (!parse_int64(v, cur)) {
+        status = kNotInt;
+        return;
+      }
+      if ((incr < 0 && cur < 0 && incr < std::numeric_limits<std::int64_t>::min() - cur) ||
+          (incr > 0 && cur > 0 && incr > std::numeric_limits<std::int64_t>::max() - cur)) {
+        status = kOverflow;
+        return;
+      }
+      result = cur + incr;
+      v.clear();
+      Reply::append_int(v, result);
+    });
+    if (status == kNotInt) return not_integer();
+    if (status == kOverflow) return Reply::error("ERR increment or decrement would overflow");
+    if (!found) {
+      result = incr;
+      std::string v;
+      Reply::append_int(v, result);
+      (void)store_.set(key, std::move(v));
+    }
+    return Reply::integer(result);
+  }
+  Reply cmd_incr(const Args& a, Session&) { return incr_by(a[1], 1); }
+  Reply cmd_decr(const Args& a, Session&) { return incr_by(a[1], -1); }
+  Reply cmd_incrby(const Args& a, Session&) {
+    std::int64_t v = 0;
+    if (!to_int(a[2], v)) return not_integer();
+    return incr_by(a[1], v);
+  }
+  Reply cmd_decrby(const Args& a, Session&) {
+    std::int64_t v = 0;
+    if (!to_int(a[2], v)) return not_integer();
+    if (v == std::numeric_limits<std::int64_t>::min()) return Reply::error("ERR decrement would overflow");
+    return incr_by(a[1], -v);
+  }
+
+  // ==== Keyspace ===========================================================================
+
+  Reply cmd_del(const Args& a, Session&) {
+    std::int64_t n = 0;
+    for (std::size_t i = 1; i < a.size(); ++i) n += store_.del(a[i]) ? 1 : 0;
+    return Reply::integer(n);
+  }
+  Reply cmd_unlink(const Args& a, Session&) {
+    std::int64_t n = 0;
+    for (std::size_t i = 1; i < a.size(); ++i) n += store_.unlink(a[i]) ? 1 : 0;
+    return Reply::integer(n);
+  }
+  Reply cmd_exists(const Args& a, Session&) {
+    std::int64_t n = 0;
+    for (std::size_t i = 1; i < a.size(); ++i) n += store_.exists(a[i]) ? 1 : 0;
+    return Reply::integer(n);
+  }
+  Reply cmd_touch(const Args& a, Session&) {
+    std::int64_t n = 0;
+    for (std::size_t i = 1; i < a.size(); ++i) n += store_.touch(a[i]) ? 1 : 0;
+    return Reply::integer(n);
+  }
+  Reply cmd_type(const Args& a, Session&) { return Reply::status(store_.exists(a[1]) ? "string" : "none"); }
+
+  Reply cmd_ttl(const Args& a, Session&) { return Reply::integer(store_.ttl(a[1])); }
+  Reply cmd_pttl(const Args& a, Session&) { return Reply::integer(store_.pttl(a[1])); }
+  Reply cmd_expiretime(const Args& a, Session&) { return Reply::integer(store_.expiretime(a[1])); }
+  Reply cmd_pexpiretime(const Args& a, Session&) { return Reply::integer(store_.pexpiretime(a[1])); }
+
+  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (SPEC B §2.1): options, then the number, then
+  // the store (which checks overflow before looking the key up).
+  Reply expire_generic(const Args& a, const char* name, bool seconds, bool relative) {
+    bool nx = false, xx = false, gt = false, lt = false;
+    for (std::size_t j = 3; j < a.size(); ++j) {
+      if (detail::is_opt(a[j], "nx")) {
+        nx = true;
+      } else if (detail::is_opt(a[j], "xx")) {
+        xx = true;
+      } else if (detail::is_opt(a[j], "gt")) {
+        gt = true;
+      } else if (detail::is_opt(a[j], "lt")) {
+        lt = true;
+      } else {
+        return detail::error_format("Unsupported option " + std::string(detail::cstr(a[j])));
+      }
+    }
+    if (nx && (xx || gt || lt)) return Reply::error("ERR NX and XX, GT or LT options at the same time are not compatible");
+    if (gt && lt) return Reply::error("ERR GT and LT options at the same time are not compatible");
+    std::int64_t v = 0;
+    if (!to_int(a[2], v)) return not_integer();
+    ExpireFlags flags = ExpireFlags::None;
+    if (nx) flags = flags | ExpireFlags::NX;
+    if (xx) flags = flags | ExpireFlags::XX;
+    if (gt) flags = flags | ExpireFlags::GT;
+    if (lt) flags = flags | ExpireFlags::LT;
+    Result<bool> r = seconds ? (relative ? store_.expire(a[1], v, flags) : store_.expireat(a[1], v, flags))
+                             : (relative ? store_.pexpire(a[1], v, flags) : store_.pexpireat(a[1], v, flags));
+    if (!r.ok()) {
+      if (r.error() == Errc::invalid_expire_time) return invalid_expire(name);
+      return Reply::error(std::string("ERR ") + to_string(r.error()));
+    }
+    return Reply::integer(*r ? 1 : 0);
+  }
+  Reply cmd_expire(const Args& a, Session&) { return expire_generic(a, "expire", true, true); }
+  Reply cmd_pexpire(const Args& a, Session&) { return expire_generic(a, "pexpire", false, true); }
+  Reply cmd_expireat(const Args& a, Session&) { return expire_generic(a, "expireat", true, false); }
+  Reply cmd_pexpireat(const Args& a, Session&) { return expire_generic(a, "pexpireat", false, false); }
+  Reply cmd_persist(const Args& a, Session&) { return Reply::integer(store_.persist(a[1]) ? 1 : 0); }
+
+  Reply cmd_rename(const Args& a, Session&) {
+    Result<void> r = store_.rename(a[1], a[2]);
+    return r.ok() ? ok() : Reply::error("ERR no such key");
+  }
+  Reply cmd_renamenx(const Args& a, Session&) {
+    Result<bool> r = store_.renamenx(a[1], a[2]);
+    if (!r.ok()) return Reply::error("ERR no such key");
+    return Reply::integer(*r ? 1 : 0);
+  }
+  Reply cmd_copy(const Args& a, Session&) {
+    bool replace = false;
+    for (std::size_t j = 3; j < a.size(); ++j) {
+      const std::size_t additional = a.size() - j - 1;
+      if (detail::is_opt(a[j], "replace")) {
+        replace = true;
+      } else if (detail::is_opt(a[j], "db") && additional > 0) {
+        std::int64_t db = 0;
+        if (!to_int(a[j + 1], db)) return not_integer();
+        if (db < std::numeric_limits<int>::min() || db > std::numeric_limits<int>::max()) {
+          return Reply::error("ERR value is out of range, value must between -2147483648 and 2147483647");
+        }
+        // One database: any other index is out of range here.
+        if (db != 0) return Reply::error("ERR DB index is out of range");
+        ++j;
+      } else {
+        return syntax_error();
+      }
+    }
+    if (a[1] == a[2]) return Reply::error("ERR source and destination objects are the same");
+    Result<bool> r = store_.copy(a[1], a[2], replace);
+    if (!r.ok()) return Reply::error("ERR source and destination objects are the same");
+    return Reply::integer(*r ? 1 : 0);
+  }
+
+  Reply cmd_keys(const Args& a, Session&) {
+    const std::string& pat = a[1];
+    const bool all = pat.size() == 1 && pat[0] == '*';
+    Reply r = Reply::array();
+    for (std::string& k : store_.keys()) {
+      if (all || glob_match(pat, k)) r.push(Reply::bulk(std::move(k)));
+    }
+    return r;
+  }
+  Reply cmd_scan(const Args& a, Session&) {
+    std::uint64_t cursor = 0;
+    if (!detail::parse_scan_cursor(a[1], cursor)) return Reply::error("ERR invalid cursor");
+    std::int64_t count = 10;
+    const std::string* pattern = nullptr;
+    const std::string* type = nullptr;
+    for (std::size_t i = 2; i < a.size();) {
+      const std::size_t left = a.size() - i;
+      if (detail::is_opt(a[i], "count") && left >= 2) {
+        if (!to_int(a[i + 1], count)) return not_integer();
+        if (count < 1) return syntax_error();
+        i += 2;
+      } else if (detail::is_opt(a[i], "match") && left >= 2) {
+        pattern = &a[i + 1];
+        i += 2;
+      } else if (detail::is_opt(a[i], "type") && left >= 2) {
+        type = &a[i + 1];
+        i += 2;
+      } else {
+        return syntax_error();
+      }
+    }
+    const bool use_pattern = pattern != nullptr && !(pattern->size() == 1 && (*pattern)[0] == '*');
+    std::vector<std::string> keys;
+    const std::uint64_t next =
+        store_.scan(cursor, static_cast<std::size_t>(count), [&](const std::string& k, const std::string&) {
+          if (!use_pattern || glob_match(*pattern, k)) keys.push_back(k);
+        });
+    Reply list = Reply::array();
+    for (std::string& k : keys) {
+      if (type != nullptr) {
+        // Redis looks each key up to learn its type (a read: counts a hit).
+        const char* t = store_.exists(k) ? "string" : "none";
+        if (!detail::iequals(detail::cstr(*type), t)) continue;
+      }
+      list.push(Reply::bulk(std::move(k)));
+    }
+    std::string c;
+    c = std::to_string(next);
+    return Reply::array({Reply::bulk(std::move(c)), std::move(list)});
+  }
+  Reply cmd_randomkey(const Args&, Session&) { return bulk_or_nil(store_.random_key()); }
+
+  // ==== The command table ==================================================================
+
+  static const std::vector<Spec>& table() {
+    using E = CommandExecutor;
+    static const std::vector<Spec> t = {
+        {"ping", -1, &E::cmd_ping, "fast", 0, 0, 0},
+        {"echo", 2, &E::cmd_echo, "fast", 0, 0, 0},
+        {"quit", -1, &E::cmd_quit, "fast", 0, 0, 0},
+        {"shutdown", -1, &E::cmd_shutdown, "admin", 0, 0, 0},
+        {"hello", -1, &E::cmd_hello, "fast", 0, 0, 0},
+        {"select", 2, &E::cmd_select, "fast", 0, 0, 0},
+        {"time", 1, &E::cmd_time, "fast", 0, 0, 0},
+        {"dbsize", 1, &E::cmd_dbsize, "readonly fast", 0, 0, 0},
+        {"flushdb", -1, &E::cmd_flush, "write", 0, 0, 0},
+        {"flushall", -1, &E::cmd_flush, "write", 0, 0, 0},
+        {"info", -1, &E::cmd_info, "", 0, 0, 0},
+        {"config", -2, &E::cmd_config, "", 0, 0, 0},
+        {"debug", -2, &E::cmd_debug, "admin", 0, 0, 0},
+        {"command", -1, &E::cmd_command, "", 0, 0, 0},
+        {"get", 2, &E::cmd_get, "readonly fast", 1, 1, 1},
+        {"set", -3, &E::cmd_set, "write denyoom", 1, 1, 1},
+        {"setex", 4, &E::cmd_setex, "write denyoom", 1, 1, 1},
+        {"psetex", 4, &E::cmd_psetex, "write denyoom", 1, 1, 1},
+        {"setnx", 3, &E::cmd_setnx, "write denyoom fast", 1, 1, 1},
+        {"getset", 3, &E::cmd_getset, "write denyoom fast", 1, 1, 1},
+        {"getex", -2, &E::cmd_getex, "write fast", 1, 1, 1},
+        {"getdel", 2, &E::cmd_getdel, "write fast", 1, 1, 1},
+        {"mget", -2, &E::cmd_mget, "readonly fast", 1, -1, 1},
+        {"mset", -3, &E::cmd_mset, "write denyoom", 1, -1, 2},
+        {"msetnx", -3, &E::cmd_msetnx, "write denyoom", 1, -1, 2},
+        {"strlen", 2, &E::cmd_strlen, "readonly fast", 1, 1, 1},
+        {"append", 3, &E::cmd_append, "write denyoom fast", 1, 1, 1},
+        {"incr", 2, &E::cmd_incr, "write denyoom fast", 1, 1, 1},
+        {"decr", 2, &E::cmd_decr, "write denyoom fast", 1, 1, 1},
+        {"incrby", 3, &E::cmd_incrby, "write denyoom fast", 1, 1, 1},
+        {"decrby", 3, &E::cmd_decrby, "write denyoom fast", 1, 1, 1},
+        {"del", -2, &E::cmd_del, "write", 1, -1, 1},
+        {"unlink", -2, &E::cmd_unlink, "write fast", 1, -1, 1},
+        {"exists", -2, &E::cmd_exists, "readonly fast", 1, -1, 1},
+        {"touch", -2, &E::cmd_touch, "readonly fast", 1, -1, 1},
+        {"type", 2, &E::cmd_type, "readonly fast", 1, 1, 1},
+        {"ttl", 2, &E::cmd_ttl, "readonly fast", 1, 1, 1},
+        {"pttl", 2, &E::cmd_pttl, "readonly fast", 1, 1, 1},
+        {"expiretime", 2, &E::cmd_expiretime, "readonly fast", 1, 1, 1},
+        {"pexpiretime", 2, &E::cmd_pexpiretime, "readonly fast", 1, 1, 1},
+        {"expire", -3, &E::cmd_expire, "write fast", 1, 1, 1},
+        {"pexpire", -3, &E::cmd_pexpire, "write fast", 1, 1, 1},
+        {"expireat", -3, &E::cmd_expireat, "write fast", 1, 1, 1},
+        {"pexpireat", -3, &E::cmd_pexpireat, "write fast", 1, 1, 1},
+        {"persist", 2, &E::cmd_persist, "write fast", 1, 1, 1},
+        {"rename", 3, &E::cmd_rename, "write", 1, 2, 1},
+        {"renamenx", 3, &E::cmd_renamenx, "write fast", 1, 2, 1},
+        {"copy", -3, &E::cmd_copy, "write denyoom", 1, 2, 1},
+        {"keys", 2, &E::cmd_keys, "readonly", 0, 0, 0},
+        {"scan", -2, &E::cmd_scan, "readonly", 0, 0, 0},
+        {"randomkey", 1, &E::cmd_randomkey, "readonly", 0, 0, 0},
+    };
+    return t;
+  }
+
+  store_type& store_;
+  CommandOptions options_;
+  InfoHook info_hook_;
+  std::vector<std::pair<std::string, std::string>> extra_configs_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::int64_t start_ms_ = 0;
+  std::uint64_t commands_processed_ = 0;
+};
+
+}  // namespace expiring::redis
