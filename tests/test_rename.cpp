@@ -382,3 +382,29 @@ TEMPLATE_TEST_CASE("modify: a missing key is not created; no hit/miss counted", 
   CHECK(store.size() == 0);
   CHECK(store.stats().expired_keys == 1);
 }
+
+TEMPLATE_TEST_CASE("rename: to a new key at every table size (growth while the source is stored)", "[rename][spec-J]",
+                   U64Keys, StringKeys, CollidingKeys) {
+  const auto k = &TestType::key;
+  auto value_of = [](int i) { return std::string(48, static_cast<char>('A' + i % 26)) + std::to_string(i); };
+  for (int n = 1; n <= 70; ++n) {
+    for (const int src : {0, n - 1}) {
+      CAPTURE(n, src);
+      ManualClock clock{T0};
+      StoreOf<TestType> store{clock};
+      for (int i = 0; i < n; ++i) {
+        REQUIRE(store.set(k("k" + std::to_string(i)), value_of(i), Px{5000 + i}) == true);
+      }
+      // The insertion of the destination may grow the tables while src's value is moved.
+      REQUIRE(store.rename(k("k" + std::to_string(src)), k("new")).ok());
+      CHECK(store.size() == static_cast<std::size_t>(n));
+      CHECK(show(store.peek(k("new"))) == value_of(src));
+      CHECK(store.pexpiretime(k("new")) == T0 + 5000 + src);
+      CHECK(store.exists(k("k" + std::to_string(src))) == false);
+      for (int i = 0; i < n; ++i) {
+        if (i != src) CHECK(show(store.peek(k("k" + std::to_string(i)))) == value_of(i));
+      }
+      CHECK(store.check_invariants());
+    }
+  }
+}
