@@ -370,9 +370,17 @@ class Runner {
   // A time argument: relative (seconds or ms) or absolute (Unix seconds or ms).
   std::int64_t time_arg(bool seconds, bool relative, std::int64_t now) {
     const int r = static_cast<int>(rnd(100));
-    if (r < 78) {
+    if (r < 68) {
       if (relative) return seconds ? rnd_range(1, 4) : rnd_range(1, 2500);
       return seconds ? near(now / 1000, -1, 4) : near(now, -200, 2500);
+    }
+    if (r < 78 && !seconds) {
+      // Half-second boundaries, where TTL/EXPIRETIME rounding turns (x % 1000 == 500 rounds up).
+      const std::int64_t offsets[] = {0, 1, 499, 500, 501, 999, 1000, 1500, 2500};
+      const std::int64_t off = offsets[rnd(9)];
+      if (relative) return off;
+      std::int64_t whole = now - now % 1000;  // may be below now: a past deadline is fine too
+      return near(whole, off, off);
     }
     if (r < 88) {
       const std::int64_t small[] = {0, -1, 1, -1000, 2, -rnd_range(1, 100000), -rnd_range(1, 3)};
