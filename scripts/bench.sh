@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# scripts/bench.sh: build the benchmarks in Release, run the suite, print one table of G1-G7.
+#
+#   bash scripts/bench.sh            quick mode: 1e4 and 1e6 keys (about two minutes on 2 cores)
+#   bash scripts/bench.sh --full     full mode: adds 1e7 keys and repetitions (about 15 minutes,
+#                                    needs ~12 GB of free memory)
+#
+# Writes the raw results to build/bench/results/ (ops.json from Google Benchmark; memory.csv,
+# memory_summary.csv, reclaim_summary.csv, reclaim_series.csv; machine.txt) and the report to
+# docs/bench/: table.md (goal, target, measured, pass/fail), reclaim.svg (stale keys left
+# against ticks, per policy and preset) and memory.svg (bytes per key against table size).
+# Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark and python3 (standard
+# library only). Timing is real: run it on a quiet machine, and read the ratios, not the ns.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+mode=quick
+for arg in "$@"; do
+  case "$arg" in
+    --full) mode=full ;;
+    --quick) mode=quick ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$arg' (use --quick or --full)" >&2; exit 2 ;;
+  esac
+done
+
+build=build/bench
+results="$build/results"
+docs=docs/bench
+jobs="${EXPIRING_BENCH_JOBS:-2}"
+start=$(date +%s)
+
+echo "=== bench.sh: configure and build (Release) in $build ==="
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXPIRING_BUILD_BENCH=ON \
+  -DEXPIRING_BUILD_TESTS=OFF -DEXPIRING_BUILD_EXAMPLES=OFF -DEXPIRING_INSTALL=OFF >/dev/null
+cmake --build "$build" -j"$jobs" --target bench_ops bench_memory bench_reclaim
+
+mkdir -p "$results"
+rm -f "$results"/*.json "$results"/*.csv "$results"/*.txt
+
+{
+  model="$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || true)"
+  mem="$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo 2>/dev/null || true)"
+  echo "${model:-unknown CPU}, $(nproc) cores, ${mem:-? GiB} RAM, Linux $(uname -r), $(c++ --version | head -n 1)"
+  echo "mode: $mode; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u '+%Y-%m-%d %H:%M UTC'); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$results/machine.txt"
+cat "$results/machine.txt"
+
+if [[ "$mode" == full ]]; then
+  min_time=0.2
+else
+  min_time=0.05
+fi
+
+echo "=== bench_memory ($mode) ==="
+"$build/bench/bench_memory" --"$mode" --out="$results"
+echo "=== bench_reclaim ($mode) ==="
+"$build/bench/bench_reclaim" --"$mode" --out="$results"
+echo "=== bench_ops ($mode) ==="
+"$build/bench/bench_ops" --"$mode" --benchmark_min_time="$min_time" \
+  --benchmark_out="$results/ops.json" --benchmark_out_format=json
+
+echo "=== report ==="
+python3 scripts/bench_report.py "$results" "$docs"
+echo "bench.sh: $mode run took $(( $(date +%s) - start )) s; results in $results, report in $docs/"
