@@ -14,7 +14,7 @@
 // UNLINK EXISTS TOUCH TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT EXPIRETIME PEXPIRETIME PERSIST
 // RENAME RENAMENX COPY TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
 // FLUSHDB FLUSHALL SELECT INFO CONFIG (GET/SET/RESETSTAT/HELP) DEBUG SET-ACTIVE-EXPIRE TIME
-// COMMAND (COUNT/DOCS/INFO/LIST/HELP) HELLO QUIT SHUTDOWN.
+// COMMAND (COUNT/INFO/LIST/HELP) HELLO QUIT SHUTDOWN.
 //
 // There is one database (SELECT 0 only, COPY ... DB 0 only) and one type (string), so
 // WRONGTYPE never arises. Connection-level effects (QUIT closes the connection after the
@@ -611,10 +611,12 @@ class CommandExecutor {
       Reply (CommandExecutor::*fn)(const Args&, Session&);
     };
     static const Sub subs[] = {
-        {"count", 2, &CommandExecutor::cmd_command_count}, {"docs", -2, &CommandExecutor::cmd_command_docs},
-        {"info", -2, &CommandExecutor::cmd_command_info},  {"list", -2, &CommandExecutor::cmd_command_list},
-        {"help", 2, &CommandExecutor::cmd_command_help},
+        {"count", 2, &CommandExecutor::cmd_command_count}, {"info", -2, &CommandExecutor::cmd_command_info},
+        {"list", -2, &CommandExecutor::cmd_command_list},   {"help", 2, &CommandExecutor::cmd_command_help},
     };
+    // No COMMAND DOCS: redis-cli 7 asks for it at start-up and, on this error, falls back to
+    // its built-in help (as with a Redis 6 server), so `help SET` and the typing hints work;
+    // an empty reply would leave it with no help at all.
     for (const Sub& s : subs) {
       if (sub == s.name) {
         if (!arity_ok(s.arity, a.size())) return arity_error(std::string("command|") + s.name);
@@ -624,8 +626,6 @@ class CommandExecutor {
     return unknown_subcommand(a);
   }
   Reply cmd_command_count(const Args&, Session&) { return Reply::integer(static_cast<std::int64_t>(table().size())); }
-  // No documentation is served: redis-cli then uses its built-in help.
-  Reply cmd_command_docs(const Args&, Session&) { return Reply::array(); }
   Reply cmd_command_info(const Args& a, Session&) {
     Reply r = Reply::array();
     if (a.size() == 2) {
@@ -648,7 +648,6 @@ class CommandExecutor {
     return Reply::array({Reply::status("COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
                          Reply::status("(no subcommand)"), Reply::status("    Return details about all commands."),
                          Reply::status("COUNT"), Reply::status("    Return the total number of commands."),
-                         Reply::status("DOCS [<command-name> ...]"), Reply::status("    Return an empty map."),
                          Reply::status("INFO [<command-name> ...]"),
                          Reply::status("    Return details about the named commands."), Reply::status("LIST"),
                          Reply::status("    Return the names of all commands."), Reply::status("HELP"),
