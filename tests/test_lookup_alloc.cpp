@@ -16,6 +16,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "catch.hpp"
 
@@ -176,28 +177,65 @@ TEST_CASE("lookup alloc: del of a missing key and expire by string_view or liter
   StringStore store{clock};
   fill(store);
   bool d1 = true, d2 = true, p = false;
-  expiring::Result<bool> x1 = false, x2 = false, x3 = true, x4 = false;
+  expiring::Result<bool> x1 = true, x2 = true, x3 = true, x4 = false, x5 = false;
   const Counts counts = count_allocations([&] {
     d1 = store.del(kMissing);
     d2 = store.unlink("session:0123456789abcdef:not-there");
-    x1 = store.expire("session:0123456789abcdef:volatile", 500);  // replaces an existing TTL
-    x2 = store.pexpireat(kLive, T0 + 700000, expiring::ExpireFlags::GT);
-    x3 = store.expire(kMissing, 10);
-    x4 = store.pexpire(std::string_view("session:0123456789abcdef:stale-soon"), 20, expiring::ExpireFlags::XX);
+    x1 = store.expire(kMissing, 10);
+    x2 = store.expire("session:0123456789abcdef:volatile", 500, expiring::ExpireFlags::NX);  // refused
+    x3 = store.pexpireat(kLive, T0 + 1, expiring::ExpireFlags::GT);                          // refused
+    x4 = store.pexpire(std::string_view("session:0123456789abcdef:stale-soon"), -1);        // deletes
+    x5 = store.expire(kPlain, 50, expiring::ExpireFlags::XX);                               // refused
     p = store.persist(kLive);
   });
   CHECK(counts.news == 0);
-  CHECK(counts.deletes == 0);
   CHECK_FALSE(d1);
   CHECK_FALSE(d2);
-  CHECK(x1 == true);
-  CHECK(x2 == true);
+  CHECK(x1 == false);
+  CHECK(x2 == false);
   CHECK(x3 == false);
   CHECK(x4 == true);
+  CHECK(x5 == false);
   CHECK(p);
   CHECK(store.ttl(kLive) == -1);
-  CHECK(store.pttl(kStale) == 20);
-  CHECK(store.size() == 43);
+  CHECK(store.exists(kStale) == false);
+  CHECK(store.size() == 42);
+}
+
+// A successful expire also stores the deadline. The sampled policy's dense table has room
+// (it grows by doubling), so nothing is allocated at all; the timer wheel may grow a bucket.
+// Under any policy the lookup itself must add nothing: by string_view or literal it costs
+// exactly what it costs with a ready-made std::string key on an identical store.
+TEST_CASE("lookup alloc: a successful expire by string_view or literal costs no more than by std::string", "[alloc]") {
+  expiring::Options options;
+  options.seed = 99;
+  ManualClock clock_a{T0};
+  ManualClock clock_b{T0};
+  StringStore by_view{clock_a, options};
+  StringStore by_string{clock_b, options};
+  fill(by_view);
+  fill(by_string);
+  const std::string live(kLive);
+  const std::string stale(kStale);
+  expiring::Result<bool> v1 = false, v2 = false, s1 = false, s2 = false;
+  const Counts view_counts = count_allocations([&] {
+    v1 = by_view.expire("session:0123456789abcdef:volatile", 500);  // replaces an existing TTL
+    v2 = by_view.pexpire(kStale, 20000, expiring::ExpireFlags::XX);
+  });
+  const Counts string_counts = count_allocations([&] {
+    s1 = by_string.expire(live, 500);
+    s2 = by_string.pexpire(stale, 20000, expiring::ExpireFlags::XX);
+  });
+  CHECK(v1 == true);
+  CHECK(v2 == true);
+  CHECK(s1 == true);
+  CHECK(s2 == true);
+  CHECK(view_counts.news == string_counts.news);
+  if (std::is_same_v<StringStore::expiry_policy, expiring::SampledExpiry>) {
+    CHECK(view_counts.news == 0);
+  }
+  CHECK(by_view.ttl(kLive) == 500);
+  CHECK(by_view.pttl(kStale) == 20000);
 }
 
 TEST_CASE("lookup alloc: a read that reclaims a stale key allocates nothing (no listener)", "[alloc]") {
@@ -227,12 +265,12 @@ TEST_CASE("lookup alloc: integer keys allocate nothing either", "[alloc]") {
     a = store.get(std::uint64_t{7});
     t = store.ttl(std::uint64_t{8});
     d = store.del(std::uint64_t{1000});
-    x = store.expire(std::uint64_t{9}, 30);
+    x = store.expire(std::uint64_t{9}, 30, expiring::ExpireFlags::NX);  // refused: it has a TTL
   });
   CHECK(counts.news == 0);
   CHECK(counts.deletes == 0);
   CHECK(a != nullptr);
   CHECK(t == 10);
   CHECK_FALSE(d);
-  CHECK(x == true);
+  CHECK(x == false);
 }
