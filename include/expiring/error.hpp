@@ -4,7 +4,8 @@
 // NX/XX/GT/LT condition or a refused rename are ordinary return values. What only a
 // run-time value can make invalid (an expire time that overflows, a non-positive SET
 // expiry, NX combined with GT in flags built at run time) comes back as an `Errc` inside a
-// `Result`, and the store is then exactly as it was before the call.
+// `Result`, and the keyspace is then exactly as it was before the call (a read that failed
+// validation still counts its keyspace hit or miss, as Redis does).
 #pragma once
 
 #include <cstdint>

@@ -356,6 +356,7 @@ class ExpiringStore {
   void clear() noexcept {
     ks_.clear();
     cursor_ = 0;
+    pass_ticks_ = 0;
     avg_ttl_ = 0;
   }
 
@@ -417,7 +418,8 @@ class ExpiringStore {
 
   // COPY src dst [REPLACE]: dst gets a copy of src's value and its TTL (or none). Returns
   // false when src is missing, or dst exists and `replace` is false. Errc::same_key when src
-  // and dst are the same key (Redis: "source and destination objects are the same").
+  // and dst are the same key, whether or not it exists (Redis: "source and destination
+  // objects are the same").
   // Event: `copy_to` (dst).
   template <class K1, class K2>
   Result<bool> copy(const K1& src, const K2& dst, bool replace = false) {
@@ -684,6 +686,7 @@ class ExpiringStore {
   double stale_fraction_ = 0.0;        // Redis stat_expired_stale_perc (a fraction)
   std::int64_t avg_ttl_ = 0;           // Redis db->avg_ttl (ms)
   std::size_t cursor_ = 0;             // the sampled cycle's position in the expiry table
+  std::uint32_t pass_ticks_ = 0;       // slow ticks spent on the current pass (D9)
   bool timelimit_exit_ = false;        // did the previous cycle stop on its budget?
   std::int64_t last_fast_cycle_us_ = detail::kInt64Min / 2;
   std::uint64_t rng_ = 0;
@@ -865,11 +868,11 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   const auto& ld = lookup_key(dst);
   const std::uint32_t hs = ks_.hash_of(ls);
   const std::uint32_t hd = ks_.hash_of(ld);
+  if (hs == hd && ks_.keys_equal(ls, ld)) return Errc::same_key;  // checked first, as Redis
   auto sit = lookup(ls, hs, now, true);
   if (sit == ks_.end()) return false;
   auto dit = lookup(ld, hd, now, false);
   sit = ks_.find(ls, hs);  // lookup(ld) may have reclaimed a stale dst and moved entries
-  if (dit != ks_.end() && dit->index == sit->index) return Errc::same_key;
   if (dit != ks_.end() && !replace) return false;
   const std::uint32_t s = sit->index;
   V value(ks_.entry(s).value);
@@ -1005,10 +1008,17 @@ template <class K, class V, class H, class E, class C, class P>
 void ExpiringStore<K, V, H, E, C, P>::sweep_sampled(TickReport& report, const CycleParams& p, bool fast,
                                                      std::int64_t start, std::int64_t timelimit, std::int64_t now) {
   const auto& table = ks_.expiry();
-  // D9: the guaranteed sweep of a slow tick.
+  // D9: the guaranteed sweep of a slow tick. The quota spreads what is left of the current
+  // pass over the slow ticks left of its N, so the pass ends within N ticks even when
+  // reclaiming shrinks the table (which it does without moving the cursor) or keys are added.
   std::uint64_t min_visits = 0;
   if (!fast && options_.full_pass_ticks != 0) {
-    min_visits = (table.size() + options_.full_pass_ticks - 1) / options_.full_pass_ticks;
+    if (cursor_ == 0 || cursor_ >= table.size()) pass_ticks_ = 0;
+    const std::uint64_t left = cursor_ < table.size() ? table.size() - cursor_ : table.size();
+    const std::uint64_t ticks_left =
+        pass_ticks_ < options_.full_pass_ticks ? options_.full_pass_ticks - pass_ticks_ : 1;
+    min_visits = (left + ticks_left - 1) / ticks_left;
+    ++pass_ticks_;
   }
   std::int64_t ttl_sum = 0, ttl_samples = 0;
   std::uint32_t rounds_since_fold = 0;

@@ -114,10 +114,10 @@ constexpr bool has(ExpireFlags set, ExpireFlags flag) noexcept {
 // Options::full_pass_ticks. 4 bytes per volatile key.
 struct SampledExpiry {};
 
-// A hierarchical timer wheel (128 ms slots, ten levels): tick() reclaims exactly the due keys,
-// never sampling one that is not, at most 128 ms plus one tick period late, with O(1)
-// insert/update/remove and work per tick bounded by the same budgets. 4 bytes per volatile
-// key plus 8 per entry. The sampling parameters (keys_per_loop, acceptable_stale,
+// A hierarchical timer wheel (16 ms slots, ten levels): every tick reclaims all keys due at its
+// `now` (budget permitting), looking at no key that is not due except those of the 16 ms slot
+// `now` falls in; O(1) insert/update/remove and work per tick bounded by the same budgets.
+// 4 bytes per volatile key plus 8 per entry. The sampling parameters (keys_per_loop, acceptable_stale,
 // full_pass_ticks) do not apply; the budgets do, and avg_ttl is not estimated (0).
 struct TimeOrderedExpiry {};
 #define EXPIRING_HAS_TIME_ORDERED_EXPIRY 1

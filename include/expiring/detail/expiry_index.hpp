@@ -10,15 +10,16 @@
 // not (the store's guaranteed sweep, Options::full_pass_ticks, bounds how late they get).
 //
 // TimerWheel (policy TimeOrderedExpiry) is a hierarchical timing wheel: ten levels of 64
-// buckets, level l spanning 2^(7+6l) ms per bucket, so level 0 has 128 ms slots and the top
+// buckets, level l spanning 2^(4+6l) ms per bucket, so level 0 has 16 ms slots and the top
 // level covers the whole int64 range. A key sits at the lowest level whose enclosing window it
 // shares with the wheel's clock; as the wheel's clock reaches a higher-level bucket, that
 // bucket is cascaded (its keys re-placed, each at a lower level), so a key moves at most ten
-// times in its life. A level-0 bucket whose 128 ms slot has fully passed holds only due keys:
-// tick() reclaims them without ever looking at a key that is not due, and at most 128 ms plus
-// one tick period after their deadline. Bitmaps of occupied buckets let the wheel's clock jump
-// over empty time in O(levels). The price is 8 more bytes per entry (the bucket number, with
-// padding) and a re-placement on every TTL change.
+// times in its life. A level-0 bucket whose 16 ms slot has fully passed holds only due keys,
+// reclaimed without looking at anything else; the one slot that contains `now` is scanned key
+// by key. So a tick reclaims every key due at its `now` (budget permitting) and looks at no
+// other key than those of one 16 ms slot. Bitmaps of occupied buckets let the wheel's clock
+// jump over empty time in O(levels). The price is 8 more bytes per entry (the bucket number,
+// with padding) and a re-placement on every TTL change that crosses a bucket.
 #pragma once
 
 #include <cstddef>
@@ -85,13 +86,13 @@ class TimerWheel {
  public:
   using entry_meta = WheelMeta;
 
-  static constexpr int kSlotBits = 7;   // level-0 slot: 128 ms
+  static constexpr int kSlotBits = 4;   // level-0 slot: 16 ms
   static constexpr int kLevelBits = 6;  // 64 buckets per level
-  static constexpr int kLevels = 10;    // 7 + 6 * 10 > 64: the top level covers all of int64
+  static constexpr int kLevels = 10;    // 4 + 6 * 10 >= 64: the top level covers all of int64
   static constexpr int kBucketsPerLevel = 1 << kLevelBits;
   static constexpr int kBuckets = kLevels * kBucketsPerLevel;
 
-  // The lateness bound of a reclaimed key, beyond the tick period: one level-0 slot.
+  // Level-0 slot width.
   static constexpr std::int64_t kSlotMs = std::int64_t{1} << kSlotBits;
   // How far back the clock may step before advance() re-places all keys.
   static constexpr std::uint64_t kRebaseMs = 1000;
@@ -189,8 +190,20 @@ class TimerWheel {
       if (m0 != 0) {
         const int j = lowest_bit(m0);
         const std::uint64_t slot_start = (w_ & ~low_mask(shift(1))) | (static_cast<std::uint64_t>(j) << kSlotBits);
-        if ((slot_start >> kSlotBits) >= target_slot) {
+        if ((slot_start >> kSlotBits) > target_slot) {
           advance_clock(target);  // nothing is due yet
+          return;
+        }
+        if ((slot_start >> kSlotBits) == target_slot) {
+          // The slot `now` is in: only part of it is due. Scanning it downwards, an erased
+          // key's place is taken by the last key, which was already looked at.
+          advance_clock(slot_start);
+          std::vector<std::uint32_t>& v = buckets_[j];
+          for (std::size_t p = v.size(); p-- > 0;) {
+            if (!budget()) return;
+            if (p < v.size() && es[v[p]].is_stale(now)) reclaim(v[p]);
+          }
+          advance_clock(target);
           return;
         }
         advance_clock(slot_start);

@@ -173,6 +173,10 @@ class Keyspace {
     auto it = index_.find(KeyProbe<entry_type, KK, KeyEqual>{key, h, entries_.data(), &eq_});
     return it == index_.end() ? nullptr : &entries_[it->index];
   }
+  template <class A, class B>
+  bool keys_equal(const A& a, const B& b) const {
+    return eq_(a, b);
+  }
   slot_iterator slot_of(std::uint32_t i) { return index_.find(IndexProbe{entries_[i].hash, i}); }
   slot_iterator end() noexcept { return index_.end(); }
 
