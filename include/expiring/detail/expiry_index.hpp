@@ -69,6 +69,9 @@ class DenseExpiryTable {
     table_[es[to].exp_pos] = to;
   }
   void clear() noexcept { table_.clear(); }
+  void compact() {
+    if (table_.capacity() > 4 * table_.size()) table_.shrink_to_fit();
+  }
   std::size_t bytes() const noexcept { return table_.capacity() * sizeof(std::uint32_t); }
   template <class Es>
   bool check(const Es& es) const {
@@ -135,6 +138,12 @@ class TimerWheel {
     for (auto& b : buckets_) b.clear();
     for (auto& o : occupied_) o = 0;
     size_ = 0;
+  }
+  // Frees the buffers of large empty buckets (left behind by a mass expiry).
+  void compact() noexcept {
+    for (auto& b : buckets_) {
+      if (b.empty() && b.capacity() > 1024) std::vector<std::uint32_t>().swap(b);
+    }
   }
   std::size_t bytes() const noexcept {
     std::size_t n = sizeof(buckets_);

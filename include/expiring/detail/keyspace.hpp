@@ -54,6 +54,8 @@ inline constexpr std::uint32_t kNoPos = kNoExpiryPos;
 inline constexpr std::int64_t kNoDeadline = kInt64Max;
 // Entry indices are 32-bit and kNoPos is reserved.
 inline constexpr std::size_t kMaxEntries = std::numeric_limits<std::uint32_t>::max() - 1;
+// Tables smaller than this are never shrunk: not worth an allocation.
+inline constexpr std::size_t kCompactMinCapacity = 4096;
 
 // Heap bytes owned by a key or value beyond its sizeof: std::string's buffer when it is not
 // stored inline. Other types report 0.
@@ -243,6 +245,19 @@ class Keyspace {
   void reserve(std::size_t n) {
     entries_.reserve(n);
     index_.reserve(n);
+  }
+
+  // After a mass expiry: when the tables are at most 1/8 full, shrinks them to fit (which
+  // also clears the Swiss table's tombstones). The cost is O(size + capacity/16), small by
+  // that condition, and tick() pays it, so that no later insert pays an in-place rehash of a
+  // table full of tombstones. Returns whether it shrank anything.
+  bool compact() {
+    const std::size_t cap = index_.capacity();
+    if (cap < kCompactMinCapacity || entries_.size() * 8 > cap) return false;
+    index_.rehash(0);
+    if (entries_.capacity() > 4 * entries_.size()) entries_.shrink_to_fit();
+    expiry_.compact();
+    return true;
   }
 
   // ---- deadlines ------------------------------------------------------------------
