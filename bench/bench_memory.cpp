@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
 
   std::size_t max_n = 1000000;
   std::vector<std::size_t> report = {10000, 1000000};
-  int steps_per_decade = 4;
+  int steps_per_decade = 5;
   if (cfg.mode == Mode::smoke) {
     max_n = 10000;
     report = {10000};

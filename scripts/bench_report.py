@@ -301,7 +301,7 @@ def fmt_num(v):
     return "%g" % v
 
 
-def panel(x0, y0, w, h, title, series, xlog=False, xlabel="", ylabel="", ymin=None, ymax=None):
+def panel(x0, y0, w, h, title, series, xlog=False, xlabel="", ylabel="", ymin=None, ymax=None, legend="tr"):
     """series: [(label, color, dashed, [(x, y)])]. Returns SVG elements."""
     pts = [p for s in series for p in s[3]]
     if not pts:
@@ -350,19 +350,31 @@ def panel(x0, y0, w, h, title, series, xlog=False, xlabel="", ylabel="", ymin=No
                                                                                      esc(xlabel)))
     e.append('<text x="%d" y="%.1f" font-size="12" text-anchor="middle" transform="rotate(-90 %d %.1f)">%s</text>'
              % (x0 + 14, y0 + T + ph / 2, x0 + 14, y0 + T + ph / 2, esc(ylabel)))
-    # lines and legend
-    ly = y0 + T + 14
-    for label, color, dashed, data in series:
+    # lines, then the legend in a white box (top right, or bottom right with legend="br")
+    shown = []
+    for idx, (label, color, dashed, data) in enumerate(series):
         data = [(x, y) for x, y in data if (x > 0 or not xlog)]
         if not data:
             continue
+        dash = ' stroke-dasharray="%s"' % ("6,4" if idx % 2 else "2,3") if dashed else ""
         d = " ".join("%s%.1f,%.1f" % ("M" if i == 0 else "L", X(x), Y(y)) for i, (x, y) in enumerate(data))
-        e.append('<path d="%s" fill="none" stroke="%s" stroke-width="2"%s/>' % (
-            d, color, ' stroke-dasharray="6,4"' if dashed else ""))
-        e.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>' % (
-            x0 + L + pw - 190, x0 + L + pw - 170, ly - 4, ly - 4, color, ' stroke-dasharray="6,4"' if dashed else ""))
-        e.append('<text x="%d" y="%d" font-size="11">%s</text>' % (x0 + L + pw - 165, ly, esc(label)))
-        ly += 15
+        e.append('<path d="%s" fill="none" stroke="%s" stroke-width="2"%s/>' % (d, color, dash))
+        shown.append((label, color, dash))
+    if shown:
+        lw = 34 + 6.2 * max(len(l) for l, _, _ in shown)
+        lh = 15 * len(shown) + 8
+        lx = x0 + L + pw - lw - 6
+        ly0 = y0 + T + 6 if legend == "tr" else y0 + T + ph - lh - 6
+        if legend == "c":
+            lx, ly0 = x0 + L + (pw - lw) / 2, y0 + T + (ph - lh) / 2
+        e.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="white" fill-opacity="0.85" stroke="#bbb"/>'
+                 % (lx, ly0, lw, lh))
+        ly = ly0 + 16
+        for label, color, dash in shown:
+            e.append('<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"%s/>' % (
+                lx + 6, lx + 28, ly - 4, ly - 4, color, dash))
+            e.append('<text x="%.1f" y="%.1f" font-size="11">%s</text>' % (lx + 32, ly, esc(label)))
+            ly += 15
     return e
 
 
@@ -390,9 +402,9 @@ def reclaim_svg(series_rows, caption):
             g4.append(("%s (%s keys)" % (POLICY_LABEL.get(pol, pol), key), COLORS[(len(g4) * 2) % len(COLORS)],
                        False, pts[::step] + [pts[-1]]))
     e = panel(0, 0, 620, 380, "G5: due keys left (1e4 due among 1e6 not due)", g5, xlog=True,
-              xlabel="tick + 1 (hz 10: 10 ticks = 1 s)", ylabel="due keys still stored", ymin=0)
+              xlabel="tick + 1 (hz 10: 10 ticks = 1 s)", ylabel="due keys still stored", ymin=0, legend="br")
     e += panel(620, 0, 520, 380, "G4: 1e6 keys expired at once, 320 keys of work per tick", g4,
-               xlabel="tick", ylabel="expired keys still stored", ymin=0)
+               xlabel="tick", ylabel="expired keys still stored", ymin=0, legend="c")
     return svg(1140, 380, e, caption)
 
 
@@ -413,7 +425,7 @@ def memory_svg(rows, caption):
                 series.append((label, color, dashed, pts))
         title = "bytes per key, %s keys (8-byte values)" % ("uint64_t" if key == "u64" else "std::string 16-24 B")
         e += panel(i * 570, 0, 570, 400, title, series, xlog=True, xlabel="keys in the table",
-                   ylabel="bytes per key (allocator)", ymin=0)
+                   ylabel="bytes per key (allocator)", ymin=0, legend="br")
     return svg(1140, 400, e, caption)
 
 
