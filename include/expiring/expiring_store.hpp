@@ -503,8 +503,8 @@ class ExpiringStore {
   // With Options::full_pass_ticks = N > 0 a slow tick also visits at least
   // ceil(expires_size / N) positions (SPEC D9), so due keys never wait more than N ticks.
   // Deletes with the same predicate as reads (now > deadline, SPEC D2). Cause `expired`.
-  // When a tick leaves the tables at most 1/8 full it shrinks them (O(size)), so that no
-  // later write pays for cleaning up after a mass expiry.
+  // When a tick leaves the tables at most 1/8 full it shrinks them (O(size)) if that fits in
+  // the rest of its budget, so that no later write pays for cleaning up after a mass expiry.
   TickReport tick(CycleKind kind = CycleKind::Slow);
 
   // CONFIG SET hz: clamped to [1, 500], as Redis.
@@ -996,7 +996,8 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
     timelimit_exit_ = true;
     ++stats_.expired_time_cap_reached_count;
   } else if (report.expired != 0) {
-    ks_.compact();  // after a mass expiry, shrink here rather than in a later write
+    // After a mass expiry, shrink here rather than in a later write, within the budget.
+    ks_.compact(timelimit - (budget_now() - start));
   }
   report.elapsed_us = budget_now() - start;
   if (report.elapsed_us > 0) stats_.expire_cycle_cpu_microseconds += static_cast<std::uint64_t>(report.elapsed_us);

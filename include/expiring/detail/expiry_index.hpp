@@ -186,10 +186,20 @@ class TimerWheel {
         if (!buckets_[b].empty()) partial = b;
       }
       if (partial >= 0) {
+        // A bucket whose whole window lies before the slot of `now` holds only due keys:
+        // reclaim them directly instead of moving them down level by level.
+        const int l = partial >> kLevelBits;
+        const std::uint64_t window_end = (w_ & ~low_mask(shift(l))) + (std::uint64_t{1} << shift(l));
+        const bool all_due = window_end != 0 && (window_end >> kSlotBits) <= target_slot;
         std::vector<std::uint32_t>& v = buckets_[partial];
         while (!v.empty()) {
           if (!budget()) return;
-          if (!relocate(es, v.back())) return;  // cannot happen; never spin
+          const std::uint32_t i = v.back();
+          if (all_due && es[i].is_stale(now)) {
+            reclaim(i);
+          } else if (!relocate(es, i)) {
+            return;  // cannot happen; never spin
+          }
         }
         continue;
       }

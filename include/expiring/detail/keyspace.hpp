@@ -248,12 +248,16 @@ class Keyspace {
   }
 
   // After a mass expiry: when the tables are at most 1/8 full, shrinks them to fit (which
-  // also clears the Swiss table's tombstones). The cost is O(size + capacity/16), small by
-  // that condition, and tick() pays it, so that no later insert pays an in-place rehash of a
-  // table full of tombstones. Returns whether it shrank anything.
-  bool compact() {
+  // also clears the Swiss table's tombstones), if the estimated cost fits in `budget_us` (an
+  // empty table always: freeing it is O(1)). tick() pays this, so that no later insert pays
+  // an in-place rehash of a table full of tombstones. Returns whether it shrank anything.
+  bool compact(std::int64_t budget_us) {
     const std::size_t cap = index_.capacity();
     if (cap < kCompactMinCapacity || entries_.size() * 8 > cap) return false;
+    // A rehash visits every slot (~1 ns each) and moves every key (~30 ns); entries move too.
+    // Not worth starting unless it fits in what is left of the tick's budget.
+    const auto cost_us = static_cast<std::int64_t>(cap / 1000 + entries_.size() * 3 / 100);
+    if (entries_.size() != 0 && cost_us > budget_us) return false;
     index_.rehash(0);
     if (entries_.capacity() > 4 * entries_.size()) entries_.shrink_to_fit();
     expiry_.compact();
