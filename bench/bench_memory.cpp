@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
   } else if (cfg.mode == Mode::full) {
     max_n = 10000000;
     report = {10000, 1000000, 10000000};
-    steps_per_decade = 8;
+    steps_per_decade = 6;
   }
   // Log-spaced sizes from 1e3 to max_n; the reporting sizes are on the grid.
   std::vector<std::size_t> sizes;
