@@ -205,7 +205,7 @@ def g4_to_g7(rec, t):
             left = m.get("left_fraction", 0)
             if preset == "redis_exact":
                 if t99:
-                    meas = "99%% after %d ticks (%.0f s at hz 10)" % (t99, t99 / 10)
+                    meas = "99%% after %d tick(s) (%.1f s at hz 10)" % (t99, t99 / 10)
                 else:
                     meas = "%.0f%% of the due keys still stored after %d ticks (%.0f min at hz 10)" % (
                         100 * left, run, run / 600)
@@ -215,7 +215,7 @@ def g4_to_g7(rec, t):
                 bound = m.get("bound_ticks", 100)
                 t.add("G5 1e4 due among 1e6 not due, %s, default Options" % POLICY_LABEL[pol],
                       "≥ 99%% within full_pass_ticks = %d ticks" % bound,
-                      "%d ticks (100%% at %d; %.0f µs per tick)" % (t99, m.get("ticks_to_100", 0),
+                      "%d tick(s) (100%% at %d; %.0f µs per tick)" % (t99, m.get("ticks_to_100", 0),
                                                                 m.get("tick_cpu_us_mean", 0)),
                       0 < t99 <= bound)
         # G6
