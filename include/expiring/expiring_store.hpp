@@ -91,13 +91,20 @@ class ExpiringStore {
   // ==== Construction ======================================================================
 
   // A store reading `clock` (held by value; pass `ManualClock&` to share one). Throws
-  // std::invalid_argument if options.active_expire_effort is outside 1..10.
+  // std::invalid_argument if options.active_expire_effort is outside 1..10, ttl_jitter is
+  // invalid, or a soft-TTL window is negative.
   explicit ExpiringStore(Clock clock, Options options = {}, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
       : clock_(std::forward<Clock>(clock)),
         ks_(std::move(hash), std::move(eq), options.seed ? *options.seed : random_seed()),
         options_(std::move(options)) {
     if (options_.active_expire_effort < 1 || options_.active_expire_effort > 10) {
       throw std::invalid_argument("expiring: active_expire_effort must be between 1 and 10");
+    }
+    if (!options_.ttl_jitter.valid()) {
+      throw std::invalid_argument("expiring: ttl_jitter percent must be 0..100 and spread >= 0");
+    }
+    if (options_.stale_window_ms < 0 || options_.refresh_window_ms < 0) {
+      throw std::invalid_argument("expiring: soft-TTL windows must not be negative");
     }
     set_hz(options_.hz);
     rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_seed();
@@ -126,6 +133,46 @@ class ExpiringStore {
     }
     return &ks_.entry(it).value;
   }
+
+  // GET with freshness (soft TTL, see Options::stale_window_ms): the value (nullptr when
+  // missing or expired), whether it is fresh, due for a refresh-ahead, or stale (past its
+  // soft deadline: still served), and its PTTL (-2 missing, -1 no TTL). Counts a hit or miss
+  // and reclaims a stale key as get() does. One probe.
+  struct LookupResult {
+    const V* value;
+    Freshness freshness;
+    std::int64_t pttl;
+  };
+  template <class KK>
+  LookupResult lookup(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    LookupResult out{nullptr, Freshness::missing, kNoKey};
+    if (it != ks_.end()) {
+      const entry_type& e = ks_.entry(it);
+      out.value = &e.value;
+      out.freshness = freshness_of(e, now);
+      out.pttl = e.is_volatile() ? e.deadline - now : kNoTtl;  // live: deadline >= now
+    }
+    flush();
+    return out;
+  }
+
+  // Get-or-load for single-threaded use (a read, then maybe a write). Returns the live value
+  // when there is one that is not stale (fresh or in its refresh-ahead window: loader not
+  // called). Otherwise calls loader() (which returns something V is constructible from) and
+  // stores the result as set(key, result, ttl) would, jitter included, then returns a
+  // pointer to the stored value. nullptr only when `ttl` is an absolute deadline already
+  // past (nothing is stored, as SET PXAT <past> stores nothing; a live key is deleted).
+  // Errors, checked before anything is read (loader not called, nothing changes):
+  //   Errc::invalid_expire_time as set(); Errc::out_of_range for an invalid per-call Jitter.
+  // If loader throws, the exception propagates and the store is unchanged (a stale-flagged
+  // value stays; only the read's own effects, stats and lazy reclaiming, happened).
+  // The loader may use the store; the write reads the clock again after it returns, so the
+  // TTL counts from when the value is stored. The pointer is valid as get()'s.
+  template <class KK, class F>
+  Result<const V*> get_or_load(const KK& key, F&& loader, SetExpiry ttl = {});
 
   // EXISTS (one key): whether the key is live. Counts hits/misses like Redis.
   template <class KK>
@@ -290,13 +337,25 @@ class ExpiringStore {
   //   Errc::nx_and_xx_gt_lt, Errc::gt_and_lt for invalid flag sets;
   //   Errc::invalid_expire_time when the deadline overflows int64.
 
+  // EXPIRE and PEXPIRE apply TTL jitter (Options::ttl_jitter, or the `jitter` argument) to
+  // a positive TTL; GT/LT compare the jittered deadline. Errc::out_of_range for an invalid
+  // per-call Jitter (checked with the flags).
   template <class KK>
-  Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic(key, seconds, true, true, flags);
+  Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None,
+                      Jitter jitter = {}) {
+    return expire_generic(key, seconds, true, true, flags, jitter);
   }
   template <class KK>
-  Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic(key, ms, false, true, flags);
+  Result<bool> expire(const KK& key, std::int64_t seconds, Jitter jitter) {
+    return expire_generic(key, seconds, true, true, ExpireFlags::None, jitter);
+  }
+  template <class KK>
+  Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
+    return expire_generic(key, ms, false, true, flags, jitter);
+  }
+  template <class KK>
+  Result<bool> pexpire(const KK& key, std::int64_t ms, Jitter jitter) {
+    return expire_generic(key, ms, false, true, ExpireFlags::None, jitter);
   }
   template <class KK>
   Result<bool> expireat(const KK& key, std::int64_t unix_seconds, ExpireFlags flags = ExpireFlags::None) {
@@ -513,6 +572,20 @@ class ExpiringStore {
     options_.active_expire_effort = effort;
     return {};
   }
+  // The store's default TTL jitter; Errc::out_of_range (nothing changes) if invalid.
+  Result<void> set_ttl_jitter(Jitter jitter) noexcept {
+    if (!jitter.valid()) return Errc::out_of_range;
+    options_.ttl_jitter = jitter.kind() == Jitter::Kind::inherit ? Jitter::none() : jitter;
+    return {};
+  }
+  // The soft-TTL windows (Options::stale_window_ms, refresh_window_ms); Errc::out_of_range
+  // (nothing changes) if either is negative.
+  Result<void> set_soft_ttl(std::int64_t stale_window_ms, std::int64_t refresh_window_ms) noexcept {
+    if (stale_window_ms < 0 || refresh_window_ms < 0) return Errc::out_of_range;
+    options_.stale_window_ms = stale_window_ms;
+    options_.refresh_window_ms = refresh_window_ms;
+    return {};
+  }
   // DEBUG SET-ACTIVE-EXPIRE 0|1.
   void set_active_expire_enabled(bool on) noexcept { options_.active_expire_enabled = on; }
   const Options& options() const noexcept { return options_; }
@@ -640,14 +713,46 @@ class ExpiringStore {
 
   // Resolves an EX/PX/EXAT/PXAT argument of SET or GETEX to an absolute deadline
   // (SPEC B §2.4 step 1): the value must be positive; the conversion must not overflow.
-  static Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
+  // A relative EX/PX is then jittered (after validation: see Jitter).
+  Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
     std::int64_t v = spec.value;
     if (v <= 0) return Errc::invalid_expire_time;
     const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
     const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
+    if (relative && !spec.jitter.valid()) return Errc::out_of_range;
     if (seconds && !detail::seconds_to_ms(v, v)) return Errc::invalid_expire_time;
-    if (relative && !detail::checked_add(v, now, v)) return Errc::invalid_expire_time;
-    return v;
+    if (!relative) return v;
+    std::int64_t when = 0;
+    if (!detail::checked_add(v, now, when)) return Errc::invalid_expire_time;
+    return jittered(when, v, now, spec.jitter);
+  }
+
+  // TTL jitter: `when` = now + ttl_ms is a valid deadline and ttl_ms > 0. Returns now + ttl_ms
+  // + d with d uniform in [-s, s], clamped to [now + 1, INT64_MAX] (see Jitter).
+  std::int64_t jittered(std::int64_t when, std::int64_t ttl_ms, std::int64_t now, Jitter j) {
+    if (j.kind() == Jitter::Kind::inherit) j = options_.ttl_jitter;
+    const std::int64_t s = j.spread_for(ttl_ms);
+    if (s <= 0) return when;
+    const std::uint64_t us = static_cast<std::uint64_t>(s);
+    const std::uint64_t range = 2 * us + 1;  // s <= INT64_MAX: at most 2^64 - 1
+    const std::uint64_t r = (options_.random ? options_.random() : next_random()) % range;
+    if (r >= us) {
+      const std::uint64_t up = r - us;  // 0..s
+      const auto room = static_cast<std::uint64_t>(detail::kInt64Max - when);
+      return up > room ? detail::kInt64Max : when + static_cast<std::int64_t>(up);
+    }
+    const std::uint64_t down = us - r;  // 1..s
+    return down >= static_cast<std::uint64_t>(ttl_ms) ? now + 1 : when - static_cast<std::int64_t>(down);
+  }
+
+  Freshness freshness_of(const entry_type& e, std::int64_t now) const noexcept {
+    if (!e.is_volatile()) return Freshness::fresh;
+    const std::int64_t left = e.deadline - now;  // live: >= 0
+    if (left < options_.stale_window_ms) return Freshness::stale;
+    const std::int64_t refresh = detail::kInt64Max - options_.stale_window_ms < options_.refresh_window_ms
+                                     ? detail::kInt64Max
+                                     : options_.stale_window_ms + options_.refresh_window_ms;
+    return left < refresh ? Freshness::refresh : Freshness::fresh;
   }
   static bool has_deadline(detail::ExpirySpec spec) noexcept {
     return spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px ||
@@ -662,7 +767,8 @@ class ExpiringStore {
   template <class KK>
   std::int64_t ttl_query(const KK& key, bool absolute, bool seconds);
   template <class KK>
-  Result<bool> expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative, ExpireFlags flags);
+  Result<bool> expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative, ExpireFlags flags,
+                              Jitter jitter = {});
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
   template <class K1, class K2>
@@ -762,6 +868,38 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
   return true;
 }
 
+// Get-or-load: a read lookup; on a miss or a stale (soft-TTL) hit, load and set().
+template <class K, class V, class H, class E, class C, class P>
+template <class KK, class F>
+Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&& loader, SetExpiry ttl) {
+  const detail::ExpirySpec spec = ttl.spec();
+  {
+    // Validate first, as set() would, so that a bad TTL never costs a load.
+    const std::int64_t now = now_ms();
+    if (has_deadline(spec)) {
+      if (spec.value <= 0) return Errc::invalid_expire_time;
+      std::int64_t v = spec.value;
+      const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
+      const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
+      if (relative && !spec.jitter.valid()) return Errc::out_of_range;
+      if (seconds && !detail::seconds_to_ms(v, v)) return Errc::invalid_expire_time;
+      if (relative && !detail::checked_add(v, now, v)) return Errc::invalid_expire_time;
+    }
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    // A hit emits no event, so nothing can run between here and the caller.
+    if (it != ks_.end() && freshness_of(ks_.entry(it), now) != Freshness::stale) return &ks_.entry(it).value;
+    flush();  // a stale key reclaimed on the way (listeners may use the store)
+  }
+  V loaded(std::forward<F>(loader)());
+  Result<bool> r = set(key, std::move(loaded), ttl);
+  if (!r.ok()) return r.error();  // the clock moved while loading and the TTL overflowed
+  const auto& lk = lookup_key(key);
+  const std::int64_t now = now_ms();
+  const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
+  return (e == nullptr || e->is_stale(now)) ? nullptr : &e->value;
+}
+
 // GETEX (SPEC B §2.6).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
@@ -819,16 +957,20 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, bool abso
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative,
-                                                          ExpireFlags flags) {
+                                                          ExpireFlags flags, Jitter jitter) {
   // 1. Flags, then 2-3. the number: errors win over "missing key".
   const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
   const bool gt = has(flags, ExpireFlags::GT), lt = has(flags, ExpireFlags::LT);
   if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
   if (gt && lt) return Errc::gt_and_lt;
+  if (!jitter.valid()) return Errc::out_of_range;
   const std::int64_t now = now_ms();
   std::int64_t when = v;
   if (seconds && !detail::seconds_to_ms(when, when)) return Errc::invalid_expire_time;
+  const std::int64_t ttl_ms = when;
   if (relative && !detail::checked_add(when, now, when)) return Errc::invalid_expire_time;
+  // Jitter only a positive relative TTL: EXPIRE 0 or negative still deletes (D3).
+  if (relative && ttl_ms > 0) when = jittered(when, ttl_ms, now, jitter);
 
   // 4. A write lookup.
   const auto& lk = lookup_key(key);
