@@ -241,6 +241,34 @@ constexpr const char* to_string(Freshness f) noexcept {
   return "unknown";
 }
 
+// ---- Memory limit and eviction ----------------------------------------------------------
+
+// Redis `maxmemory-policy`: what a write does when used memory is above Options::maxmemory.
+enum class EvictionPolicy : std::uint8_t {
+  noeviction,       // refuse the write (Errc::out_of_memory); reads and deletes still work
+  allkeys_lru,      // evict the least recently used key (sampled, Redis's approximation)
+  volatile_lru,     // ... among keys with a TTL
+  allkeys_lfu,      // evict the least frequently used key (Redis's logarithmic counter)
+  volatile_lfu,     // ... among keys with a TTL
+  allkeys_random,   // evict a random key
+  volatile_random,  // evict a random key with a TTL
+  volatile_ttl,     // evict the key with the nearest deadline among the samples
+};
+
+constexpr const char* to_string(EvictionPolicy p) noexcept {
+  switch (p) {
+    case EvictionPolicy::noeviction: return "noeviction";
+    case EvictionPolicy::allkeys_lru: return "allkeys-lru";
+    case EvictionPolicy::volatile_lru: return "volatile-lru";
+    case EvictionPolicy::allkeys_lfu: return "allkeys-lfu";
+    case EvictionPolicy::volatile_lfu: return "volatile-lfu";
+    case EvictionPolicy::allkeys_random: return "allkeys-random";
+    case EvictionPolicy::volatile_random: return "volatile-random";
+    case EvictionPolicy::volatile_ttl: return "volatile-ttl";
+  }
+  return "unknown";
+}
+
 // ---- Store settings ---------------------------------------------------------------------
 
 struct Options {
@@ -297,6 +325,20 @@ struct Options {
   // constructor throw std::invalid_argument.
   std::int64_t stale_window_ms = 0;
   std::int64_t refresh_window_ms = 0;
+
+  // Redis `maxmemory`: the limit on used memory, as the store's weigher counts it (by default
+  // sizeof(K) + sizeof(V) + the heap bytes of std::string keys and values, per entry).
+  // 0 = no limit: nothing is tracked and nothing is paid.
+  std::size_t maxmemory = 0;
+  // Redis `maxmemory-policy`.
+  EvictionPolicy maxmemory_policy = EvictionPolicy::noeviction;
+  // Redis `maxmemory-samples`: keys sampled per eviction round, 1..64.
+  int maxmemory_samples = 5;
+  // Redis `lfu-log-factor` (>= 0) and `lfu-decay-time` (minutes, >= 0; 0 = never decay).
+  int lfu_log_factor = 10;
+  int lfu_decay_time = 1;
+  // Resolution of the 24-bit LRU clock, in ms (Redis LRU_CLOCK_RESOLUTION: 1000). >= 1.
+  std::int64_t lru_clock_resolution_ms = 1000;
 
   // Redis 7's active expiry exactly: no guaranteed sweep; everything else as Redis's
   // defaults (hz 10, effort 1).

@@ -76,6 +76,9 @@ std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
 
 template <class K, class V, class Meta>
 struct Entry : Meta {
+  // Redis's robj.lru: the LRU clock or the LFU time and counter (detail/eviction.hpp). Placed
+  // first so that it fills the padding after the timer wheel's 2-byte bucket number.
+  std::uint32_t access;
   K key;
   V value;
   std::int64_t deadline;   // absolute Unix ms; kNoDeadline when persistent
@@ -84,7 +87,8 @@ struct Entry : Meta {
 
   template <class KK, class... Args>
   Entry(std::uint32_t h, KK&& k, Args&&... args)
-      : key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline), exp_pos(kNoPos), hash(h) {}
+      : access(0), key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline), exp_pos(kNoPos),
+        hash(h) {}
 
   bool is_volatile() const noexcept { return exp_pos != kNoPos; }
   // SPEC D1/D2: alive at now == deadline.
