@@ -115,6 +115,7 @@ class ExpiringStore {
           "lru_clock_resolution_ms >= 1");
     }
     update_eviction_flags();
+    if (options_.lazyfree_queue_max != 0) free_queue_.reserve(options_.lazyfree_queue_max);
     set_hz(options_.hz);
     rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_seed();
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
@@ -344,14 +345,21 @@ class ExpiringStore {
     const auto& lk = lookup_key(key);
     auto it = lookup(lk, ks_.hash_of(lk), now, false);
     const bool found = it != ks_.end();
-    if (found) remove(it, KeyEventCause::del);
+    if (found) remove(it, KeyEventCause::del, options_.lazyfree_lazy_user_del);
     flush();
     return found;
   }
-  // UNLINK (one key): as del().
+  // UNLINK (one key): as del(), but with lazy free enabled (Options::lazyfree_queue_max) the
+  // value is destroyed later, by tick(), as Redis's UNLINK.
   template <class KK>
   bool unlink(const KK& key) {
-    return del(key);
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    const bool found = it != ks_.end();
+    if (found) remove(it, KeyEventCause::del, true);
+    flush();
+    return found;
   }
 
   // ==== TTL ===============================================================================
@@ -440,6 +448,7 @@ class ExpiringStore {
   // FLUSHDB: removes everything, with no per-key events. Statistics are kept.
   void clear() noexcept {
     ks_.clear();
+    free_queue_.clear();  // FLUSHDB (synchronous): pending lazy-free values go too
     used_ = 0;
     pool_.clear();
     cursor_ = 0;
@@ -731,6 +740,7 @@ class ExpiringStore {
     s.avg_ttl = avg_ttl_;
     s.keys = ks_.size();
     s.expires = ks_.expires_size();
+    s.lazyfree_pending_objects = free_queue_.size();
     return s;
   }
   // CONFIG RESETSTAT: zeroes the counters and the stale average.
@@ -759,6 +769,7 @@ class ExpiringStore {
     KeyEventCause cause;
     K key;
     std::optional<V> value;
+    bool lazy = false;  // hand the value to the lazy-free queue after the listener saw it
   };
 
   static constexpr bool kTransparent = detail::is_transparent<Hash>::value && detail::is_transparent<KeyEqual>::value;
@@ -829,15 +840,38 @@ class ExpiringStore {
     flush();
     return found;
   }
-  void remove(slot_iterator it, KeyEventCause cause) {
+  // `lazy`: the value goes to the lazy-free queue (if lazy free is enabled).
+  void remove(slot_iterator it, KeyEventCause cause, bool lazy = false) {
+    lazy = lazy && options_.lazyfree_queue_max != 0;
     ks_.erase(it, [&](entry_type& e) {
       unaccount(e);
       if (listener_) {
-        pending_.push_back(Pending{cause, std::move(e.key), std::move(e.value)});
+        pending_.push_back(Pending{cause, std::move(e.key), std::move(e.value), lazy});
       } else {
+        if (lazy) lazy_free(e.value);
         discard(e);
       }
     });
+  }
+  // Queues a value for destruction by tick(); destroys it at once when the queue is full.
+  // Never allocates (the queue's room is reserved), so it is safe inside an erase.
+  void lazy_free(V& v) noexcept {
+    if (free_queue_.size() < free_queue_.capacity()) {
+      free_queue_.push_back(std::move(v));
+    } else {
+      [[maybe_unused]] V dead(std::move(v));
+    }
+  }
+  // Destroys queued values, checking the budget every 16 (as the expire cycle does).
+  std::uint64_t drain_free_queue(std::int64_t start, std::int64_t timelimit) {
+    std::uint64_t n = 0;
+    while (!free_queue_.empty()) {
+      free_queue_.pop_back();
+      ++n;
+      if (n % 16 == 0 && budget_now() - start > timelimit) break;
+    }
+    stats_.lazyfreed_objects += n;
+    return n;
   }
   // ---- memory accounting and eviction ----
 
@@ -914,7 +948,7 @@ class ExpiringStore {
   }
   void expire_entry(slot_iterator it) {
     ++stats_.expired_keys;
-    remove(it, KeyEventCause::expired);
+    remove(it, KeyEventCause::expired, options_.lazyfree_lazy_expire);
   }
 
   // Resolves an EX/PX/EXAT/PXAT argument of SET or GETEX to an absolute deadline
@@ -1010,6 +1044,7 @@ class ExpiringStore {
   std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
   weigher_type weigher_;
   detail::EvictionPool<K> pool_;
+  std::vector<V> free_queue_;  // lazy free: values waiting for tick(); capacity reserved
 };
 
 // =========================================================================================
@@ -1366,7 +1401,7 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now) {
       }
     }
     ++stats_.evicted_keys;
-    remove(victim, KeyEventCause::evicted);
+    remove(victim, KeyEventCause::evicted, options_.lazyfree_lazy_eviction);
   }
   return true;
 }
@@ -1388,6 +1423,7 @@ void ExpiringStore<K, V, H, E, C, P>::dispatch() {
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     Pending ev = std::move(pending_[i]);
     listener_(event_type{ev.cause, ev.key, ev.value ? &*ev.value : nullptr});
+    if (ev.lazy && ev.value) lazy_free(*ev.value);
     if (!listener_) break;
   }
 }
@@ -1397,9 +1433,13 @@ void ExpiringStore<K, V, H, E, C, P>::dispatch() {
 template <class K, class V, class H, class E, class C, class P>
 TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   TickReport report;
-  if (!options_.active_expire_enabled) return report;
   const CycleParams p = cycle();
   const bool fast = kind == CycleKind::Fast;
+  // Lazy free first: destroy queued values within this tick's budget.
+  if (!free_queue_.empty()) {
+    report.lazyfreed = drain_free_queue(budget_now(), fast ? p.fast_duration_us : p.slow_time_limit_us);
+  }
+  if (!options_.active_expire_enabled) return report;
   const std::int64_t start = budget_now();
 
   if (fast) {

@@ -340,6 +340,16 @@ struct Options {
   // Resolution of the 24-bit LRU clock, in ms (Redis LRU_CLOCK_RESOLUTION: 1000). >= 1.
   std::int64_t lru_clock_resolution_ms = 1000;
 
+  // Lazy free (Redis UNLINK and lazyfree-lazy-*): removed values are not destroyed on the
+  // caller's path but queued, and tick() destroys them within its time budget. The queue
+  // holds at most lazyfree_queue_max values (its room is reserved by the constructor); a value
+  // removed while it is full is destroyed at once. 0 (the default) disables lazy free.
+  // When enabled, unlink() is always lazy, as Redis's UNLINK; the flags choose the others.
+  std::size_t lazyfree_queue_max = 0;
+  bool lazyfree_lazy_expire = false;    // values of expired keys (lazy and active expiry)
+  bool lazyfree_lazy_eviction = false;  // values of evicted keys
+  bool lazyfree_lazy_user_del = false;  // values removed by del()
+
   // Redis 7's active expiry exactly: no guaranteed sweep; everything else as Redis's
   // defaults (hz 10, effort 1).
   static Options redis_exact() {

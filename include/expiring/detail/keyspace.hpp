@@ -4,7 +4,7 @@
 // ------
 // Three structures, each doing one job:
 //
-//   entries_  std::vector<Entry>       dense array of {key, value, deadline, exp_pos, hash}
+//   entries_  std::vector<Entry>       dense array of {access, key, value, deadline, exp_pos, hash}
 //   index_    absl::flat_hash_set<Slot> Swiss table of {32 hash bits, entry index}
 //   expiry_   DenseExpiryTable or TimerWheel: 4-byte handles of the volatile keys
 //
@@ -20,6 +20,8 @@
 //   back-index (exp_pos). Two policies (expiry_index.hpp): a dense table that a resumable
 //   cursor sweeps by position without hashing (Redis's sampled cycle), or a hierarchical
 //   timer wheel that hands tick() exactly the due keys.
+// * `access` is Redis's robj.lru (4 bytes: an LRU clock or an LFU counter, eviction.hpp),
+//   first in the entry so that it fills the padding after the timer wheel's bucket number.
 // * Erasing an entry moves the last entry into its place (one extra index probe to repoint
 //   that entry's slot), so entries_ stays dense: iteration is a linear scan, random_key()
 //   is one random index, and memory is never fragmented by deletions.
