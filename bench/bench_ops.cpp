@@ -6,19 +6,24 @@
 //   store      ExpiringStore under each expiry policy (sampled, time_ordered), reading either
 //              the cached clock (one load, as Redis's server.mstime) or the real SystemClock
 //
-// Benchmarks (name = op/key/size/contender; every one reports cpu ns per iteration and an
-// ops_per_iter counter, so ns per op = cpu_time / ops_per_iter):
-//   get           hits on live volatile keys, random order over pre-generated keys      (G1)
-//   fill          build a table of N keys from empty, no reserve (insert; set with/without
-//                 TTL; the peer's set with TTL)                                          (G2)
-//   update        random existing keys: raw insert_or_assign vs set() with a new TTL on a
-//                 volatile key; `pexpire` (TTL only) and `overwrite` (set() without TTL on
-//                 a persistent key) as extra rows                                         (G2)
-//   clock         the cost of one clock reading
+// Every figure is *paired*: one benchmark runs all its contenders in rotation, each on its own
+// batch of 256 operations over pre-generated keys in random order, and reports the median ns
+// per operation of each contender's batches as a counter. Contenders measured seconds apart
+// on a shared machine see different loads; batches measured microseconds apart do not, and
+// the median ignores the batches a preemption hit.
+//   pair_get/K/N/P     hits on live volatile keys: raw find, peer get, store get        (G1)
+//   pair_update/K/N/P  existing keys: raw insert_or_assign, peer set with TTL, store set()
+//                      with a new TTL on a volatile key, store pexpire(), store set()
+//                      without TTL on a persistent key                                   (G2)
+//   pair_fill/K/N/P    N new keys into an empty table (no reserve; thread CPU per fill):
+//                      raw try_emplace, peer set with TTL, store set() with/without TTL  (G2)
+//   clock/-/1/*        one clock reading
 //
 // Modes: smoke (ctest) 1e3 keys; quick 1e4 and 1e6; full adds 1e7 (about 10 GB at peak).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -105,225 +110,249 @@ Dataset<K>& dataset(std::size_t n) {
   return *static_cast<Dataset<K>*>(g_dataset.get());
 }
 
-void finish(benchmark::State& st, double ops_per_iter) {
-  st.counters["ops_per_iter"] = benchmark::Counter(ops_per_iter);
-  st.SetItemsProcessed(static_cast<std::int64_t>(static_cast<double>(st.iterations()) * ops_per_iter));
+// ---- paired measurements ------------------------------------------------------------------
+
+constexpr std::size_t kBatch = 256;
+double g_pair_seconds = 0.3;     // per benchmark (quick); full mode: 1.0
+std::size_t g_min_fill_rounds = 3;  // smoke: 1
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A contender runs kBatch operations starting at a position of the random order.
+using BatchFn = std::function<void(std::size_t)>;
+
+// Runs the contenders in rotation (each round starts with the next one), each batch timed by
+// the steady clock, for g_pair_seconds and at least 21 rounds. Each contender walks its own
+// part of the random order, so no batch finds its keys warm from another contender's batch.
+std::vector<double> run_paired(const std::vector<BatchFn>& fs, std::size_t order_len) {
+  std::vector<std::vector<double>> samples(fs.size());
+  std::vector<std::size_t> cursor(fs.size());
+  for (std::size_t c = 0; c < fs.size(); ++c) cursor[c] = order_len / fs.size() * c;
+  const std::int64_t start = steady_ns();
+  for (std::size_t round = 0;; ++round) {
+    for (std::size_t k = 0; k < fs.size(); ++k) {
+      const std::size_t c = (round + k) % fs.size();
+      const std::int64_t t0 = steady_ns();
+      fs[c](cursor[c]);
+      const std::int64_t t1 = steady_ns();
+      samples[c].push_back(static_cast<double>(t1 - t0) / kBatch);
+      cursor[c] = (cursor[c] + kBatch) % order_len;
+    }
+    if (round >= 20 && static_cast<double>(steady_ns() - start) > g_pair_seconds * 1e9) break;
+  }
+  std::vector<double> out;
+  for (auto& v : samples) out.push_back(median(std::move(v)));
+  return out;
+}
+
+void report(benchmark::State& st, const std::vector<std::string>& names, const std::vector<double>& ns) {
+  for (std::size_t i = 0; i < names.size(); ++i) st.counters[names[i] + "_ns"] = benchmark::Counter(ns[i]);
 }
 
 // ---- G1: get ---------------------------------------------------------------------------
 
-template <class K>
-void get_raw(benchmark::State& st, std::size_t n) {
+template <class K, class P>
+void pair_get(benchmark::State& st, std::size_t n) {
   auto& ds = dataset<K>(n);
-  auto& m = ds.raw();
-  const K* keys = ds.keys.data();
-  const std::uint32_t* ord = ds.order.data();
-  const std::size_t mask = ds.order.size() - 1;
-  std::size_t i = 0;
-  Value sum = 0;
-  for (auto _ : st) {
-    auto it = m.find(keys[ord[i++ & mask]]);
-    sum += it != m.end() ? it->second : 0;
-  }
-  benchmark::DoNotOptimize(sum);
-  finish(st, 1);
-}
-
-template <class K>
-void get_peer(benchmark::State& st, std::size_t n) {
-  auto& ds = dataset<K>(n);
-  auto& m = ds.peer();
+  auto& raw = ds.raw();
+  auto& peer = ds.peer();
+  auto& sc = ds.template store<Store<K, CachedClock, P>>(true);
+  auto& ss = ds.template store<Store<K, expiring::SystemClock, P>>(true);
   const K* keys = ds.keys.data();
   const std::uint32_t* ord = ds.order.data();
   const std::size_t mask = ds.order.size() - 1;
   const CachedClock clock;
-  std::size_t i = 0;
-  Value sum = 0;
-  for (auto _ : st) {
-    const Value* v = m.get(keys[ord[i++ & mask]], clock.now_ms());
-    sum += v != nullptr ? *v : 0;
-  }
-  benchmark::DoNotOptimize(sum);
-  finish(st, 1);
-}
-
-template <class K, class S>
-void get_store(benchmark::State& st, std::size_t n) {
-  auto& ds = dataset<K>(n);
-  S& s = ds.template store<S>(true);
-  const K* keys = ds.keys.data();
-  const std::uint32_t* ord = ds.order.data();
-  const std::size_t mask = ds.order.size() - 1;
-  std::size_t i = 0;
-  Value sum = 0;
-  for (auto _ : st) {
-    const Value* v = s.get(keys[ord[i++ & mask]]);
-    sum += v != nullptr ? *v : 0;
-  }
-  benchmark::DoNotOptimize(sum);
-  finish(st, 1);
-}
-
-// ---- G2: fill from empty (insert of new keys, natural growth) --------------------------
-
-template <class K>
-void fill_raw(benchmark::State& st, std::size_t n) {
-  auto& ds = dataset<K>(n);
-  for (auto _ : st) {
-    auto m = std::make_unique<RawMap<K>>();
-    for (std::size_t i = 0; i < n; ++i) m->try_emplace(ds.keys[i], Value{i});
-    benchmark::DoNotOptimize(m->size());
-    st.PauseTiming();
-    m.reset();
-    st.ResumeTiming();
-  }
-  finish(st, static_cast<double>(n));
-}
-
-template <class K>
-void fill_peer(benchmark::State& st, std::size_t n) {
-  auto& ds = dataset<K>(n);
-  const CachedClock clock;
-  for (auto _ : st) {
-    auto m = std::make_unique<Peer<K>>();
-    for (std::size_t i = 0; i < n; ++i) m->set_ttl(ds.keys[i], Value{i}, clock.now_ms() + kTtlMs);
-    benchmark::DoNotOptimize(m->values.size());
-    st.PauseTiming();
-    m.reset();
-    st.ResumeTiming();
-  }
-  finish(st, static_cast<double>(n));
-}
-
-template <class K, class S>
-void fill_store(benchmark::State& st, std::size_t n, bool ttl) {
-  auto& ds = dataset<K>(n);
-  for (auto _ : st) {
-    std::unique_ptr<S> s = new_store<S>();
-    if (ttl) {
-      for (std::size_t i = 0; i < n; ++i) s->set(ds.keys[i], Value{i}, expiring::Px{kTtlMs});
-    } else {
-      for (std::size_t i = 0; i < n; ++i) s->set(ds.keys[i], Value{i});
-    }
-    benchmark::DoNotOptimize(s->size());
-    st.PauseTiming();
-    s.reset();
-    st.ResumeTiming();
-  }
-  finish(st, static_cast<double>(n));
+  std::vector<BatchFn> fs = {
+      [&](std::size_t pos) {
+        Value sum = 0;
+        for (std::size_t j = 0; j < kBatch; ++j) {
+          auto it = raw.find(keys[ord[(pos + j) & mask]]);
+          sum += it != raw.end() ? it->second : 0;
+        }
+        benchmark::DoNotOptimize(sum);
+      },
+      [&](std::size_t pos) {
+        Value sum = 0;
+        for (std::size_t j = 0; j < kBatch; ++j) {
+          const Value* v = peer.get(keys[ord[(pos + j) & mask]], clock.now_ms());
+          sum += v != nullptr ? *v : 0;
+        }
+        benchmark::DoNotOptimize(sum);
+      },
+      [&](std::size_t pos) {
+        Value sum = 0;
+        for (std::size_t j = 0; j < kBatch; ++j) {
+          const Value* v = sc.get(keys[ord[(pos + j) & mask]]);
+          sum += v != nullptr ? *v : 0;
+        }
+        benchmark::DoNotOptimize(sum);
+      },
+      [&](std::size_t pos) {
+        Value sum = 0;
+        for (std::size_t j = 0; j < kBatch; ++j) {
+          const Value* v = ss.get(keys[ord[(pos + j) & mask]]);
+          sum += v != nullptr ? *v : 0;
+        }
+        benchmark::DoNotOptimize(sum);
+      },
+  };
+  std::vector<double> ns;
+  for (auto _ : st) ns = run_paired(fs, ds.order.size());
+  report(st, {"raw", "peer", "store", "store_system"}, ns);
 }
 
 // ---- G2: updates of existing keys ------------------------------------------------------
 
-template <class K>
-void update_raw(benchmark::State& st, std::size_t n) {
+template <class K, class P>
+void pair_update(benchmark::State& st, std::size_t n) {
   auto& ds = dataset<K>(n);
-  auto& m = ds.raw();
-  const K* keys = ds.keys.data();
-  const std::uint32_t* ord = ds.order.data();
-  const std::size_t mask = ds.order.size() - 1;
-  std::size_t i = 0;
-  for (auto _ : st) {
-    m.insert_or_assign(keys[ord[i & mask]], Value{i});
-    ++i;
-  }
-  finish(st, 1);
-}
-
-template <class K>
-void update_peer(benchmark::State& st, std::size_t n) {
-  auto& ds = dataset<K>(n);
-  auto& m = ds.peer();
+  auto& raw = ds.raw();
+  auto& peer = ds.peer();
+  auto& sc = ds.template store<Store<K, CachedClock, P>>(true);
+  auto& ss = ds.template store<Store<K, expiring::SystemClock, P>>(true);
+  auto& sp = ds.template store<Store<K, CachedClock, P>>(false);
   const K* keys = ds.keys.data();
   const std::uint32_t* ord = ds.order.data();
   const std::size_t mask = ds.order.size() - 1;
   const CachedClock clock;
-  std::size_t i = 0;
-  for (auto _ : st) {
-    m.set_ttl(keys[ord[i & mask]], Value{i}, clock.now_ms() + kTtlMs + static_cast<std::int64_t>(i & 1023));
-    ++i;
-  }
-  finish(st, 1);
+  bool ok = true;
+  // New TTLs vary by up to a second, so the deadline really moves (a time-ordered index has
+  // to relocate the key when it crosses a bucket).
+  auto ttl_at = [](std::size_t i) { return kTtlMs + static_cast<std::int64_t>(i & 1023); };
+  std::vector<BatchFn> fs = {
+      [&](std::size_t pos) {
+        for (std::size_t j = 0; j < kBatch; ++j) raw.insert_or_assign(keys[ord[(pos + j) & mask]], Value{j});
+      },
+      [&](std::size_t pos) {
+        for (std::size_t j = 0; j < kBatch; ++j) {
+          peer.set_ttl(keys[ord[(pos + j) & mask]], Value{j}, clock.now_ms() + ttl_at(pos + j));
+        }
+      },
+      [&](std::size_t pos) {
+        for (std::size_t j = 0; j < kBatch; ++j) {
+          ok &= sc.set(keys[ord[(pos + j) & mask]], Value{j}, expiring::Px{ttl_at(pos + j)}).ok();
+        }
+      },
+      [&](std::size_t pos) {
+        for (std::size_t j = 0; j < kBatch; ++j) {
+          ok &= ss.set(keys[ord[(pos + j) & mask]], Value{j}, expiring::Px{ttl_at(pos + j)}).ok();
+        }
+      },
+      [&](std::size_t pos) {
+        for (std::size_t j = 0; j < kBatch; ++j) ok &= sc.pexpire(keys[ord[(pos + j) & mask]], ttl_at(pos + j)).ok();
+      },
+      [&](std::size_t pos) {
+        for (std::size_t j = 0; j < kBatch; ++j) ok &= sp.set(keys[ord[(pos + j) & mask]], Value{j}).ok();
+      },
+  };
+  std::vector<double> ns;
+  for (auto _ : st) ns = run_paired(fs, ds.order.size());
+  if (!ok) st.SkipWithError("a store write failed");
+  report(st, {"raw", "peer", "store", "store_system", "pexpire", "overwrite"}, ns);
 }
 
-enum class Update { set_ttl, pexpire, overwrite };
+// ---- G2: fills of new keys ---------------------------------------------------------------
 
-template <class K, class S>
-void update_store(benchmark::State& st, std::size_t n, Update kind) {
+// Builds a table of N keys from empty with each contender in turn, timed in thread CPU (a
+// fill takes milliseconds to seconds, so a preemption would show in wall time), destroyed
+// untimed; each round runs them in a new random order. Median per contender. Freed memory stays in the process
+// (keep_freed_memory()) and an untimed round runs first, so tables up to 32 MiB are built in
+// warm memory, as in a server that has been running; larger ones are mmapped fresh by all.
+template <class K, class P>
+void pair_fill(benchmark::State& st, std::size_t n) {
   auto& ds = dataset<K>(n);
-  S& s = ds.template store<S>(kind != Update::overwrite);
-  const K* keys = ds.keys.data();
-  const std::uint32_t* ord = ds.order.data();
-  const std::size_t mask = ds.order.size() - 1;
-  std::size_t i = 0;
-  bool ok = true;
-  // The new TTL varies by up to a second, so the deadline really moves (a time-ordered
-  // index has to relocate the key).
-  for (auto _ : st) {
-    const K& k = keys[ord[i & mask]];
-    const std::int64_t ttl = kTtlMs + static_cast<std::int64_t>(i & 1023);
-    switch (kind) {
-      case Update::set_ttl: ok &= s.set(k, Value{i}, expiring::Px{ttl}).ok(); break;
-      case Update::pexpire: ok &= s.pexpire(k, ttl).ok(); break;
-      case Update::overwrite: ok &= s.set(k, Value{i}).ok(); break;
-    }
-    ++i;
+  const std::vector<K>& keys = ds.keys;
+  const CachedClock clock;
+  using SC = Store<K, CachedClock, P>;
+  using SS = Store<K, expiring::SystemClock, P>;
+  std::vector<std::function<std::shared_ptr<void>()>> fs = {
+      [&]() -> std::shared_ptr<void> {
+        auto m = std::make_shared<RawMap<K>>();
+        for (std::size_t i = 0; i < n; ++i) m->try_emplace(keys[i], Value{i});
+        return m;
+      },
+      [&]() -> std::shared_ptr<void> {
+        auto m = std::make_shared<Peer<K>>();
+        for (std::size_t i = 0; i < n; ++i) m->set_ttl(keys[i], Value{i}, clock.now_ms() + kTtlMs);
+        return m;
+      },
+      [&]() -> std::shared_ptr<void> {
+        std::shared_ptr<SC> s = new_store<SC>();
+        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+        return s;
+      },
+      [&]() -> std::shared_ptr<void> {
+        std::shared_ptr<SS> s = new_store<SS>();
+        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+        return s;
+      },
+      [&]() -> std::shared_ptr<void> {
+        std::shared_ptr<SC> s = new_store<SC>();
+        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i});
+        return s;
+      },
+  };
+  // Rounds: enough for about g_pair_seconds * 3 in all, at least 3, at most 31, after one
+  // untimed round that warms the allocator (see keep_freed_memory()).
+  std::vector<std::vector<double>> samples(fs.size());
+  std::vector<double> ns;
+  // At 1e7 every table is mmapped fresh (> 32 MiB) by every contender: no warm-up, one round.
+  const bool huge = n >= 10000000;
+  if (!huge) {
+    for (auto& f : fs) f().reset();
   }
-  if (!ok) st.SkipWithError("a store write failed");
-  finish(st, 1);
+  const std::size_t min_rounds = huge ? 1 : g_min_fill_rounds;
+  for (auto _ : st) {
+    const std::int64_t start = steady_ns();
+    std::vector<std::size_t> order(fs.size());
+    std::uint64_t rs = 99;
+    for (std::size_t round = 0; round < 31; ++round) {
+      // A fresh random order each round: what ran (and was freed) just before a fill changes
+      // how malloc serves it (e.g. a million small strings freed by the peer's two maps).
+      for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+      for (std::size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[(rs = splitmix64(rs)) % k]);
+      for (std::size_t k = 0; k < fs.size(); ++k) {
+        const std::size_t c = order[k];
+        const std::int64_t t0 = thread_cpu_ns();
+        std::shared_ptr<void> built = fs[c]();
+        const std::int64_t t1 = thread_cpu_ns();
+        samples[c].push_back(static_cast<double>(t1 - t0) / static_cast<double>(n));
+        built.reset();
+      }
+      if (round + 1 >= min_rounds && static_cast<double>(steady_ns() - start) > g_pair_seconds * 3e9) break;
+    }
+    ns.clear();
+    for (auto& v : samples) ns.push_back(median(v));
+  }
+  report(st, {"raw", "peer", "store", "store_system", "store_nottl"}, ns);
 }
 
 // ---- registration ----------------------------------------------------------------------
 
-int g_repetitions = 1;  // full mode: per-operation benchmarks run 3 times, the median is kept
-
 template <class F>
 void add(const std::string& name, F&& f) {
-  auto* b = benchmark::RegisterBenchmark(name.c_str(), std::forward<F>(f))->Unit(benchmark::kNanosecond);
-  const bool per_op = name.rfind("fill", 0) != 0 && name.rfind("release", 0) != 0;
-  if (per_op && g_repetitions > 1) b->Repetitions(g_repetitions)->ReportAggregatesOnly(true);
+  benchmark::RegisterBenchmark(name.c_str(), std::forward<F>(f))
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(1)
+      ->UseRealTime();
 }
 
 template <class K>
 void register_size(std::size_t n) {
   const std::string p = std::string(key_name<K>()) + "/" + std::to_string(n) + "/";
-  // G2: fills first, while the dataset holds only its keys
-  add("fill/" + p + "raw", [n](benchmark::State& st) { fill_raw<K>(st, n); });
-  add("fill/" + p + "peer", [n](benchmark::State& st) { fill_peer<K>(st, n); });
+  // Fills first, while the dataset holds only its keys.
   for_each_policy([&](auto pol) {
     using P = decltype(pol);
-    const std::string s = std::string("store:") + P::name;
-    add("fill_ttl/" + p + s + ":cached",
-        [n](benchmark::State& st) { fill_store<K, Store<K, CachedClock, P>>(st, n, true); });
-    add("fill_ttl/" + p + s + ":system",
-        [n](benchmark::State& st) { fill_store<K, Store<K, expiring::SystemClock, P>>(st, n, true); });
-    add("fill_nottl/" + p + s + ":cached",
-        [n](benchmark::State& st) { fill_store<K, Store<K, CachedClock, P>>(st, n, false); });
+    add("pair_fill/" + p + P::name, [n](benchmark::State& st) { pair_fill<K, P>(st, n); });
   });
-  // G1
-  add("get/" + p + "raw", [n](benchmark::State& st) { get_raw<K>(st, n); });
-  add("get/" + p + "peer", [n](benchmark::State& st) { get_peer<K>(st, n); });
   for_each_policy([&](auto pol) {
     using P = decltype(pol);
-    const std::string s = std::string("store:") + P::name;
-    add("get/" + p + s + ":cached", [n](benchmark::State& st) { get_store<K, Store<K, CachedClock, P>>(st, n); });
-    add("get/" + p + s + ":system",
-        [n](benchmark::State& st) { get_store<K, Store<K, expiring::SystemClock, P>>(st, n); });
-  });
-  // G2: updates of existing keys (reuse the tables built for get)
-  add("update/" + p + "raw", [n](benchmark::State& st) { update_raw<K>(st, n); });
-  add("update/" + p + "peer", [n](benchmark::State& st) { update_peer<K>(st, n); });
-  for_each_policy([&](auto pol) {
-    using P = decltype(pol);
-    const std::string s = std::string("store:") + P::name;
-    add("update/" + p + s + ":cached",
-        [n](benchmark::State& st) { update_store<K, Store<K, CachedClock, P>>(st, n, Update::set_ttl); });
-    add("update/" + p + s + ":system",
-        [n](benchmark::State& st) { update_store<K, Store<K, expiring::SystemClock, P>>(st, n, Update::set_ttl); });
-    add("pexpire/" + p + s + ":cached",
-        [n](benchmark::State& st) { update_store<K, Store<K, CachedClock, P>>(st, n, Update::pexpire); });
-    add("overwrite/" + p + s + ":cached",
-        [n](benchmark::State& st) { update_store<K, Store<K, CachedClock, P>>(st, n, Update::overwrite); });
+    add("pair_get/" + p + P::name, [n](benchmark::State& st) { pair_get<K, P>(st, n); });
+    add("pair_update/" + p + P::name, [n](benchmark::State& st) { pair_update<K, P>(st, n); });
   });
   // Free this dataset before the next size's benchmarks build theirs.
   add("release/" + p + "-", [](benchmark::State& st) {
@@ -339,24 +368,29 @@ void register_size(std::size_t n) {
 int main(int argc, char** argv) {
   const RunConfig cfg = parse_args(argc, argv);
   CachedClock::refresh();
+  keep_freed_memory();
 
   benchmark::RegisterBenchmark("clock/-/1/system", [](benchmark::State& st) {
     const expiring::SystemClock c;
     for (auto _ : st) benchmark::DoNotOptimize(c.now_ms());
-    finish(st, 1);
   })->Unit(benchmark::kNanosecond);
   benchmark::RegisterBenchmark("clock/-/1/cached", [](benchmark::State& st) {
     const CachedClock c;
     for (auto _ : st) benchmark::DoNotOptimize(c.now_ms());
-    finish(st, 1);
   })->Unit(benchmark::kNanosecond);
 
-  if (cfg.mode == Mode::full) g_repetitions = 3;
   std::vector<std::size_t> sizes;
   switch (cfg.mode) {
-    case Mode::smoke: sizes = {1000}; break;
+    case Mode::smoke:
+      sizes = {1000};
+      g_pair_seconds = 0.001;
+      g_min_fill_rounds = 1;
+      break;
     case Mode::quick: sizes = {10000, 1000000}; break;
-    case Mode::full: sizes = {10000, 1000000, 10000000}; break;
+    case Mode::full:
+      sizes = {10000, 1000000, 10000000};
+      g_pair_seconds = 1.0;
+      break;
   }
   for (std::size_t n : sizes) register_size<std::uint64_t>(n);
   for (std::size_t n : sizes) register_size<std::string>(n);

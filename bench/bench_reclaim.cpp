@@ -110,6 +110,7 @@ struct Drain {
   std::int64_t cpu_ns = 0;       // thread CPU inside tick(), summed
   std::int64_t max_wall_ns = 0;  // longest tick(), steady clock
   std::int64_t max_cpu_ns = 0;
+  std::vector<std::int64_t> tick_cpu_ns;  // every tick's CPU time (when timed)
   std::vector<std::size_t> series;  // due keys left after tick t (series[0]: before)
 };
 
@@ -131,6 +132,7 @@ Drain drain(S& s, ManualClock& clock, std::size_t due, std::size_t not_due, std:
     const std::int64_t w1 = steady_ns();
     const std::int64_t c1 = tick_cpu ? thread_cpu_ns() : 0;
     r.max_wall_ns = std::max(r.max_wall_ns, w1 - w0);
+    if (tick_cpu) r.tick_cpu_ns.push_back(c1 - c0);
     r.max_cpu_ns = std::max(r.max_cpu_ns, c1 - c0);
     r.ticks_run = t;
     r.left = s.expires_size() - not_due;
@@ -293,10 +295,11 @@ void run_g5(Out& out, std::size_t not_due, std::size_t due, std::uint64_t cap) {
 
 // ---- G6 -------------------------------------------------------------------------------------
 
-// (a) The longest tick of a mass drain under the time budget alone. The drain runs three
-// times and the run with the smallest longest tick is reported: an overshoot the store causes
-// (a rehash inside a tick, a budget checked too rarely) happens in every run, while a
-// preemption of this shared machine's vCPU happens in one.
+// (a) The longest tick of a mass drain under the time budget alone, in thread CPU time (on a
+// shared machine a tick's wall time includes whatever ran while it was preempted; its CPU
+// time does not, and the budget is wall time, so CPU <= wall). The drain runs three times and
+// the run with the smallest longest tick is reported: an overshoot the store causes (a
+// rehash inside a tick, a budget checked too rarely) happens in every run, noise in one.
 template <class P>
 void run_g6_ticks(Out& out, std::size_t n, int hz) {
   const std::vector<std::uint64_t> keys = make_keys<std::uint64_t>(n);
@@ -311,7 +314,7 @@ void run_g6_ticks(Out& out, std::size_t n, int hz) {
     clock.set(kT0 + 61000);
     budget_us = static_cast<double>(s->cycle().slow_time_limit_us);
     Drain x = drain(*s, clock, n, 0, 1000000, false, true);
-    if (rep == 0 || x.max_wall_ns < d.max_wall_ns) d = std::move(x);
+    if (rep == 0 || x.max_cpu_ns < d.max_cpu_ns) d = std::move(x);
   }
   const std::string c = fmt("u64/%zu/hz%d", n, hz);
   const double wall = static_cast<double>(d.max_wall_ns) / 1000.0, cpu = static_cast<double>(d.max_cpu_ns) / 1000.0;
@@ -319,8 +322,13 @@ void run_g6_ticks(Out& out, std::size_t n, int hz) {
   out.put("G6a", c, P::name, "default", "max_tick_wall_us", wall);
   out.put("G6a", c, P::name, "default", "max_tick_cpu_us", cpu);
   out.put("G6a", c, P::name, "default", "ticks", static_cast<double>(d.ticks_run));
-  std::printf("G6a %-16s %-12s budget %.0f us: longest tick %.0f us wall, %.0f us cpu, %llu ticks\n", c.c_str(),
-              P::name, budget_us, wall, cpu, static_cast<unsigned long long>(d.ticks_run));
+  const auto limit_ns = static_cast<std::int64_t>((1.1 * budget_us + 50) * 1000);
+  const auto over =
+      std::count_if(d.tick_cpu_ns.begin(), d.tick_cpu_ns.end(), [&](std::int64_t x) { return x > limit_ns; });
+  out.put("G6a", c, P::name, "default", "ticks_over_limit", static_cast<double>(over));
+  std::printf("G6a %-16s %-12s budget %.0f us: longest tick %.0f us cpu (%.0f us wall), %lld of %llu ticks over\n",
+              c.c_str(), P::name, budget_us, cpu, wall, static_cast<long long>(over),
+              static_cast<unsigned long long>(d.ticks_run));
 }
 
 // (b) get() latency between ticks: steady state, then while 1e6 keys drain.
@@ -366,6 +374,8 @@ void run_g6_gets(Out& out, std::size_t live, std::size_t due, double ns_per_stam
   const std::string c = fmt("u64/%zu+%zu/hz100", live, due);
   out.put("G6b", c, P::name, "default", "get_p999_steady_ns", p_steady);
   out.put("G6b", c, P::name, "default", "get_p999_drain_ns", p_drain);
+  out.put("G6b", c, P::name, "default", "get_p99_steady_ns", percentile(steady, 0.99));
+  out.put("G6b", c, P::name, "default", "get_p99_drain_ns", percentile(draining, 0.99));
   out.put("G6b", c, P::name, "default", "get_p50_steady_ns", percentile(steady, 0.5));
   out.put("G6b", c, P::name, "default", "get_p50_drain_ns", percentile(draining, 0.5));
   out.put("G6b", c, P::name, "default", "drain_samples", static_cast<double>(draining.size()));
@@ -373,21 +383,33 @@ void run_g6_gets(Out& out, std::size_t live, std::size_t due, double ns_per_stam
               P::name, p_steady, p_drain, draining.size(), percentile(steady, 0.5), percentile(draining, 0.5));
 }
 
-// (c) The largest single set() after a drain vs after normal growth to the same live size.
+// (c) The largest single set() after a drain vs after normal growth to the same live size:
+// L live keys and D volatile keys; D expire and are drained by ticks; then L new keys are
+// set one by one. The baseline store holds the same L live keys, grown from empty, and gets
+// the same L new keys.
 template <class P>
 void run_g6_sets(Out& out, std::size_t live, std::size_t due, std::size_t inserts, double ns_per_stamp) {
   const std::vector<std::uint64_t> lk = make_keys<std::uint64_t>(live, 1);
   const std::vector<std::uint64_t> dk = make_keys<std::uint64_t>(due, 2);
   const std::vector<std::uint64_t> nk = make_keys<std::uint64_t>(inserts, 3);
-  auto timed_inserts = [&](auto& s) {
+  // Each set() is timed in thread CPU time: under load, a wall-clock maximum is whichever
+  // set() the scheduler preempted (a 4 ms slice), not the store's largest.
+  (void)ns_per_stamp;
+  // The caller keeps ticking at hz 100 while it writes: one tick (10 ms of clock) per 1000
+  // sets, untimed, in both stores.
+  auto timed_inserts = [&](auto& s, ManualClock& clk) {
     std::vector<double> lat;
     lat.reserve(inserts);
     for (std::size_t i = 0; i < inserts; ++i) {
-      const std::uint64_t t0 = stamp();
+      if (i % 1000 == 0) {
+        clk.advance(10);
+        s.tick();
+      }
+      const std::int64_t t0 = thread_cpu_ns();
       const bool ok = s.set(nk[i], Value{i}).ok();
       keep(ok);
-      const std::uint64_t t1 = stamp();
-      lat.push_back(static_cast<double>(t1 - t0) * ns_per_stamp);
+      const std::int64_t t1 = thread_cpu_ns();
+      lat.push_back(static_cast<double>(t1 - t0));
     }
     return lat;
   };
@@ -407,7 +429,7 @@ void run_g6_sets(Out& out, std::size_t live, std::size_t due, std::size_t insert
     clock.set(kT0 + 61000);
     drain(*s, clock, due, 0, 1000000, false);
     bytes_after = s->memory_usage();
-    std::vector<double> lat = timed_inserts(*s);
+    std::vector<double> lat = timed_inserts(*s, clock);
     if (rep == 0 || percentile(lat, 1.0) < percentile(after_drain, 1.0)) after_drain = std::move(lat);
   }
   for (int rep = 0; rep < 3; ++rep) {
@@ -416,7 +438,7 @@ void run_g6_sets(Out& out, std::size_t live, std::size_t due, std::size_t insert
     o.hz = 100;
     auto s = new_store<std::uint64_t, P>(clock, o);
     for (std::size_t i = 0; i < live; ++i) s->set(lk[i], Value{i});
-    std::vector<double> lat = timed_inserts(*s);
+    std::vector<double> lat = timed_inserts(*s, clock);
     if (rep == 0 || percentile(lat, 1.0) < percentile(normal, 1.0)) normal = std::move(lat);
   }
   const double m_drain = percentile(after_drain, 1.0), m_normal = percentile(normal, 1.0);
@@ -432,9 +454,26 @@ void run_g6_sets(Out& out, std::size_t live, std::size_t due, std::size_t insert
               static_cast<double>(bytes_after) / 1048576.0);
 }
 
+// --only=g4,g5,g6a,g6b,g6c,g7 runs a subset (for investigating one figure).
+bool wanted(const std::string& only, const char* part) {
+  if (only.empty()) return true;
+  const std::string p = std::string(",") + part + ",";
+  return ("," + only + ",").find(p) != std::string::npos;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--only=", 0) == 0) {
+      only = a.substr(7);
+      for (int j = i; j < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      --i;
+    }
+  }
   const RunConfig cfg = parse_args(argc, argv);
   Out out(cfg.out_dir);
   const bool smoke = cfg.mode == Mode::smoke;
@@ -445,21 +484,28 @@ int main(int argc, char** argv) {
 
   for_each_policy([&](auto pol) {
     using P = decltype(pol);
+    if (!wanted(only, "g4")) return;
     run_g4<std::uint64_t, P>(out, big);
     run_g4<std::string, P>(out, big);
   });
-  for_each_policy([&](auto pol) { run_g5<decltype(pol)>(out, big, big / 100, smoke ? 2000 : 20000); });
+  for_each_policy([&](auto pol) {
+    if (wanted(only, "g5")) run_g5<decltype(pol)>(out, big, big / 100, smoke ? 2000 : 20000);
+  });
   for_each_policy([&](auto pol) {
     using P = decltype(pol);
-    run_g6_ticks<P>(out, big, 10);
-    run_g6_ticks<P>(out, big, 100);
-    run_g6_gets<P>(out, big, big, nsps);
-    run_g6_sets<P>(out, big / 10, big, big / 10, nsps);
+    if (wanted(only, "g6a")) {
+      run_g6_ticks<P>(out, big, 10);
+      run_g6_ticks<P>(out, big, 100);
+    }
+    if (wanted(only, "g6b")) run_g6_gets<P>(out, big, big, nsps);
+    if (wanted(only, "g6c")) run_g6_sets<P>(out, big / 10, big, big / 10, nsps);
   });
   std::vector<std::size_t> g7 = {10000, 1000000};
   if (smoke) g7 = {10000};
   if (cfg.mode == Mode::full) g7.push_back(10000000);
-  for_each_policy([&](auto pol) { run_g7<decltype(pol)>(out, g7); });
+  for_each_policy([&](auto pol) {
+    if (wanted(only, "g7")) run_g7<decltype(pol)>(out, g7);
+  });
   std::printf("mode=%s\n", mode_name(cfg.mode));
   return 0;
 }

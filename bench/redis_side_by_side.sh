@@ -8,8 +8,9 @@
 # redis-tools). Prints a markdown table:
 #   * throughput: redis-benchmark, 50 clients, SET key:<rand> val EX 100 and GET key:<rand>,
 #     without and with -P 16 pipelining; the two servers alternate run by run;
-#   * memory: 1e6 keys with a TTL loaded into each (redis-cli --pipe); INFO used_memory (Redis:
-#     its allocator's count; resp_server: the store's memory_usage()) and the RSS growth.
+#   * memory, measured first on the fresh servers: 1e6 keys with a TTL loaded into each
+#     (redis-cli --pipe); INFO used_memory (Redis: its allocator's count; resp_server: the
+#     store's memory_usage()), its growth per key over the empty server, and the RSS growth.
 # Environment: N_P1 / N_P16 requests per throughput run, KEYS keys for the memory part.
 set -euo pipefail
 
@@ -60,6 +61,36 @@ done
 
 REDIS_VERSION=$(redis-cli -p "$REDIS_PORT" INFO server | tr -d '\r' | sed -n 's/^redis_version://p')
 
+# ---- memory first, on fresh servers: KEYS keys with a TTL ----
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+used_memory() { redis-cli -p "$1" INFO memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
+gen_keys() {
+  awk -v n="$KEYS" 'BEGIN {
+    for (i = 0; i < n; i++) {
+      k = sprintf("key:%012d", i); v = sprintf("v%09d", i);
+      printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$2\r\nEX\r\n$6\r\n100000\r\n", length(k), k, length(v), v
+    }
+  }'
+}
+gen_keys >"$WORK/load.resp"
+declare -A MEM
+for side in redis ours; do
+  port=$REDIS_PORT
+  pid=$REDIS_PID
+  [ "$side" = ours ] && port=$OURS_PORT && pid=$OURS_PID
+  MEM[$side,used0]=$(used_memory "$port")
+  MEM[$side,rss0]=$(rss_kb "$pid")
+  redis-cli -p "$port" --pipe <"$WORK/load.resp" >/dev/null
+  MEM[$side,keys]=$(redis-cli -p "$port" DBSIZE)
+  MEM[$side,used1]=$(used_memory "$port")
+  MEM[$side,rss1]=$(rss_kb "$pid")
+done
+for side in redis ours; do
+  port=$REDIS_PORT
+  [ "$side" = ours ] && port=$OURS_PORT
+  redis-cli -p "$port" FLUSHALL >/dev/null
+done
+
 # rps of one redis-benchmark run (its CSV: "test","rps",...)
 bench() {  # port pipeline n args...
   local port=$1 p=$2 n=$3
@@ -86,31 +117,6 @@ for p in 1 16; do
   done
 done
 
-# ---- memory: KEYS keys with a TTL ----
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
-used_memory() { redis-cli -p "$1" INFO memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
-gen_keys() {
-  awk -v n="$KEYS" 'BEGIN {
-    for (i = 0; i < n; i++) {
-      k = sprintf("key:%012d", i); v = sprintf("v%09d", i);
-      printf "*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$2\r\nEX\r\n$6\r\n100000\r\n", length(k), k, length(v), v
-    }
-  }'
-}
-gen_keys >"$WORK/load.resp"
-declare -A MEM
-for side in redis ours; do
-  port=$REDIS_PORT
-  pid=$REDIS_PID
-  [ "$side" = ours ] && port=$OURS_PORT && pid=$OURS_PID
-  redis-cli -p "$port" FLUSHALL >/dev/null
-  MEM[$side,used0]=$(used_memory "$port")
-  MEM[$side,rss0]=$(rss_kb "$pid")
-  redis-cli -p "$port" --pipe <"$WORK/load.resp" >/dev/null
-  MEM[$side,keys]=$(redis-cli -p "$port" DBSIZE)
-  MEM[$side,used1]=$(used_memory "$port")
-  MEM[$side,rss1]=$(rss_kb "$pid")
-done
 per_key() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.1f", (b - a) / n }'; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 

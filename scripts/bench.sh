@@ -42,7 +42,9 @@ rm -f "$results"/*.json "$results"/*.csv "$results"/*.txt
   model="$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || true)"
   mem="$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo 2>/dev/null || true)"
   echo "${model:-unknown CPU}, $(nproc) cores, ${mem:-? GiB} RAM, Linux $(uname -r), $(c++ --version | head -n 1)"
-  echo "mode: $mode; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); $(date -u '+%Y-%m-%d %H:%M UTC'); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  dirty=""
+  if ! git diff --quiet HEAD -- include 2>/dev/null; then dirty=" + uncommitted include/ changes"; fi
+  echo "mode: $mode; commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$dirty; $(date -u '+%Y-%m-%d %H:%M UTC'); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$results/machine.txt"
 cat "$results/machine.txt"
 

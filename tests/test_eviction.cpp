@@ -478,3 +478,39 @@ TEST_CASE("lru: the 24-bit clock wraps and idle time survives one wrap", "[evict
   CHECK(lfu_decayed(lfu_pack(100, 20), 103, 1) == 17);
   CHECK(lfu_decayed(lfu_pack(100, 20), 160, 2) == 0);
 }
+
+TEST_CASE("maxmemory: access data follows entries moved by deletions, and exists only while used",
+          "[eviction]") {
+  ManualClock clock{T0};
+  Options o = limit(0, EvictionPolicy::allkeys_lru, /*samples=*/64);
+  o.lru_clock_resolution_ms = 1;
+  IntStore s{clock, o};
+  const std::size_t bare = s.memory_usage();
+  for (std::uint64_t k = 1; k <= 6; ++k) REQUIRE(s.set(k, k) == true);
+  CHECK(s.object_idletime_ms(1) == 0);  // no limit: no access data
+  const std::size_t without = s.memory_usage();
+  s.set_maxmemory(100 * kW);            // on: every key's access data starts at now
+  CHECK(s.memory_usage() > without);
+  CHECK(s.check_invariants());
+  for (std::uint64_t k = 1; k <= 6; ++k) {
+    clock.advance(10);
+    REQUIRE(s.get(k) != nullptr);  // key k last used at T0 + 10k
+  }
+  REQUIRE(s.del(1));  // the last entry (6) moves into entry 0's place
+  REQUIRE(s.del(3));
+  clock.advance(10);
+  CHECK(*s.object_idletime_ms(6) == 10);
+  CHECK(*s.object_idletime_ms(2) == 50);
+  s.set_maxmemory(4 * kW);  // 4 keys left: 64 bytes, within the limit
+  CHECK(s.size() == 4);
+  s.set_maxmemory(2 * kW);  // evicts 2 then 4, the least recently used
+  CHECK(s.size() == 2);
+  CHECK(s.peek(5) != nullptr);
+  CHECK(s.peek(6) != nullptr);
+  CHECK(s.check_invariants());
+  s.set_maxmemory_policy(EvictionPolicy::allkeys_random);  // no access data needed: freed
+  CHECK(s.check_invariants());
+  s.set_maxmemory(0);
+  CHECK(s.check_invariants());
+  CHECK(s.memory_usage() >= bare);
+}

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "keys_ttl.hpp"
+#include "support.hpp"
 
 using expiring::Errc;
 using expiring::Ex;

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "catch.hpp"
-#include "keys_ttl.hpp"
+#include "support.hpp"
 
 using expiring::ExpireFlags;
 using expiring::KeyEventCause;

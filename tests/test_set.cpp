@@ -21,96 +21,9 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "support.hpp"
 
-namespace {
-
-using expiring::Errc;
-using expiring::Ex;
-using expiring::ExAt;
-using expiring::KeepTtl;
-using expiring::ManualClock;
-using expiring::Persist;
-using expiring::Px;
-using expiring::PxAt;
-using expiring::SetCond;
-
-constexpr std::int64_t T0 = 1'000'000;  // SPEC B §5: the clock starts at 1000 s
-constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
-
-// Every key hashes to the same bucket: equality alone must tell keys apart.
-struct CollidingHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view) const noexcept { return 42; }
-};
-
-// The three key spellings of DESIGN §6; key("name") makes a key of that spelling.
-struct U64Keys {
-  using key_type = std::uint64_t;
-  using hash = expiring::Hash<std::uint64_t>;
-  static key_type key(std::string_view name) {  // FNV-1a: distinct names, distinct keys
-    std::uint64_t h = 14695981039346656037ull;
-    for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return h;
-  }
-};
-struct StringKeys {
-  using key_type = std::string;
-  using hash = expiring::Hash<std::string>;
-  static key_type key(std::string_view name) { return std::string(name); }
-};
-struct CollidingKeys {
-  using key_type = std::string;
-  using hash = CollidingHash;
-  static key_type key(std::string_view name) { return std::string(name); }
-};
-
-template <class KT>
-using StoreOf = expiring::ExpiringStore<typename KT::key_type, std::string, typename KT::hash,
-                                        std::equal_to<>, ManualClock&>;
-
-// Replies as text: "(nil)" for a missing value (no test value is spelled that way).
-[[maybe_unused]] std::string show(const std::string* p) { return p != nullptr ? *p : std::string("(nil)"); }
-[[maybe_unused]] std::string show(const std::optional<std::string>& o) { return o ? *o : std::string("(nil)"); }
-
-// Everything observable about a store, taken through its quiet paths (iteration, stats()):
-// error paths must leave it exactly as it was.
-template <class Store>
-struct Snapshot {
-  using K = typename Store::key_type;
-  std::size_t size = 0;
-  std::size_t expires = 0;
-  std::uint64_t hits = 0;
-  std::uint64_t misses = 0;
-  std::uint64_t expired = 0;
-  std::vector<std::tuple<K, std::string, std::int64_t>> entries;  // sorted (key, value, pexpiretime)
-
-  friend bool operator==(const Snapshot& a, const Snapshot& b) {
-    return a.size == b.size && a.expires == b.expires && a.hits == b.hits && a.misses == b.misses &&
-           a.expired == b.expired && a.entries == b.entries;
-  }
-  friend std::ostream& operator<<(std::ostream& os, const Snapshot& s) {
-    os << "{size=" << s.size << " expires=" << s.expires << " hits=" << s.hits << " misses=" << s.misses
-       << " expired_keys=" << s.expired << " entries=[";
-    for (const auto& e : s.entries) os << " (" << std::get<0>(e) << "," << std::get<1>(e) << "," << std::get<2>(e) << ")";
-    return os << " ]}";
-  }
-};
-template <class Store>
-Snapshot<Store> snapshot(const Store& store) {
-  Snapshot<Store> s;
-  s.size = store.size();
-  s.expires = store.expires_size();
-  const expiring::Stats st = store.stats();
-  s.hits = st.keyspace_hits;
-  s.misses = st.keyspace_misses;
-  s.expired = st.expired_keys;
-  for (const auto& e : store) s.entries.emplace_back(e.key, e.value, e.pexpiretime);
-  std::sort(s.entries.begin(), s.entries.end());
-  return s;
-}
-
-}  // namespace
+using namespace support;
 
 // 83/84/114: what Redis rejects with "syntax error" cannot be written in the typed API.
 static_assert(!std::is_constructible_v<expiring::SetExpiry, expiring::Persist>, "SET has no PERSIST");

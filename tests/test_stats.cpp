@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "keys_ttl.hpp"
+#include "support.hpp"
 
 using expiring::CycleKind;
 using expiring::Errc;
@@ -151,43 +151,44 @@ void prepare(Fx<KT>& f, Kind kind) {
   REQUIRE(f.store.stats().keyspace_misses == 0);
   REQUIRE(f.store.stats().expired_keys == 0);
 }
+
+// Runs every op of `ops` on key 0 in every state, each on a fresh store started at t0, and
+// hands the statistics that follow to check(kind, stats).
+template <class KT, class Check>
+void for_each_op_and_kind(std::int64_t t0, const std::vector<Op<KT>>& ops, Check check) {
+  for (const Op<KT>& op : ops) {
+    for (Kind kind : {Kind::live_persistent, Kind::live_volatile, Kind::missing, Kind::stale}) {
+      CAPTURE(op.name, name(kind));
+      Fx<KT> f{t0};
+      prepare(f, kind);
+      op.run(f, f.key(0));
+      check(kind, f.store.stats());
+    }
+  }
+}
 }  // namespace
 
 TEMPLATE_TEST_CASE("stats: every read counts one hit or one miss", "[stats]", TTLTEST_KEY_FLAVOURS) {
   const std::int64_t t0 = TTLTEST_RELATIVE_START();
   CAPTURE(t0);
-  for (const Op<TestType>& op : read_ops<TestType>()) {
-    for (Kind kind : {Kind::live_persistent, Kind::live_volatile, Kind::missing, Kind::stale}) {
-      CAPTURE(op.name, name(kind));
-      Fx<TestType> f{t0};
-      prepare(f, kind);
-      op.run(f, f.key(0));
-      const expiring::Stats s = f.store.stats();
-      const bool live = kind == Kind::live_persistent || kind == Kind::live_volatile;
-      CHECK(s.keyspace_hits == (live ? 1u : 0u));
-      CHECK(s.keyspace_misses == (live ? 0u : 1u));
-      // A stale key is reclaimed by the read, as an expiry.
-      CHECK(s.expired_keys == (kind == Kind::stale ? 1u : 0u));
-    }
-  }
+  for_each_op_and_kind(t0, read_ops<TestType>(), [](Kind kind, const expiring::Stats& s) {
+    const bool live = kind == Kind::live_persistent || kind == Kind::live_volatile;
+    CHECK(s.keyspace_hits == (live ? 1u : 0u));
+    CHECK(s.keyspace_misses == (live ? 0u : 1u));
+    // A stale key is reclaimed by the read, as an expiry.
+    CHECK(s.expired_keys == (kind == Kind::stale ? 1u : 0u));
+  });
 }
 
 TEMPLATE_TEST_CASE("stats: writes count neither hits nor misses", "[stats]", TTLTEST_KEY_FLAVOURS) {
   const std::int64_t t0 = TTLTEST_RELATIVE_START();
   CAPTURE(t0);
-  for (const Op<TestType>& op : write_ops<TestType>()) {
-    for (Kind kind : {Kind::live_persistent, Kind::live_volatile, Kind::missing, Kind::stale}) {
-      CAPTURE(op.name, name(kind));
-      Fx<TestType> f{t0};
-      prepare(f, kind);
-      op.run(f, f.key(0));
-      const expiring::Stats s = f.store.stats();
-      CHECK(s.keyspace_hits == 0);
-      CHECK(s.keyspace_misses == 0);
-      // A write's lookup reclaims a stale key as an expiry too (redis-server: expired_keys 1).
-      CHECK(s.expired_keys == (kind == Kind::stale ? 1u : 0u));
-    }
-  }
+  for_each_op_and_kind(t0, write_ops<TestType>(), [](Kind kind, const expiring::Stats& s) {
+    CHECK(s.keyspace_hits == 0);
+    CHECK(s.keyspace_misses == 0);
+    // A write's lookup reclaims a stale key as an expiry too (redis-server: expired_keys 1).
+    CHECK(s.expired_keys == (kind == Kind::stale ? 1u : 0u));
+  });
 }
 
 TEMPLATE_TEST_CASE("stats: the quiet side door counts nothing", "[stats]", TTLTEST_KEY_FLAVOURS) {

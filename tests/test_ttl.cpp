@@ -4,7 +4,7 @@
 #include <string>
 
 #include "catch.hpp"
-#include "keys_ttl.hpp"
+#include "support.hpp"
 
 using expiring::Errc;
 using expiring::Ex;

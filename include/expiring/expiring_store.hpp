@@ -49,6 +49,17 @@
 #include "options.hpp"
 #include "stats.hpp"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define EXPIRING_NOINLINE __attribute__((noinline))
+#define EXPIRING_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#elif defined(_MSC_VER)
+#define EXPIRING_NOINLINE __declspec(noinline)
+#define EXPIRING_UNLIKELY(x) (x)
+#else
+#define EXPIRING_NOINLINE
+#define EXPIRING_UNLIKELY(x) (x)
+#endif
+
 namespace expiring {
 
 namespace detail {
@@ -600,8 +611,9 @@ class ExpiringStore {
   // its value) and counts in evicted_keys.
   // LRU and LFU are Redis's approximations: each eviction samples maxmemory_samples keys into
   // a pool of the 16 best candidates and evicts the best one. Access data: 4 bytes per entry
-  // (Entry::access), updated on reads and writes only while a limit and an LRU/LFU policy
-  // are set; exists(), the TTL queries and peek() do not touch it (Redis LOOKUP_NOTOUCH).
+  // (an array beside the entries, allocated only while a limit and an LRU/LFU policy are set;
+  // nothing otherwise), updated by reads and writes; exists(), the TTL queries and peek() do
+  // not touch it (Redis LOOKUP_NOTOUCH).
 
   // Used memory as the weigher counts it. O(1) with a limit set, O(size) without.
   std::size_t used_memory() const {
@@ -614,14 +626,14 @@ class ExpiringStore {
   // resets every key's access data to "now"; then keys are evicted at once while used memory
   // is above the limit, if the policy allows (as Redis does).
   void set_maxmemory(std::size_t bytes) {
-    const bool was = tracking_;
+    const bool was = tracking_, had_access = touch_access_;
     options_.maxmemory = bytes;
     update_eviction_flags();
     if (tracking_ && !was) {
       used_ = 0;
       for (const entry_type& e : ks_.entries()) used_ += weight(e);
-      reset_access(now_ms());
     }
+    if (touch_access_ && !had_access) reset_access(now_ms());
     if (!tracking_) pool_.clear();
     if (over_limit()) {
       (void)evict_to_limit(now_ms());
@@ -631,11 +643,11 @@ class ExpiringStore {
   // CONFIG SET maxmemory-policy. Changing between the LRU and LFU families resets the access
   // data of every key (O(size)); the candidate pool is emptied.
   void set_maxmemory_policy(EvictionPolicy policy) {
-    const bool was_lfu = is_lfu(options_.maxmemory_policy);
+    const bool was_lfu = is_lfu(options_.maxmemory_policy), had_access = touch_access_;
     options_.maxmemory_policy = policy;
     update_eviction_flags();
     pool_.clear();
-    if (tracking_ && was_lfu != is_lfu(policy)) reset_access(now_ms());
+    if (touch_access_ && (!had_access || was_lfu != is_lfu(policy))) reset_access(now_ms());
   }
   // CONFIG SET maxmemory-samples (1..64), lfu-log-factor (>= 0), lfu-decay-time (>= 0).
   Result<void> set_maxmemory_samples(int n) noexcept {
@@ -669,9 +681,10 @@ class ExpiringStore {
   std::optional<std::uint32_t> object_freq(const KK& key) const {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
-    if (e == nullptr || e->is_stale(now)) return std::nullopt;
-    return detail::lfu_decayed(e->access, detail::lfu_minutes(now), options_.lfu_decay_time);
+    const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
+    if (i == detail::kNoPos || ks_.entry(i).is_stale(now)) return std::nullopt;
+    if (!touch_access_) return 0;
+    return detail::lfu_decayed(ks_.access(i), detail::lfu_minutes(now), options_.lfu_decay_time);
   }
   // OBJECT IDLETIME: ms since the key's last access (in LRU clock resolution), without
   // touching it; nullopt if missing. Meaningful while an LRU policy and a limit are set.
@@ -679,10 +692,11 @@ class ExpiringStore {
   std::optional<std::int64_t> object_idletime_ms(const KK& key) const {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
-    if (e == nullptr || e->is_stale(now)) return std::nullopt;
+    const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
+    if (i == detail::kNoPos || ks_.entry(i).is_stale(now)) return std::nullopt;
+    if (!touch_access_) return 0;
     const std::uint64_t idle =
-        detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms), e->access & detail::kLruClockMax);
+        detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms), ks_.access(i) & detail::kLruClockMax);
     return static_cast<std::int64_t>(idle) * options_.lru_clock_resolution_ms;
   }
 
@@ -698,6 +712,8 @@ class ExpiringStore {
   // With Options::full_pass_ticks = N > 0 a slow tick also visits at least
   // ceil(expires_size / N) positions (SPEC D9), so due keys never wait more than N ticks.
   // Deletes with the same predicate as reads (now > deadline, SPEC D2). Cause `expired`.
+  // When a tick leaves the tables at most 1/8 full it shrinks them (O(size)) if that fits in
+  // the rest of its budget, so that no later write pays for cleaning up after a mass expiry.
   TickReport tick(CycleKind kind = CycleKind::Slow);
 
   // CONFIG SET hz: clamped to [1, 500], as Redis.
@@ -823,7 +839,7 @@ class ExpiringStore {
     if (it != ks_.end()) {
       if (!ks_.entry(it).is_stale(now)) {
         if (read) ++stats_.keyspace_hits;
-        if (touch_access_ && touch) touch_access(ks_.entry(it), now);
+        if (EXPIRING_UNLIKELY(touch_access_) && touch) touch_access(it->index, now);
         return it;
       }
       expire_entry(it);
@@ -881,9 +897,12 @@ class ExpiringStore {
   static constexpr bool is_lru(EvictionPolicy p) noexcept {
     return p == EvictionPolicy::allkeys_lru || p == EvictionPolicy::volatile_lru;
   }
-  void update_eviction_flags() noexcept {
+  // Derives the flags from the options; allocates or frees the access array as needed.
+  void update_eviction_flags() {
     tracking_ = options_.maxmemory != 0;
-    touch_access_ = tracking_ && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
+    const bool want = tracking_ && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
+    if (want != touch_access_) ks_.enable_access(want);
+    touch_access_ = want;
   }
   std::size_t weight(const entry_type& e) const {
     if (weigher_) return weigher_(e.key, e.value);
@@ -909,34 +928,35 @@ class ExpiringStore {
   std::uint64_t draw() { return options_.random ? options_.random() : next_random(); }
 
   // Access data of a new entry: the LRU clock, or LFU_INIT_VAL at this minute.
-  void init_access(entry_type& e, std::int64_t now) noexcept {
+  void init_access(std::uint32_t i, std::int64_t now) noexcept {
     if (!touch_access_) return;
-    e.access = is_lfu(options_.maxmemory_policy) ? detail::lfu_pack(detail::lfu_minutes(now), detail::kLfuInitVal)
+    ks_.access(i) = is_lfu(options_.maxmemory_policy) ? detail::lfu_pack(detail::lfu_minutes(now), detail::kLfuInitVal)
                                                  : detail::lru_clock(now, options_.lru_clock_resolution_ms);
   }
   void reset_access(std::int64_t now) noexcept {
-    for (std::uint32_t i = 0; i < ks_.size(); ++i) init_access(ks_.entry(i), now);
+    for (std::uint32_t i = 0; i < ks_.size(); ++i) init_access(i, now);
   }
   // Redis updateLFU() / the LRU clock store of lookupKey().
-  void touch_access(entry_type& e, std::int64_t now) {
+  // Kept out of line so that the read path it sits on (lookup) stays as small as without it.
+  EXPIRING_NOINLINE void touch_access(std::uint32_t i, std::int64_t now) {
     if (is_lfu(options_.maxmemory_policy)) {
       const std::uint32_t minutes = detail::lfu_minutes(now);
-      std::uint32_t c = detail::lfu_decayed(e.access, minutes, options_.lfu_decay_time);
+      std::uint32_t c = detail::lfu_decayed(ks_.access(i), minutes, options_.lfu_decay_time);
       c = detail::lfu_log_incr(c, random_unit(), options_.lfu_log_factor);
-      e.access = detail::lfu_pack(minutes, c);
+      ks_.access(i) = detail::lfu_pack(minutes, c);
     } else {
-      e.access = detail::lru_clock(now, options_.lru_clock_resolution_ms);
+      ks_.access(i) = detail::lru_clock(now, options_.lru_clock_resolution_ms);
     }
   }
   // The pool's score: higher = better to evict (Redis evictionPoolPopulate's "idle").
-  std::uint64_t eviction_score(const entry_type& e, std::int64_t now) const noexcept {
+  std::uint64_t eviction_score(std::uint32_t i, std::int64_t now) const noexcept {
     const EvictionPolicy p = options_.maxmemory_policy;
     if (is_lru(p)) {
       return detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms),
-                              e.access & detail::kLruClockMax);
+                              ks_.access(i) & detail::kLruClockMax);
     }
-    if (is_lfu(p)) return 255 - detail::lfu_decayed(e.access, detail::lfu_minutes(now), options_.lfu_decay_time);
-    return ~detail::biased_ms(e.deadline);  // volatile-ttl: the nearest deadline scores highest
+    if (is_lfu(p)) return 255 - detail::lfu_decayed(ks_.access(i), detail::lfu_minutes(now), options_.lfu_decay_time);
+    return ~detail::biased_ms(ks_.entry(i).deadline);  // volatile-ttl: the nearest deadline scores highest
   }
   // Redis performEvictions(): evicts until used memory is within the limit. False when the
   // policy cannot free enough.
@@ -1082,7 +1102,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
     entry_type& e = ks_.entry(i);
     if (fresh) {
       account(e);
-      init_access(e, now);
+      init_access(i, now);
     } else {
       unaccount(e);
       try {
@@ -1092,7 +1112,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
         throw;
       }
       account(e);
-      if (touch_access_) touch_access(e, now);
+      if (touch_access_) touch_access(i, now);
     }
     if (with_deadline) {
       ks_.set_deadline(i, when);
@@ -1297,7 +1317,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   } else {
     d = ks_.try_emplace(ld, hd, dst, std::move(value)).first;
     account(ks_.entry(d));
-    init_access(ks_.entry(d), now);
+    init_access(d, now);
   }
   if (was_volatile) {
     ks_.set_deadline(d, deadline);
@@ -1333,7 +1353,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     unaccount(se);
     unaccount(de);
     de.value = std::move(se.value);
-    de.access = se.access;  // the value object keeps its access data, as Redis's rename
+    if (touch_access_) ks_.access(d) = ks_.access(s);  // the value keeps its access data, as Redis's rename
     account(de);
     if (se.is_volatile()) {
       ks_.set_deadline(d, se.deadline);
@@ -1354,7 +1374,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   const std::uint32_t d = ks_.try_emplace(ld, hd, dst, std::move(ks_.entry(s).value)).first;
   if (tracking_) used_ -= src_weight;
   account(ks_.entry(d));
-  ks_.entry(d).access = ks_.entry(s).access;
+  if (touch_access_) ks_.access(d) = ks_.access(s);
   if (was_volatile) ks_.set_deadline(d, deadline);
   emit(KeyEventCause::rename_from, ks_.entry(s).key);
   emit(KeyEventCause::rename_to, ks_.entry(d).key);
@@ -1386,8 +1406,9 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now) {
         if ((allkeys ? ks_.size() : ks_.expires_size()) == 0) return false;
         // evictionPoolPopulate(): maxmemory_samples keys compete for the 16 slots ...
         for (int n = 0; n < options_.maxmemory_samples; ++n) {
-          const entry_type& e = ks_.entry(sample());
-          pool_.offer(eviction_score(e, now), e.hash, e.key);
+          const std::uint32_t i = sample();
+          const entry_type& e = ks_.entry(i);
+          pool_.offer(eviction_score(i, now), e.hash, e.key);
         }
         // ... then the best candidate that still exists (in the population) is evicted;
         // candidates deleted (or made persistent) meanwhile are ghosts, dropped.
@@ -1463,6 +1484,9 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   if (report.time_cap_hit) {
     timelimit_exit_ = true;
     ++stats_.expired_time_cap_reached_count;
+  } else if (report.expired != 0) {
+    // After a mass expiry, shrink here rather than in a later write, within the budget.
+    ks_.compact(timelimit - (budget_now() - start));
   }
   report.elapsed_us = budget_now() - start;
   if (report.elapsed_us > 0) stats_.expire_cycle_cpu_microseconds += static_cast<std::uint64_t>(report.elapsed_us);

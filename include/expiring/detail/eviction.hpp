@@ -2,7 +2,8 @@
 // uses: the 24-bit LRU clock, the LFU logarithmic counter with decay, and the 16-slot
 // eviction pool that sampled candidates compete for.
 //
-// Each entry carries 4 bytes of access metadata (Entry::access), as Redis's robj.lru:
+// Each entry has 4 bytes of access metadata (Keyspace::access(i), an array beside the entries
+// that exists only while a memory limit with an LRU/LFU policy is set), as Redis's robj.lru:
 //   LRU: the LRU clock (24 bits) at the last access;
 //   LFU: the minute of the last decrement (16 bits) << 8 | an 8-bit logarithmic counter.
 // The store updates it on access only when a memory limit is set and the policy reads it.

@@ -71,6 +71,9 @@ class DenseExpiryTable {
     table_[es[to].exp_pos] = to;
   }
   void clear() noexcept { table_.clear(); }
+  void compact() {
+    if (table_.capacity() > 4 * table_.size()) table_.shrink_to_fit();
+  }
   std::size_t bytes() const noexcept { return table_.capacity() * sizeof(std::uint32_t); }
   template <class Es>
   bool check(const Es& es) const {
@@ -152,6 +155,12 @@ class TimerWheel {
     for (auto& o : occupied_) o = 0;
     size_ = 0;
   }
+  // Frees the buffers of large empty buckets (left behind by a mass expiry).
+  void compact() noexcept {
+    for (auto& b : buckets_) {
+      if (b.empty() && b.capacity() > 1024) std::vector<std::uint32_t>().swap(b);
+    }
+  }
   std::size_t bytes() const noexcept {
     std::size_t n = sizeof(buckets_);
     for (const auto& b : buckets_) n += b.capacity() * sizeof(std::uint32_t);
@@ -193,10 +202,20 @@ class TimerWheel {
         if (!buckets_[b].empty()) partial = b;
       }
       if (partial >= 0) {
+        // A bucket whose whole window lies before the slot of `now` holds only due keys:
+        // reclaim them directly instead of moving them down level by level.
+        const int l = partial >> kLevelBits;
+        const std::uint64_t window_end = (w_ & ~low_mask(shift(l))) + (std::uint64_t{1} << shift(l));
+        const bool all_due = window_end != 0 && (window_end >> kSlotBits) <= target_slot;
         std::vector<std::uint32_t>& v = buckets_[partial];
         while (!v.empty()) {
           if (!budget()) return;
-          if (!relocate(es, v.back())) return;  // cannot happen; never spin
+          const std::uint32_t i = v.back();
+          if (all_due && es[i].is_stale(now)) {
+            reclaim(i);
+          } else if (!relocate(es, i)) {
+            return;  // cannot happen; never spin
+          }
         }
         continue;
       }

@@ -4,7 +4,7 @@
 // ------
 // Three structures, each doing one job:
 //
-//   entries_  std::vector<Entry>       dense array of {access, key, value, deadline, exp_pos, hash}
+//   entries_  std::vector<Entry>       dense array of {key, value, deadline, exp_pos, hash}
 //   index_    absl::flat_hash_set<Slot> Swiss table of {32 hash bits, entry index}
 //   expiry_   DenseExpiryTable or TimerWheel: 4-byte handles of the volatile keys
 //
@@ -20,8 +20,10 @@
 //   back-index (exp_pos). Two policies (expiry_index.hpp): a dense table that a resumable
 //   cursor sweeps by position without hashing (Redis's sampled cycle), or a hierarchical
 //   timer wheel that hands tick() exactly the due keys.
-// * `access` is Redis's robj.lru (4 bytes: an LRU clock or an LFU counter, eviction.hpp),
-//   first in the entry so that it fills the padding after the timer wheel's bucket number.
+// * Eviction's access data (Redis's robj.lru: an LRU clock or an LFU counter, 4 bytes,
+//   eviction.hpp) lives in a parallel array access_, allocated only while a memory limit
+//   with an LRU/LFU policy is set, so entries do not grow and a store without a limit pays
+//   nothing for it. It follows entries_ exactly (same index, same moves).
 // * Erasing an entry moves the last entry into its place (one extra index probe to repoint
 //   that entry's slot), so entries_ stays dense: iteration is a linear scan, random_key()
 //   is one random index, and memory is never fragmented by deletions.
@@ -56,6 +58,8 @@ inline constexpr std::uint32_t kNoPos = kNoExpiryPos;
 inline constexpr std::int64_t kNoDeadline = kInt64Max;
 // Entry indices are 32-bit and kNoPos is reserved.
 inline constexpr std::size_t kMaxEntries = std::numeric_limits<std::uint32_t>::max() - 1;
+// Tables smaller than this are never shrunk: not worth an allocation.
+inline constexpr std::size_t kCompactMinCapacity = 4096;
 
 // Heap bytes owned by a key or value beyond its sizeof: std::string's buffer when it is not
 // stored inline. Other types report 0.
@@ -78,9 +82,6 @@ std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
 
 template <class K, class V, class Meta>
 struct Entry : Meta {
-  // Redis's robj.lru: the LRU clock or the LFU time and counter (detail/eviction.hpp). Placed
-  // first so that it fills the padding after the timer wheel's 2-byte bucket number.
-  std::uint32_t access;
   K key;
   V value;
   std::int64_t deadline;   // absolute Unix ms; kNoDeadline when persistent
@@ -89,8 +90,7 @@ struct Entry : Meta {
 
   template <class KK, class... Args>
   Entry(std::uint32_t h, KK&& k, Args&&... args)
-      : access(0), key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline), exp_pos(kNoPos),
-        hash(h) {}
+      : key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline), exp_pos(kNoPos), hash(h) {}
 
   bool is_volatile() const noexcept { return exp_pos != kNoPos; }
   // SPEC D1/D2: alive at now == deadline.
@@ -183,6 +183,12 @@ class Keyspace {
   bool keys_equal(const A& a, const B& b) const {
     return eq_(a, b);
   }
+  // The index of a key's entry, or kNoPos.
+  template <class KK>
+  std::uint32_t find_index(const KK& key, std::uint32_t h) const {
+    auto it = index_.find(KeyProbe<entry_type, KK, KeyEqual>{key, h, entries_.data(), &eq_});
+    return it == index_.end() ? kNoPos : it->index;
+  }
   slot_iterator slot_of(std::uint32_t i) { return index_.find(IndexProbe{entries_[i].hash, i}); }
   slot_iterator end() noexcept { return index_.end(); }
 
@@ -201,6 +207,7 @@ class Keyspace {
   std::pair<std::uint32_t, bool> try_emplace(const KK& probe_key, std::uint32_t h, KeyArg&& key_arg,
                                              ValueArgs&&... value_args) {
     if (entries_.size() >= kMaxEntries) throw std::length_error("expiring: too many keys (2^32 - 2 at most)");
+    if (access_on_ && access_.size() == access_.capacity()) access_.reserve(access_.size() < 8 ? 8 : access_.size() * 2);
     const auto n = static_cast<std::uint32_t>(entries_.size());
     bool inserted = false;
     auto it = index_.lazy_emplace(KeyProbe<entry_type, KK, KeyEqual>{probe_key, h, entries_.data(), &eq_},
@@ -215,6 +222,7 @@ class Keyspace {
       index_.erase(it);
       throw;
     }
+    if (access_on_) access_.push_back(0);  // room reserved above: cannot throw
     return {n, true};
   }
 
@@ -236,19 +244,57 @@ class Keyspace {
       index_.find(IndexProbe{tail.hash, last})->index = i;
       e = std::move(tail);
       if (e.is_volatile()) expiry_.moved(entries_, i);
+      if (access_on_) access_[i] = access_[last];
     }
     entries_.pop_back();
+    if (access_on_) access_.pop_back();
   }
 
   void clear() noexcept {
     index_.clear();
     entries_.clear();
     expiry_.clear();
+    access_.clear();
   }
 
   void reserve(std::size_t n) {
     entries_.reserve(n);
     index_.reserve(n);
+    if (access_on_) access_.reserve(n);
+  }
+
+  // ---- access data (eviction) -------------------------------------------------------
+
+  // Allocates the access array (all zero) or frees it.
+  void enable_access(bool on) {
+    if (on) {
+      std::vector<std::uint32_t> a(entries_.size(), 0);
+      a.reserve(entries_.capacity());
+      access_.swap(a);
+    } else {
+      std::vector<std::uint32_t>().swap(access_);
+    }
+    access_on_ = on;
+  }
+  std::uint32_t& access(std::uint32_t i) noexcept { return access_[i]; }
+  std::uint32_t access(std::uint32_t i) const noexcept { return access_[i]; }
+
+  // After a mass expiry: when the tables are at most 1/8 full, shrinks them to fit (which
+  // also clears the Swiss table's tombstones), if the estimated cost fits in `budget_us` (an
+  // empty table always: freeing it is O(1)). tick() pays this, so that no later insert pays
+  // an in-place rehash of a table full of tombstones. Returns whether it shrank anything.
+  bool compact(std::int64_t budget_us) {
+    const std::size_t cap = index_.capacity();
+    if (cap < kCompactMinCapacity || entries_.size() * 8 > cap) return false;
+    // A rehash visits every slot (~1 ns each) and moves every key (~30 ns); entries move too.
+    // Not worth starting unless it fits in what is left of the tick's budget.
+    const auto cost_us = static_cast<std::int64_t>(cap / 1000 + entries_.size() * 3 / 100);
+    if (entries_.size() != 0 && cost_us > budget_us) return false;
+    index_.rehash(0);
+    if (entries_.capacity() > 4 * entries_.size()) entries_.shrink_to_fit();
+    if (access_.capacity() > 4 * access_.size()) access_.shrink_to_fit();
+    expiry_.compact();
+    return true;
   }
 
   // ---- deadlines ------------------------------------------------------------------
@@ -294,13 +340,14 @@ class Keyspace {
     // A Swiss table holds one control byte per slot plus a cloned group (16 bytes).
     const std::size_t cap = index_.capacity();
     return entries_.capacity() * sizeof(entry_type) + (cap != 0 ? cap * (sizeof(Slot) + 1) + 16 : 0) +
-           expiry_.bytes();
+           expiry_.bytes() + access_.capacity() * sizeof(std::uint32_t);
   }
 
   // ---- self-check (tests) -----------------------------------------------------------
 
   bool check_invariants() const {
     if (index_.size() != entries_.size() || expiry_.size() > entries_.size()) return false;
+    if (access_on_ ? access_.size() != entries_.size() : !access_.empty()) return false;
     for (const Slot& s : index_) {
       if (s.index >= entries_.size() || entries_[s.index].hash != s.hash) return false;
     }
@@ -324,6 +371,8 @@ class Keyspace {
   Hash hasher_;
   KeyEqual eq_;
   std::uint64_t seed_;
+  std::vector<std::uint32_t> access_;  // parallel to entries_ while access_on_
+  bool access_on_ = false;
 };
 
 }  // namespace expiring::detail

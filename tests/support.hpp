@@ -1,8 +1,15 @@
-// tests/keys_ttl.hpp: helpers shared by test_ttl.cpp, test_expire.cpp, test_persist.cpp and
-// test_stats.cpp (SPEC Part B §5 sections A, B, C, D and L).
+// tests/support.hpp: helpers shared by the test files.
 //
-// * Three key flavours for TEMPLATE_TEST_CASE (DESIGN §6): integer keys, std::string keys, and
-//   std::string keys whose hash is a constant, so every key collides with every other.
+// namespace support (test_set, test_rename, test_getex_getdel, test_lazy_expiry, test_events
+// bring it in with `using namespace support;`):
+// * The three key spellings of DESIGN §6 for TEMPLATE_TEST_CASE: U64Keys, StringKeys and
+//   CollidingKeys (std::string keys whose hash is a constant, so every key collides with every
+//   other). Each makes keys two ways: key("name") from a name, make(i) from a number.
+// * StoreOf<KT>: the store under test, on a ManualClock held by reference.
+// * show(): replies as text; Snapshot / snapshot(store): everything observable about a store.
+//
+// namespace ttltest (test_ttl, test_expire, test_persist, test_stats; SPEC Part B §5 sections
+// A, B, C, D and L), built on the same key spellings and store:
 // * Clock starts for relative-time cases: 0, a pseudo-random time drawn from a fixed seed
 //   (reported with CAPTURE in every test), and one minute before INT64_MAX. At the last one a
 //   relative TTL above 60 s overflows; cases with longer TTLs check that the catalogue's
@@ -10,62 +17,147 @@
 //   every duration divided by 10 (see Fx::sec) so that its semantics are still exercised
 //   right at the end of time.
 // * Catalogue cases with absolute times run at T0 = 1,000,000 ms exactly as written.
+// * Fx<KT>: one store on one ManualClock with an event recorder; a one-key Snapshot.
 #pragma once
 
+#include <expiring/expiring.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <ostream>
 #include <random>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
-#include <expiring/expiring_store.hpp>
-
 #include "catch.hpp"
 
-namespace ttltest {
+namespace support {
 
+using expiring::Errc;
+using expiring::Ex;
+using expiring::ExAt;
+using expiring::KeepTtl;
+using expiring::ManualClock;
+using expiring::Persist;
+using expiring::Px;
+using expiring::PxAt;
+using expiring::SetCond;
+
+inline constexpr std::int64_t T0 = 1'000'000;  // SPEC B §5: the clock starts at 1000 s
 inline constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 inline constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 
-// ---- Key flavours ------------------------------------------------------------------------
+// ---- Key spellings -----------------------------------------------------------------------
 
-// Every string hashes to 42: all keys share one probe sequence, so equality alone tells them
-// apart.
+// Every key hashes to the same bucket: equality alone must tell keys apart.
 struct CollidingHash {
   using is_transparent = void;
   std::size_t operator()(std::string_view) const noexcept { return 42; }
 };
 
-// Makes distinct string keys; odd ones are longer than any small-string buffer, so both
-// inline and heap-allocated keys are exercised.
+// Makes distinct string keys from numbers; odd ones are longer than any small-string buffer,
+// so both inline and heap-allocated keys are exercised.
 inline std::string string_key(int i) {
   std::string s = (i % 2 != 0) ? "a-key-long-enough-to-live-on-the-heap:" : "k:";
   s += std::to_string(i);
   return s;
 }
 
-struct IntKeys {
+// The three key spellings of DESIGN §6; key("name") or make(i) makes a key of that spelling.
+struct U64Keys {
   using key_type = std::uint64_t;
   using hash = expiring::Hash<std::uint64_t>;
+  static key_type key(std::string_view name) {  // FNV-1a: distinct names, distinct keys
+    std::uint64_t h = 14695981039346656037ull;
+    for (const char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+  }
   // Spread over the whole range (key 0 is 0).
   static key_type make(int i) { return static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull; }
 };
 struct StringKeys {
   using key_type = std::string;
   using hash = expiring::Hash<std::string>;
+  static key_type key(std::string_view name) { return std::string(name); }
   static key_type make(int i) { return string_key(i); }
 };
 struct CollidingKeys {
   using key_type = std::string;
   using hash = CollidingHash;
+  static key_type key(std::string_view name) { return std::string(name); }
   static key_type make(int i) { return string_key(i); }
 };
+
+// ---- The store under test ----------------------------------------------------------------
+
+template <class KT>
+using StoreOf = expiring::ExpiringStore<typename KT::key_type, std::string, typename KT::hash,
+                                        std::equal_to<>, ManualClock&>;
+
+// Replies as text: "(nil)" for a missing value (no test value is spelled that way).
+inline std::string show(const std::string* p) { return p != nullptr ? *p : std::string("(nil)"); }
+inline std::string show(const std::optional<std::string>& o) { return o ? *o : std::string("(nil)"); }
+
+// Everything observable about a store, taken through its quiet paths (iteration, stats()):
+// error paths must leave it exactly as it was.
+template <class Store>
+struct Snapshot {
+  using K = typename Store::key_type;
+  std::size_t size = 0;
+  std::size_t expires = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t expired = 0;
+  std::vector<std::tuple<K, std::string, std::int64_t>> entries;  // sorted (key, value, pexpiretime)
+
+  friend bool operator==(const Snapshot& a, const Snapshot& b) {
+    return a.size == b.size && a.expires == b.expires && a.hits == b.hits && a.misses == b.misses &&
+           a.expired == b.expired && a.entries == b.entries;
+  }
+  friend std::ostream& operator<<(std::ostream& os, const Snapshot& s) {
+    os << "{size=" << s.size << " expires=" << s.expires << " hits=" << s.hits << " misses=" << s.misses
+       << " expired_keys=" << s.expired << " entries=[";
+    for (const auto& e : s.entries) os << " (" << std::get<0>(e) << "," << std::get<1>(e) << "," << std::get<2>(e) << ")";
+    return os << " ]}";
+  }
+};
+template <class Store>
+Snapshot<Store> snapshot(const Store& store) {
+  Snapshot<Store> s;
+  s.size = store.size();
+  s.expires = store.expires_size();
+  const expiring::Stats st = store.stats();
+  s.hits = st.keyspace_hits;
+  s.misses = st.keyspace_misses;
+  s.expired = st.expired_keys;
+  for (const auto& e : store) s.entries.emplace_back(e.key, e.value, e.pexpiretime);
+  std::sort(s.entries.begin(), s.entries.end());
+  return s;
+}
+
+}  // namespace support
+
+namespace ttltest {
+
+using support::CollidingHash;
+using support::kMax;
+using support::kMin;
+using support::string_key;
+
+// ---- Key flavours ------------------------------------------------------------------------
+
+// The spelled names are part of the test case names (TEMPLATE_TEST_CASE): keep them.
+using IntKeys = support::U64Keys;
+using support::CollidingKeys;
+using support::StringKeys;
 
 #define TTLTEST_KEY_FLAVOURS ttltest::IntKeys, ttltest::StringKeys, ttltest::CollidingKeys
 
@@ -78,7 +170,7 @@ typename KT::key_type key(int i) {
 // ---- Clock starts ------------------------------------------------------------------------
 
 // The catalogue's T0 (SPEC B §5): 1,000,000 ms = 1000 s.
-inline constexpr std::int64_t kT0 = 1'000'000;
+inline constexpr std::int64_t kT0 = support::T0;
 inline constexpr std::int64_t kStartZero = 0;
 // One minute before the end of time.
 inline constexpr std::int64_t kStartEnd = kMax - 60'000;
@@ -102,8 +194,7 @@ inline std::int64_t random_start() {
 // ---- The store under test ----------------------------------------------------------------
 
 template <class KT>
-using Store = expiring::ExpiringStore<typename KT::key_type, std::string, typename KT::hash, std::equal_to<>,
-                                      expiring::ManualClock&>;
+using Store = support::StoreOf<KT>;
 
 // What a call must not change when it fails: sizes, the key's value and deadline (read through
 // the quiet side door), the statistics and the number of events.
