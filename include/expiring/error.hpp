@@ -35,6 +35,10 @@ enum class Errc : std::uint8_t {
   same_key,
   // A setting outside its documented range (for example active-expire effort 0 or 11).
   out_of_range,
+  // A write refused because used memory is above Options::maxmemory and the eviction policy
+  // could not free enough (noeviction, or a volatile-* policy with no volatile keys).
+  // Redis: "OOM command not allowed when used memory > 'maxmemory'.".
+  out_of_memory,
 };
 
 // A short, stable description of the error (not Redis's reply text).
@@ -46,6 +50,7 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::no_such_key: return "no such key";
     case Errc::same_key: return "source and destination objects are the same";
     case Errc::out_of_range: return "value out of range";
+    case Errc::out_of_memory: return "command not allowed when used memory > 'maxmemory'";
   }
   return "unknown error";
 }

@@ -41,12 +41,24 @@
 
 #include "clock.hpp"
 #include "detail/arith.hpp"
+#include "detail/eviction.hpp"
 #include "detail/keyspace.hpp"
 #include "error.hpp"
 #include "events.hpp"
 #include "hash.hpp"
 #include "options.hpp"
 #include "stats.hpp"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define EXPIRING_NOINLINE __attribute__((noinline))
+#define EXPIRING_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#elif defined(_MSC_VER)
+#define EXPIRING_NOINLINE __declspec(noinline)
+#define EXPIRING_UNLIKELY(x) (x)
+#else
+#define EXPIRING_NOINLINE
+#define EXPIRING_UNLIKELY(x) (x)
+#endif
 
 namespace expiring {
 
@@ -82,6 +94,7 @@ class ExpiringStore {
   using clock_type = Clock;
   using event_type = KeyEvent<K, V>;
   using listener_type = std::function<void(const event_type&)>;
+  using weigher_type = std::function<std::size_t(const K&, const V&)>;
   using expiry_policy = ExpiryPolicy;
 
   // TTL replies, as Redis: -2 = no such key, -1 = no TTL.
@@ -91,7 +104,8 @@ class ExpiringStore {
   // ==== Construction ======================================================================
 
   // A store reading `clock` (held by value; pass `ManualClock&` to share one). Throws
-  // std::invalid_argument if options.active_expire_effort is outside 1..10.
+  // std::invalid_argument if options.active_expire_effort is outside 1..10, ttl_jitter is
+  // invalid, or a soft-TTL window is negative.
   explicit ExpiringStore(Clock clock, Options options = {}, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
       : clock_(std::forward<Clock>(clock)),
         ks_(std::move(hash), std::move(eq), options.seed ? *options.seed : random_seed()),
@@ -99,6 +113,20 @@ class ExpiringStore {
     if (options_.active_expire_effort < 1 || options_.active_expire_effort > 10) {
       throw std::invalid_argument("expiring: active_expire_effort must be between 1 and 10");
     }
+    if (!options_.ttl_jitter.valid()) {
+      throw std::invalid_argument("expiring: ttl_jitter percent must be 0..100 and spread >= 0");
+    }
+    if (options_.stale_window_ms < 0 || options_.refresh_window_ms < 0) {
+      throw std::invalid_argument("expiring: soft-TTL windows must not be negative");
+    }
+    if (options_.maxmemory_samples < 1 || options_.maxmemory_samples > 64 || options_.lfu_log_factor < 0 ||
+        options_.lfu_decay_time < 0 || options_.lru_clock_resolution_ms < 1) {
+      throw std::invalid_argument(
+          "expiring: maxmemory_samples must be 1..64, lfu_log_factor and lfu_decay_time >= 0, "
+          "lru_clock_resolution_ms >= 1");
+    }
+    update_eviction_flags();
+    if (options_.lazyfree_queue_max != 0) free_queue_.reserve(options_.lazyfree_queue_max);
     set_hz(options_.hz);
     rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_seed();
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
@@ -127,16 +155,59 @@ class ExpiringStore {
     return &ks_.entry(it).value;
   }
 
+  // GET with freshness (soft TTL, see Options::stale_window_ms): the value (nullptr when
+  // missing or expired), whether it is fresh, due for a refresh-ahead, or stale (past its
+  // soft deadline: still served), and its PTTL (-2 missing, -1 no TTL). Counts a hit or miss
+  // and reclaims a stale key as get() does. One probe.
+  struct LookupResult {
+    const V* value;
+    Freshness freshness;
+    std::int64_t pttl;
+  };
+  template <class KK>
+  LookupResult lookup(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    LookupResult out{nullptr, Freshness::missing, kNoKey};
+    if (it != ks_.end()) {
+      const entry_type& e = ks_.entry(it);
+      out.value = &e.value;
+      out.freshness = freshness_of(e, now);
+      out.pttl = e.is_volatile() ? e.deadline - now : kNoTtl;  // live: deadline >= now
+    }
+    flush();
+    return out;
+  }
+
+  // Get-or-load for single-threaded use (a read, then maybe a write). Returns the live value
+  // when there is one that is not stale (fresh or in its refresh-ahead window: loader not
+  // called). Otherwise calls loader() (which returns something V is constructible from) and
+  // stores the result as set(key, result, ttl) would, jitter included, then returns a
+  // pointer to the stored value. nullptr only when `ttl` is an absolute deadline already
+  // past (nothing is stored, as SET PXAT <past> stores nothing; a live key is deleted).
+  // Errors, checked before anything is read (loader not called, nothing changes):
+  //   Errc::invalid_expire_time as set(); Errc::out_of_range for an invalid per-call Jitter;
+  //   and, after the read, Errc::out_of_memory when it would load and the memory limit
+  //   cannot be met (see "Memory limit"; the loader is not called).
+  // If loader throws, the exception propagates and the store is unchanged (a stale-flagged
+  // value stays; only the read's own effects, stats and lazy reclaiming, happened).
+  // The loader may use the store; the write reads the clock again after it returns, so the
+  // TTL counts from when the value is stored. The pointer is valid as get()'s.
+  template <class KK, class F>
+  Result<const V*> get_or_load(const KK& key, F&& loader, SetExpiry ttl = {});
+
   // EXISTS (one key): whether the key is live. Counts hits/misses like Redis.
   template <class KK>
   bool exists(const KK& key) {
-    return read_probe(key);
+    return read_probe(key, /*touch=*/false);
   }
 
-  // TOUCH (one key): whether the key is live. (LRU bookkeeping comes with eviction.)
+  // TOUCH (one key): whether the key is live; updates its LRU/LFU access data (which
+  // exists() and the TTL queries do not, as Redis's LOOKUP_NOTOUCH).
   template <class KK>
   bool touch(const KK& key) {
-    return read_probe(key);
+    return read_probe(key, /*touch=*/true);
   }
 
   // TTL: remaining seconds rounded half up; -2 missing, -1 no TTL; 0 at the deadline itself.
@@ -168,7 +239,8 @@ class ExpiringStore {
   // NX/XX refused it (Redis nil). With ExAt/PxAt at or before now (SPEC D4) an existing key is
   // deleted (cause `del`), nothing is stored, and the result is true.
   // Errors (nothing changes): Errc::invalid_expire_time when an EX/PX/EXAT/PXAT value is not
-  // positive or its absolute deadline overflows int64.
+  // positive or its absolute deadline overflows int64; Errc::out_of_memory when a memory limit
+  // is set, used memory is above it and the policy cannot evict (see "Memory limit").
   // Cost: one probe (two with XX or a past deadline). Events: `set`, then `expire` if a TTL
   // was given.
   template <class KK, class VV>
@@ -195,10 +267,10 @@ class ExpiringStore {
     return old;
   }
 
-  // SETNX: set only if absent; true if set.
+  // SETNX: set only if absent; true if set (false also when refused for memory).
   template <class KK, class VV>
   bool setnx(KK&& key, VV&& value) {
-    return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, SetCond::NX).value();
+    return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, SetCond::NX) == true;
   }
   // SETEX key seconds value. Errc::invalid_expire_time for seconds <= 0 or overflow.
   template <class KK, class VV>
@@ -210,7 +282,8 @@ class ExpiringStore {
   Result<void> psetex(KK&& key, std::int64_t ms, VV&& value) {
     return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ms}));
   }
-  // GETSET: stores the value without TTL and returns the previous live value.
+  // GETSET: stores the value without TTL and returns the previous live value. Throws
+  // BadResultAccess if refused for memory (use set_get() with a memory limit).
   template <class KK, class VV>
   std::optional<V> getset(KK&& key, VV&& value) {
     return set_get(std::forward<KK>(key), std::forward<VV>(value)).value();
@@ -236,9 +309,14 @@ class ExpiringStore {
     std::optional<V> out;
     auto it = lookup(lk, ks_.hash_of(lk), now, true);
     if (it != ks_.end()) {
+      unaccount(ks_.entry(it));
       out.emplace(std::move(ks_.entry(it).value));
       ks_.erase(it, [&](entry_type& e) {
-        if (listener_) pending_.push_back(Pending{KeyEventCause::del, std::move(e.key), out});
+        if (listener_) {
+          pending_.push_back(Pending{KeyEventCause::del, std::move(e.key), out});
+        } else {
+          discard(e);
+        }
       });
     }
     flush();
@@ -256,7 +334,14 @@ class ExpiringStore {
     bool found = it != ks_.end();
     if (found) {
       entry_type& e = ks_.entry(it);
-      std::forward<F>(fn)(e.value);
+      unaccount(e);
+      try {
+        std::forward<F>(fn)(e.value);
+      } catch (...) {
+        account(e);
+        throw;
+      }
+      account(e);
       emit(KeyEventCause::update, e.key);
     }
     flush();
@@ -271,14 +356,21 @@ class ExpiringStore {
     const auto& lk = lookup_key(key);
     auto it = lookup(lk, ks_.hash_of(lk), now, false);
     const bool found = it != ks_.end();
-    if (found) remove(it, KeyEventCause::del);
+    if (found) remove(it, KeyEventCause::del, options_.lazyfree_lazy_user_del);
     flush();
     return found;
   }
-  // UNLINK (one key): as del().
+  // UNLINK (one key): as del(), but with lazy free enabled (Options::lazyfree_queue_max) the
+  // value is destroyed later, by tick(), as Redis's UNLINK.
   template <class KK>
   bool unlink(const KK& key) {
-    return del(key);
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    const bool found = it != ks_.end();
+    if (found) remove(it, KeyEventCause::del, true);
+    flush();
+    return found;
   }
 
   // ==== TTL ===============================================================================
@@ -290,13 +382,25 @@ class ExpiringStore {
   //   Errc::nx_and_xx_gt_lt, Errc::gt_and_lt for invalid flag sets;
   //   Errc::invalid_expire_time when the deadline overflows int64.
 
+  // EXPIRE and PEXPIRE apply TTL jitter (Options::ttl_jitter, or the `jitter` argument) to
+  // a positive TTL; GT/LT compare the jittered deadline. Errc::out_of_range for an invalid
+  // per-call Jitter (checked with the flags).
   template <class KK>
-  Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic(key, seconds, true, true, flags);
+  Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None,
+                      Jitter jitter = {}) {
+    return expire_generic(key, seconds, true, true, flags, jitter);
   }
   template <class KK>
-  Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic(key, ms, false, true, flags);
+  Result<bool> expire(const KK& key, std::int64_t seconds, Jitter jitter) {
+    return expire_generic(key, seconds, true, true, ExpireFlags::None, jitter);
+  }
+  template <class KK>
+  Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
+    return expire_generic(key, ms, false, true, flags, jitter);
+  }
+  template <class KK>
+  Result<bool> pexpire(const KK& key, std::int64_t ms, Jitter jitter) {
+    return expire_generic(key, ms, false, true, ExpireFlags::None, jitter);
   }
   template <class KK>
   Result<bool> expireat(const KK& key, std::int64_t unix_seconds, ExpireFlags flags = ExpireFlags::None) {
@@ -355,6 +459,9 @@ class ExpiringStore {
   // FLUSHDB: removes everything, with no per-key events. Statistics are kept.
   void clear() noexcept {
     ks_.clear();
+    free_queue_.clear();  // FLUSHDB (synchronous): pending lazy-free values go too
+    used_ = 0;
+    pool_.clear();
     cursor_ = 0;
     pass_ticks_ = 0;
     avg_ttl_ = 0;
@@ -419,7 +526,7 @@ class ExpiringStore {
   // COPY src dst [REPLACE]: dst gets a copy of src's value and its TTL (or none). Returns
   // false when src is missing, or dst exists and `replace` is false. Errc::same_key when src
   // and dst are the same key, whether or not it exists (Redis: "source and destination
-  // objects are the same").
+  // objects are the same"). Errc::out_of_memory as set().
   // Event: `copy_to` (dst).
   template <class K1, class K2>
   Result<bool> copy(const K1& src, const K2& dst, bool replace = false) {
@@ -491,6 +598,108 @@ class ExpiringStore {
   const_iterator begin() const { return const_iterator(this, 0, now_ms()); }
   const_iterator end() const { return const_iterator(this, static_cast<std::uint32_t>(ks_.size()), 0); }
 
+  // ==== Memory limit and eviction (Redis maxmemory) ======================================
+  // With Options::maxmemory = N > 0 the store tracks used memory, the sum of its weigher over
+  // the entries (O(1) per write), and before each write of the SET family, copy() and the
+  // store of get_or_load(), if used memory is above N, it evicts keys chosen by the policy
+  // until it is not (Redis's performEvictions, run before a command). If the policy cannot
+  // free enough (noeviction; volatile-* with no key with a TTL left) the write returns
+  // Errc::out_of_memory and changes nothing else, as Redis's "OOM command not allowed when
+  // used memory > 'maxmemory'". As in Redis the check is made before the write, so one write
+  // may take used memory above the limit; the next write brings it back. Reads, deletes, TTL
+  // changes, rename and modify() are never refused. Each evicted key raises `evicted` (with
+  // its value) and counts in evicted_keys.
+  // LRU and LFU are Redis's approximations: each eviction samples maxmemory_samples keys into
+  // a pool of the 16 best candidates and evicts the best one. Access data: 4 bytes per entry
+  // (an array beside the entries, allocated only while a limit and an LRU/LFU policy are set;
+  // nothing otherwise), updated by reads and writes; exists(), the TTL queries and peek() do
+  // not touch it (Redis LOOKUP_NOTOUCH).
+
+  // Used memory as the weigher counts it. O(1) with a limit set, O(size) without.
+  std::size_t used_memory() const {
+    if (tracking_) return used_;
+    std::size_t sum = 0;
+    for (const entry_type& e : ks_.entries()) sum += weight(e);
+    return sum;
+  }
+  // CONFIG SET maxmemory (0 = no limit). Turning the limit on counts used memory (O(size)) and
+  // resets every key's access data to "now"; then keys are evicted at once while used memory
+  // is above the limit, if the policy allows (as Redis does).
+  void set_maxmemory(std::size_t bytes) {
+    const bool was = tracking_, had_access = touch_access_;
+    options_.maxmemory = bytes;
+    update_eviction_flags();
+    if (tracking_ && !was) {
+      used_ = 0;
+      for (const entry_type& e : ks_.entries()) used_ += weight(e);
+    }
+    if (touch_access_ && !had_access) reset_access(now_ms());
+    if (!tracking_) pool_.clear();
+    if (over_limit()) {
+      (void)evict_to_limit(now_ms());
+      flush();
+    }
+  }
+  // CONFIG SET maxmemory-policy. Changing between the LRU and LFU families resets the access
+  // data of every key (O(size)); the candidate pool is emptied.
+  void set_maxmemory_policy(EvictionPolicy policy) {
+    const bool was_lfu = is_lfu(options_.maxmemory_policy), had_access = touch_access_;
+    options_.maxmemory_policy = policy;
+    update_eviction_flags();
+    pool_.clear();
+    if (touch_access_ && (!had_access || was_lfu != is_lfu(policy))) reset_access(now_ms());
+  }
+  // CONFIG SET maxmemory-samples (1..64), lfu-log-factor (>= 0), lfu-decay-time (>= 0).
+  Result<void> set_maxmemory_samples(int n) noexcept {
+    if (n < 1 || n > 64) return Errc::out_of_range;
+    options_.maxmemory_samples = n;
+    return {};
+  }
+  Result<void> set_lfu_log_factor(int f) noexcept {
+    if (f < 0) return Errc::out_of_range;
+    options_.lfu_log_factor = f;
+    return {};
+  }
+  Result<void> set_lfu_decay_time(int minutes) noexcept {
+    if (minutes < 0) return Errc::out_of_range;
+    options_.lfu_decay_time = minutes;
+    return {};
+  }
+  // The per-entry weigher (an empty function restores the default: sizeof(K) + sizeof(V) +
+  // heap bytes of std::string keys and values). It must depend only on the entry's content.
+  // Recounts used memory (O(size)) when a limit is set.
+  void set_weigher(weigher_type w) {
+    weigher_ = std::move(w);
+    if (tracking_) {
+      used_ = 0;
+      for (const entry_type& e : ks_.entries()) used_ += weight(e);
+    }
+  }
+  // OBJECT FREQ: the key's LFU counter (decayed to now, not stored), without touching it;
+  // nullopt if the key is missing. Meaningful while an LFU policy and a limit are set.
+  template <class KK>
+  std::optional<std::uint32_t> object_freq(const KK& key) const {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
+    if (i == detail::kNoPos || ks_.entry(i).is_stale(now)) return std::nullopt;
+    if (!touch_access_) return 0;
+    return detail::lfu_decayed(ks_.access(i), detail::lfu_minutes(now), options_.lfu_decay_time);
+  }
+  // OBJECT IDLETIME: ms since the key's last access (in LRU clock resolution), without
+  // touching it; nullopt if missing. Meaningful while an LRU policy and a limit are set.
+  template <class KK>
+  std::optional<std::int64_t> object_idletime_ms(const KK& key) const {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
+    if (i == detail::kNoPos || ks_.entry(i).is_stale(now)) return std::nullopt;
+    if (!touch_access_) return 0;
+    const std::uint64_t idle =
+        detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms), ks_.access(i) & detail::kLruClockMax);
+    return static_cast<std::int64_t>(idle) * options_.lru_clock_resolution_ms;
+  }
+
   // ==== Active expiry =====================================================================
 
   // One run of Redis's active-expire cycle (SPEC B §3.3): rounds of keys_per_loop samples
@@ -515,6 +724,20 @@ class ExpiringStore {
     options_.active_expire_effort = effort;
     return {};
   }
+  // The store's default TTL jitter; Errc::out_of_range (nothing changes) if invalid.
+  Result<void> set_ttl_jitter(Jitter jitter) noexcept {
+    if (!jitter.valid()) return Errc::out_of_range;
+    options_.ttl_jitter = jitter.kind() == Jitter::Kind::inherit ? Jitter::none() : jitter;
+    return {};
+  }
+  // The soft-TTL windows (Options::stale_window_ms, refresh_window_ms); Errc::out_of_range
+  // (nothing changes) if either is negative.
+  Result<void> set_soft_ttl(std::int64_t stale_window_ms, std::int64_t refresh_window_ms) noexcept {
+    if (stale_window_ms < 0 || refresh_window_ms < 0) return Errc::out_of_range;
+    options_.stale_window_ms = stale_window_ms;
+    options_.refresh_window_ms = refresh_window_ms;
+    return {};
+  }
   // DEBUG SET-ACTIVE-EXPIRE 0|1.
   void set_active_expire_enabled(bool on) noexcept { options_.active_expire_enabled = on; }
   const Options& options() const noexcept { return options_; }
@@ -533,6 +756,7 @@ class ExpiringStore {
     s.avg_ttl = avg_ttl_;
     s.keys = ks_.size();
     s.expires = ks_.expires_size();
+    s.lazyfree_pending_objects = free_queue_.size();
     return s;
   }
   // CONFIG RESETSTAT: zeroes the counters and the stale average.
@@ -561,6 +785,7 @@ class ExpiringStore {
     KeyEventCause cause;
     K key;
     std::optional<V> value;
+    bool lazy = false;  // hand the value to the lazy-free queue after the listener saw it
   };
 
   static constexpr bool kTransparent = detail::is_transparent<Hash>::value && detail::is_transparent<KeyEqual>::value;
@@ -609,11 +834,12 @@ class ExpiringStore {
   // Finds a live key; a stale one is reclaimed (cause `expired`) and reported missing.
   // `read` counts keyspace hits/misses (Redis's lookupKeyRead vs lookupKeyWrite).
   template <class KK>
-  slot_iterator lookup(const KK& lk, std::uint32_t h, std::int64_t now, bool read) {
+  slot_iterator lookup(const KK& lk, std::uint32_t h, std::int64_t now, bool read, bool touch = true) {
     auto it = ks_.find(lk, h);
     if (it != ks_.end()) {
       if (!ks_.entry(it).is_stale(now)) {
         if (read) ++stats_.keyspace_hits;
+        if (EXPIRING_UNLIKELY(touch_access_) && touch) touch_access(it->index, now);
         return it;
       }
       expire_entry(it);
@@ -623,33 +849,170 @@ class ExpiringStore {
     return it;
   }
   template <class KK>
-  bool read_probe(const KK& key) {
+  bool read_probe(const KK& key, bool touch) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    const bool found = lookup(lk, ks_.hash_of(lk), now, true) != ks_.end();
+    const bool found = lookup(lk, ks_.hash_of(lk), now, true, touch) != ks_.end();
     flush();
     return found;
   }
-  void remove(slot_iterator it, KeyEventCause cause) {
+  // `lazy`: the value goes to the lazy-free queue (if lazy free is enabled).
+  void remove(slot_iterator it, KeyEventCause cause, bool lazy = false) {
+    lazy = lazy && options_.lazyfree_queue_max != 0;
     ks_.erase(it, [&](entry_type& e) {
-      if (listener_) pending_.push_back(Pending{cause, std::move(e.key), std::move(e.value)});
+      unaccount(e);
+      if (listener_) {
+        pending_.push_back(Pending{cause, std::move(e.key), std::move(e.value), lazy});
+      } else {
+        if (lazy) lazy_free(e.value);
+        discard(e);
+      }
     });
+  }
+  // Queues a value for destruction by tick(); destroys it at once when the queue is full.
+  // Never allocates (the queue's room is reserved), so it is safe inside an erase.
+  void lazy_free(V& v) noexcept {
+    if (free_queue_.size() < free_queue_.capacity()) {
+      free_queue_.push_back(std::move(v));
+    } else {
+      [[maybe_unused]] V dead(std::move(v));
+    }
+  }
+  // Destroys queued values, checking the budget every 16 (as the expire cycle does).
+  std::uint64_t drain_free_queue(std::int64_t start, std::int64_t timelimit) {
+    std::uint64_t n = 0;
+    while (!free_queue_.empty()) {
+      free_queue_.pop_back();
+      ++n;
+      if (n % 16 == 0 && budget_now() - start > timelimit) break;
+    }
+    stats_.lazyfreed_objects += n;
+    return n;
+  }
+  // ---- memory accounting and eviction ----
+
+  static constexpr bool is_lfu(EvictionPolicy p) noexcept {
+    return p == EvictionPolicy::allkeys_lfu || p == EvictionPolicy::volatile_lfu;
+  }
+  static constexpr bool is_lru(EvictionPolicy p) noexcept {
+    return p == EvictionPolicy::allkeys_lru || p == EvictionPolicy::volatile_lru;
+  }
+  // Derives the flags from the options; allocates or frees the access array as needed.
+  void update_eviction_flags() {
+    tracking_ = options_.maxmemory != 0;
+    const bool want = tracking_ && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
+    if (want != touch_access_) ks_.enable_access(want);
+    touch_access_ = want;
+  }
+  std::size_t weight(const entry_type& e) const {
+    if (weigher_) return weigher_(e.key, e.value);
+    return sizeof(K) + sizeof(V) + detail::heap_bytes(e.key) + detail::heap_bytes(e.value);
+  }
+  void account(const entry_type& e) {
+    if (tracking_) used_ += weight(e);
+  }
+  void unaccount(const entry_type& e) {
+    if (tracking_) used_ -= weight(e);
+  }
+  // An erased entry's key and value are destroyed before the last entry moves into its place,
+  // so that the moved entry's weight is what it was (a string that keeps its heap buffer when
+  // assigned a short one would otherwise change weight).
+  void discard(entry_type& e) noexcept {
+    if (tracking_) {
+      [[maybe_unused]] K k(std::move(e.key));
+      [[maybe_unused]] V v(std::move(e.value));
+    }
+  }
+  bool over_limit() const noexcept { return tracking_ && used_ > options_.maxmemory; }
+  double random_unit() { return static_cast<double>(draw() >> 11) * (1.0 / 9007199254740992.0); }
+  std::uint64_t draw() { return options_.random ? options_.random() : next_random(); }
+
+  // Access data of a new entry: the LRU clock, or LFU_INIT_VAL at this minute.
+  void init_access(std::uint32_t i, std::int64_t now) noexcept {
+    if (!touch_access_) return;
+    ks_.access(i) = is_lfu(options_.maxmemory_policy) ? detail::lfu_pack(detail::lfu_minutes(now), detail::kLfuInitVal)
+                                                 : detail::lru_clock(now, options_.lru_clock_resolution_ms);
+  }
+  void reset_access(std::int64_t now) noexcept {
+    for (std::uint32_t i = 0; i < ks_.size(); ++i) init_access(i, now);
+  }
+  // Redis updateLFU() / the LRU clock store of lookupKey().
+  // Kept out of line so that the read path it sits on (lookup) stays as small as without it.
+  EXPIRING_NOINLINE void touch_access(std::uint32_t i, std::int64_t now) {
+    if (is_lfu(options_.maxmemory_policy)) {
+      const std::uint32_t minutes = detail::lfu_minutes(now);
+      std::uint32_t c = detail::lfu_decayed(ks_.access(i), minutes, options_.lfu_decay_time);
+      c = detail::lfu_log_incr(c, random_unit(), options_.lfu_log_factor);
+      ks_.access(i) = detail::lfu_pack(minutes, c);
+    } else {
+      ks_.access(i) = detail::lru_clock(now, options_.lru_clock_resolution_ms);
+    }
+  }
+  // The pool's score: higher = better to evict (Redis evictionPoolPopulate's "idle").
+  std::uint64_t eviction_score(std::uint32_t i, std::int64_t now) const noexcept {
+    const EvictionPolicy p = options_.maxmemory_policy;
+    if (is_lru(p)) {
+      return detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms),
+                              ks_.access(i) & detail::kLruClockMax);
+    }
+    if (is_lfu(p)) return 255 - detail::lfu_decayed(ks_.access(i), detail::lfu_minutes(now), options_.lfu_decay_time);
+    return ~detail::biased_ms(ks_.entry(i).deadline);  // volatile-ttl: the nearest deadline scores highest
+  }
+  // Redis performEvictions(): evicts until used memory is within the limit. False when the
+  // policy cannot free enough.
+  bool evict_to_limit(std::int64_t now);
+  // The check before a write that may grow memory.
+  bool make_room(std::int64_t now) {
+    if (!over_limit()) return true;
+    return evict_to_limit(now);
   }
   void expire_entry(slot_iterator it) {
     ++stats_.expired_keys;
-    remove(it, KeyEventCause::expired);
+    remove(it, KeyEventCause::expired, options_.lazyfree_lazy_expire);
   }
 
   // Resolves an EX/PX/EXAT/PXAT argument of SET or GETEX to an absolute deadline
   // (SPEC B §2.4 step 1): the value must be positive; the conversion must not overflow.
-  static Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
+  // A relative EX/PX is then jittered (after validation: see Jitter).
+  Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
     std::int64_t v = spec.value;
     if (v <= 0) return Errc::invalid_expire_time;
     const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
     const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
+    if (relative && !spec.jitter.valid()) return Errc::out_of_range;
     if (seconds && !detail::seconds_to_ms(v, v)) return Errc::invalid_expire_time;
-    if (relative && !detail::checked_add(v, now, v)) return Errc::invalid_expire_time;
-    return v;
+    if (!relative) return v;
+    std::int64_t when = 0;
+    if (!detail::checked_add(v, now, when)) return Errc::invalid_expire_time;
+    return jittered(when, v, now, spec.jitter);
+  }
+
+  // TTL jitter: `when` = now + ttl_ms is a valid deadline and ttl_ms > 0. Returns now + ttl_ms
+  // + d with d uniform in [-s, s], clamped to [now + 1, INT64_MAX] (see Jitter).
+  std::int64_t jittered(std::int64_t when, std::int64_t ttl_ms, std::int64_t now, Jitter j) {
+    if (j.kind() == Jitter::Kind::inherit) j = options_.ttl_jitter;
+    const std::int64_t s = j.spread_for(ttl_ms);
+    if (s <= 0) return when;
+    const std::uint64_t us = static_cast<std::uint64_t>(s);
+    const std::uint64_t range = 2 * us + 1;  // s <= INT64_MAX: at most 2^64 - 1
+    const std::uint64_t r = (options_.random ? options_.random() : next_random()) % range;
+    if (r >= us) {
+      const std::uint64_t up = r - us;  // 0..s
+      const auto room = static_cast<std::uint64_t>(detail::kInt64Max - when);
+      return up > room ? detail::kInt64Max : when + static_cast<std::int64_t>(up);
+    }
+    const std::uint64_t down = us - r;  // 1..s
+    return down >= static_cast<std::uint64_t>(ttl_ms) ? now + 1 : when - static_cast<std::int64_t>(down);
+  }
+
+  Freshness freshness_of(const entry_type& e, std::int64_t now) const noexcept {
+    if (!e.is_volatile()) return Freshness::fresh;
+    const std::int64_t left = e.deadline - now;  // live: >= 0
+    if (left < options_.stale_window_ms) return Freshness::stale;
+    const std::int64_t refresh = detail::kInt64Max - options_.stale_window_ms < options_.refresh_window_ms
+                                     ? detail::kInt64Max
+                                     : options_.stale_window_ms + options_.refresh_window_ms;
+    return left < refresh ? Freshness::refresh : Freshness::fresh;
   }
   static bool has_deadline(detail::ExpirySpec spec) noexcept {
     return spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px ||
@@ -664,7 +1027,8 @@ class ExpiringStore {
   template <class KK>
   std::int64_t ttl_query(const KK& key, bool absolute, bool seconds);
   template <class KK>
-  Result<bool> expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative, ExpireFlags flags);
+  Result<bool> expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative, ExpireFlags flags,
+                              Jitter jitter = {});
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
   template <class K1, class K2>
@@ -695,6 +1059,12 @@ class ExpiringStore {
   listener_type listener_;
   std::vector<Pending> pending_;
   bool dispatching_ = false;
+  bool tracking_ = false;      // a memory limit is set: used_ is kept
+  bool touch_access_ = false;  // ... and the policy reads the access data
+  std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
+  weigher_type weigher_;
+  detail::EvictionPool<K> pool_;
+  std::vector<V> free_queue_;  // lazy free: values waiting for tick(); capacity reserved
 };
 
 // =========================================================================================
@@ -706,6 +1076,8 @@ template <class K, class V, class H, class E, class C, class P>
 template <class KK, class VV>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond,
                                                   std::int64_t now, std::optional<V>* old) {
+  // 0. Memory (Redis checks before running the command).
+  if (!make_room(now)) return Errc::out_of_memory;
   // 1. The expire argument is validated before anything is looked up.
   std::int64_t when = detail::kNoDeadline;
   const bool with_deadline = has_deadline(spec);
@@ -728,7 +1100,20 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
   // Applies the new value and TTL to a live entry or a freshly inserted one.
   auto apply = [&](std::uint32_t i, bool fresh) {
     entry_type& e = ks_.entry(i);
-    if (!fresh) e.value = std::forward<VV>(value);
+    if (fresh) {
+      account(e);
+      init_access(i, now);
+    } else {
+      unaccount(e);
+      try {
+        e.value = std::forward<VV>(value);
+      } catch (...) {
+        account(e);
+        throw;
+      }
+      account(e);
+      if (touch_access_) touch_access(i, now);
+    }
     if (with_deadline) {
       ks_.set_deadline(i, when);
     } else if (!keep_ttl) {
@@ -741,7 +1126,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
   // 3-5. XX, or an absolute deadline already past: look up without inserting.
   const bool past = with_deadline && when <= now;
   if (cond == SetCond::XX || past) {
-    auto it = lookup(lk, h, now, false);
+    auto it = lookup(lk, h, now, false, /*touch=*/false);  // apply() touches once
     const bool found = it != ks_.end();
     if ((cond == SetCond::XX && !found) || (cond == SetCond::NX && found)) return false;
     if (past) {
@@ -762,6 +1147,43 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
   if (!inserted && cond == SetCond::NX) return false;
   apply(i, inserted);
   return true;
+}
+
+// Get-or-load: a read lookup; on a miss or a stale (soft-TTL) hit, load and set().
+template <class K, class V, class H, class E, class C, class P>
+template <class KK, class F>
+Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&& loader, SetExpiry ttl) {
+  const detail::ExpirySpec spec = ttl.spec();
+  {
+    // Validate first, as set() would, so that a bad TTL never costs a load.
+    const std::int64_t now = now_ms();
+    if (has_deadline(spec)) {
+      if (spec.value <= 0) return Errc::invalid_expire_time;
+      std::int64_t v = spec.value;
+      const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
+      const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
+      if (relative && !spec.jitter.valid()) return Errc::out_of_range;
+      if (seconds && !detail::seconds_to_ms(v, v)) return Errc::invalid_expire_time;
+      if (relative && !detail::checked_add(v, now, v)) return Errc::invalid_expire_time;
+    }
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    // A hit emits no event, so nothing can run between here and the caller.
+    if (it != ks_.end() && freshness_of(ks_.entry(it), now) != Freshness::stale) return &ks_.entry(it).value;
+    // The write will need room: refuse before loading rather than after.
+    if (!make_room(now)) {
+      flush();
+      return Errc::out_of_memory;
+    }
+    flush();  // a stale key reclaimed (or keys evicted) on the way; listeners may use the store
+  }
+  V loaded(std::forward<F>(loader)());
+  Result<bool> r = set(key, std::move(loaded), ttl);
+  if (!r.ok()) return r.error();  // the clock moved while loading and the TTL overflowed
+  const auto& lk = lookup_key(key);
+  const std::int64_t now = now_ms();
+  const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
+  return (e == nullptr || e->is_stale(now)) ? nullptr : &e->value;
 }
 
 // GETEX (SPEC B §2.6).
@@ -801,7 +1223,7 @@ template <class KK>
 std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, bool absolute, bool seconds) {
   const std::int64_t now = now_ms();
   const auto& lk = lookup_key(key);
-  auto it = lookup(lk, ks_.hash_of(lk), now, true);
+  auto it = lookup(lk, ks_.hash_of(lk), now, true, /*touch=*/false);
   std::int64_t out = kNoKey;
   if (it != ks_.end()) {
     const entry_type& e = ks_.entry(it);
@@ -821,16 +1243,20 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, bool abso
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative,
-                                                          ExpireFlags flags) {
+                                                          ExpireFlags flags, Jitter jitter) {
   // 1. Flags, then 2-3. the number: errors win over "missing key".
   const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
   const bool gt = has(flags, ExpireFlags::GT), lt = has(flags, ExpireFlags::LT);
   if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
   if (gt && lt) return Errc::gt_and_lt;
+  if (!jitter.valid()) return Errc::out_of_range;
   const std::int64_t now = now_ms();
   std::int64_t when = v;
   if (seconds && !detail::seconds_to_ms(when, when)) return Errc::invalid_expire_time;
+  const std::int64_t ttl_ms = when;
   if (relative && !detail::checked_add(when, now, when)) return Errc::invalid_expire_time;
+  // Jitter only a positive relative TTL: EXPIRE 0 or negative still deletes (D3).
+  if (relative && ttl_ms > 0) when = jittered(when, ttl_ms, now, jitter);
 
   // 4. A write lookup.
   const auto& lk = lookup_key(key);
@@ -871,6 +1297,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   const std::uint32_t hs = ks_.hash_of(ls);
   const std::uint32_t hd = ks_.hash_of(ld);
   if (hs == hd && ks_.keys_equal(ls, ld)) return Errc::same_key;  // checked first, as Redis
+  if (!make_room(now)) return Errc::out_of_memory;
   auto sit = lookup(ls, hs, now, true);
   if (sit == ks_.end()) return false;
   auto dit = lookup(ld, hd, now, false);
@@ -884,9 +1311,13 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   std::uint32_t d = 0;
   if (dit != ks_.end()) {
     d = dit->index;
+    unaccount(ks_.entry(d));
     ks_.entry(d).value = std::move(value);
+    account(ks_.entry(d));
   } else {
     d = ks_.try_emplace(ld, hd, dst, std::move(value)).first;
+    account(ks_.entry(d));
+    init_access(d, now);
   }
   if (was_volatile) {
     ks_.set_deadline(d, deadline);
@@ -919,7 +1350,11 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     entry_type& se = ks_.entry(s);
     entry_type& de = ks_.entry(d);
     ks_.prepare_deadline(se.deadline);
+    unaccount(se);
+    unaccount(de);
     de.value = std::move(se.value);
+    if (touch_access_) ks_.access(d) = ks_.access(s);  // the value keeps its access data, as Redis's rename
+    account(de);
     if (se.is_volatile()) {
       ks_.set_deadline(d, se.deadline);
     } else {
@@ -927,7 +1362,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     }
     emit(KeyEventCause::rename_from, se.key);
     emit(KeyEventCause::rename_to, de.key);
-    ks_.erase(sit, [](entry_type&) {});
+    ks_.erase(sit, [&](entry_type& e) { discard(e); });
     return true;
   }
   // dst absent: a new entry for dst takes src's value and TTL; then src goes.
@@ -935,11 +1370,60 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   const bool was_volatile = ks_.entry(s).is_volatile();
   const std::int64_t deadline = ks_.entry(s).deadline;
   ks_.prepare_deadline(deadline);
+  const std::size_t src_weight = tracking_ ? weight(ks_.entry(s)) : 0;
   const std::uint32_t d = ks_.try_emplace(ld, hd, dst, std::move(ks_.entry(s).value)).first;
+  if (tracking_) used_ -= src_weight;
+  account(ks_.entry(d));
+  if (touch_access_) ks_.access(d) = ks_.access(s);
   if (was_volatile) ks_.set_deadline(d, deadline);
   emit(KeyEventCause::rename_from, ks_.entry(s).key);
   emit(KeyEventCause::rename_to, ks_.entry(d).key);
-  ks_.erase(ks_.slot_of(s), [](entry_type&) {});
+  ks_.erase(ks_.slot_of(s), [&](entry_type& e) { discard(e); });
+  return true;
+}
+
+// Redis performEvictions() (evict.c), for one keyspace: evict the policy's best candidate
+// until used memory is within the limit.
+template <class K, class V, class H, class E, class C, class P>
+bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now) {
+  const EvictionPolicy policy = options_.maxmemory_policy;
+  if (policy == EvictionPolicy::noeviction) return false;
+  const bool allkeys = policy == EvictionPolicy::allkeys_lru || policy == EvictionPolicy::allkeys_lfu ||
+                       policy == EvictionPolicy::allkeys_random;
+  const bool random = policy == EvictionPolicy::allkeys_random || policy == EvictionPolicy::volatile_random;
+  // A sample: a uniformly random key of the policy's population.
+  auto sample = [&]() -> std::uint32_t {
+    const std::uint64_t r = draw();
+    return allkeys ? static_cast<std::uint32_t>(r % ks_.size()) : ks_.expiry().sample(r);
+  };
+  while (used_ > options_.maxmemory) {
+    slot_iterator victim = ks_.end();
+    if (random) {
+      if ((allkeys ? ks_.size() : ks_.expires_size()) == 0) return false;
+      victim = ks_.slot_of(sample());
+    } else {
+      while (victim == ks_.end()) {
+        if ((allkeys ? ks_.size() : ks_.expires_size()) == 0) return false;
+        // evictionPoolPopulate(): maxmemory_samples keys compete for the 16 slots ...
+        for (int n = 0; n < options_.maxmemory_samples; ++n) {
+          const std::uint32_t i = sample();
+          const entry_type& e = ks_.entry(i);
+          pool_.offer(eviction_score(i, now), e.hash, e.key);
+        }
+        // ... then the best candidate that still exists (in the population) is evicted;
+        // candidates deleted (or made persistent) meanwhile are ghosts, dropped.
+        while (auto c = pool_.pop_best()) {
+          auto it = ks_.find(c->key, c->hash);
+          if (it != ks_.end() && (allkeys || ks_.entry(it).is_volatile())) {
+            victim = it;
+            break;
+          }
+        }
+      }
+    }
+    ++stats_.evicted_keys;
+    remove(victim, KeyEventCause::evicted, options_.lazyfree_lazy_eviction);
+  }
   return true;
 }
 
@@ -960,6 +1444,7 @@ void ExpiringStore<K, V, H, E, C, P>::dispatch() {
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     Pending ev = std::move(pending_[i]);
     listener_(event_type{ev.cause, ev.key, ev.value ? &*ev.value : nullptr});
+    if (ev.lazy && ev.value) lazy_free(*ev.value);
     if (!listener_) break;
   }
 }
@@ -969,9 +1454,13 @@ void ExpiringStore<K, V, H, E, C, P>::dispatch() {
 template <class K, class V, class H, class E, class C, class P>
 TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   TickReport report;
-  if (!options_.active_expire_enabled) return report;
   const CycleParams p = cycle();
   const bool fast = kind == CycleKind::Fast;
+  // Lazy free first: destroy queued values within this tick's budget.
+  if (!free_queue_.empty()) {
+    report.lazyfreed = drain_free_queue(budget_now(), fast ? p.fast_duration_us : p.slow_time_limit_us);
+  }
+  if (!options_.active_expire_enabled) return report;
   const std::int64_t start = budget_now();
 
   if (fast) {

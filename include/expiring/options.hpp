@@ -16,17 +16,80 @@ namespace expiring {
 
 // ---- Expiry arguments -------------------------------------------------------------------
 
-// Relative seconds (Redis EX). Must be positive in SET/GETEX.
+// ---- TTL jitter --------------------------------------------------------------------------
+// Spreads deadlines written at once so that they do not all expire at once (the "key
+// storm"). Jitter applies only where a *relative* TTL is written: EX/PX of set(), set_get(),
+// setex(), psetex(), getex(), and expire()/pexpire() with a positive TTL. Absolute deadlines
+// (EXAT/PXAT, expireat/pexpireat) are never moved, and a non-positive EXPIRE still deletes.
+//
+// A TTL of t ms with spread s becomes t + d, d drawn uniformly from [-s, +s] (so the mean TTL
+// is unchanged). Percent(p): s = t * p / 100, p in 0..100. Spread(ms): s = ms, ms >= 0.
+// The clamp: the jittered deadline is at least now + 1 (a jittered key is never born
+// expired) and at most INT64_MAX (jitter never overflows a deadline that was valid without
+// it). Validity of the TTL itself (positive, no overflow) is checked before jitter, so jitter
+// never turns an invalid TTL into a valid one or the reverse.
+class Jitter {
+ public:
+  enum class Kind : std::uint8_t {
+    inherit,  // per call: use the store's Options::ttl_jitter (the default argument)
+    none,     // no jitter
+    percent,  // a percentage of the TTL
+    spread,   // an absolute spread in milliseconds
+  };
+  constexpr Jitter() noexcept = default;
+  static constexpr Jitter none() noexcept { return Jitter(Kind::none, 0); }
+  static constexpr Jitter percent(std::int64_t p) noexcept { return Jitter(Kind::percent, p); }
+  static constexpr Jitter spread_ms(std::int64_t ms) noexcept { return Jitter(Kind::spread, ms); }
+  static constexpr Jitter spread(std::chrono::milliseconds ms) noexcept {
+    return Jitter(Kind::spread, static_cast<std::int64_t>(ms.count()));
+  }
+  constexpr Kind kind() const noexcept { return kind_; }
+  constexpr std::int64_t amount() const noexcept { return amount_; }
+  // Percent within 0..100, spread >= 0 (a store refuses anything else).
+  constexpr bool valid() const noexcept {
+    return kind_ == Kind::percent ? (amount_ >= 0 && amount_ <= 100) : (kind_ != Kind::spread || amount_ >= 0);
+  }
+  // The spread s for a TTL of ttl_ms > 0 ms (0 for none/inherit). Never overflows.
+  constexpr std::int64_t spread_for(std::int64_t ttl_ms) const noexcept {
+    if (kind_ == Kind::percent) return ttl_ms / 100 * amount_ + ttl_ms % 100 * amount_ / 100;
+    if (kind_ == Kind::spread) return amount_;
+    return 0;
+  }
+  friend constexpr bool operator==(Jitter a, Jitter b) noexcept { return a.kind_ == b.kind_ && a.amount_ == b.amount_; }
+  friend constexpr bool operator!=(Jitter a, Jitter b) noexcept { return !(a == b); }
+
+ private:
+  constexpr Jitter(Kind k, std::int64_t a) noexcept : kind_(k), amount_(a) {}
+  Kind kind_ = Kind::inherit;
+  std::int64_t amount_ = 0;
+};
+
+// ---- Expiry arguments -------------------------------------------------------------------
+
+// Relative seconds (Redis EX). Must be positive in SET/GETEX. `Ex{30}.with(Jitter::percent(10))`
+// jitters this one write (overriding the store's default).
 struct Ex {
   std::int64_t seconds;
+  Jitter jitter{};
   constexpr explicit Ex(std::int64_t s) noexcept : seconds(s) {}
   constexpr Ex(std::chrono::seconds s) noexcept : seconds(static_cast<std::int64_t>(s.count())) {}  // NOLINT
+  constexpr Ex with(Jitter j) const noexcept {
+    Ex e = *this;
+    e.jitter = j;
+    return e;
+  }
 };
-// Relative milliseconds (Redis PX). Must be positive in SET/GETEX.
+// Relative milliseconds (Redis PX). Must be positive in SET/GETEX. `.with(Jitter)` as Ex.
 struct Px {
   std::int64_t ms;
+  Jitter jitter{};
   constexpr explicit Px(std::int64_t m) noexcept : ms(m) {}
   constexpr Px(std::chrono::milliseconds m) noexcept : ms(static_cast<std::int64_t>(m.count())) {}  // NOLINT
+  constexpr Px with(Jitter j) const noexcept {
+    Px p = *this;
+    p.jitter = j;
+    return p;
+  }
 };
 // Absolute Unix seconds (Redis EXAT). Must be positive.
 struct ExAt {
@@ -48,6 +111,7 @@ enum class ExpiryKind : std::uint8_t { none, ex, px, exat, pxat, keepttl, persis
 struct ExpirySpec {
   ExpiryKind kind = ExpiryKind::none;
   std::int64_t value = 0;
+  Jitter jitter{};  // EX/PX only
 };
 }  // namespace detail
 
@@ -56,8 +120,8 @@ struct ExpirySpec {
 class SetExpiry {
  public:
   constexpr SetExpiry() noexcept = default;
-  constexpr SetExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds} {}         // NOLINT
-  constexpr SetExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms} {}              // NOLINT
+  constexpr SetExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds, e.jitter} {}         // NOLINT
+  constexpr SetExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms, p.jitter} {}              // NOLINT
   constexpr SetExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}  // NOLINT
   constexpr SetExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms} {}     // NOLINT
   constexpr SetExpiry(KeepTtl) noexcept : spec_{detail::ExpiryKind::keepttl, 0} {}         // NOLINT
@@ -71,8 +135,8 @@ class SetExpiry {
 class GetExExpiry {
  public:
   constexpr GetExExpiry() noexcept = default;
-  constexpr GetExExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds} {}         // NOLINT
-  constexpr GetExExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms} {}              // NOLINT
+  constexpr GetExExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds, e.jitter} {}         // NOLINT
+  constexpr GetExExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms, p.jitter} {}              // NOLINT
   constexpr GetExExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}  // NOLINT
   constexpr GetExExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms} {}     // NOLINT
   constexpr GetExExpiry(Persist) noexcept : spec_{detail::ExpiryKind::persist, 0} {}         // NOLINT
@@ -157,6 +221,54 @@ constexpr CycleParams cycle_params(int effort, int hz) noexcept {
   return p;
 }
 
+// ---- Soft TTL ---------------------------------------------------------------------------
+
+// What lookup() found (see Options::stale_window_ms).
+enum class Freshness : std::uint8_t {
+  missing,  // no live key
+  fresh,    // live, before its refresh-ahead window
+  refresh,  // live, within the refresh-ahead window: refresh it soon
+  stale,    // live, past its soft deadline: served, but refresh it now
+};
+
+constexpr const char* to_string(Freshness f) noexcept {
+  switch (f) {
+    case Freshness::missing: return "missing";
+    case Freshness::fresh: return "fresh";
+    case Freshness::refresh: return "refresh";
+    case Freshness::stale: return "stale";
+  }
+  return "unknown";
+}
+
+// ---- Memory limit and eviction ----------------------------------------------------------
+
+// Redis `maxmemory-policy`: what a write does when used memory is above Options::maxmemory.
+enum class EvictionPolicy : std::uint8_t {
+  noeviction,       // refuse the write (Errc::out_of_memory); reads and deletes still work
+  allkeys_lru,      // evict the least recently used key (sampled, Redis's approximation)
+  volatile_lru,     // ... among keys with a TTL
+  allkeys_lfu,      // evict the least frequently used key (Redis's logarithmic counter)
+  volatile_lfu,     // ... among keys with a TTL
+  allkeys_random,   // evict a random key
+  volatile_random,  // evict a random key with a TTL
+  volatile_ttl,     // evict the key with the nearest deadline among the samples
+};
+
+constexpr const char* to_string(EvictionPolicy p) noexcept {
+  switch (p) {
+    case EvictionPolicy::noeviction: return "noeviction";
+    case EvictionPolicy::allkeys_lru: return "allkeys-lru";
+    case EvictionPolicy::volatile_lru: return "volatile-lru";
+    case EvictionPolicy::allkeys_lfu: return "allkeys-lfu";
+    case EvictionPolicy::volatile_lfu: return "volatile-lfu";
+    case EvictionPolicy::allkeys_random: return "allkeys-random";
+    case EvictionPolicy::volatile_random: return "volatile-random";
+    case EvictionPolicy::volatile_ttl: return "volatile-ttl";
+  }
+  return "unknown";
+}
+
 // ---- Store settings ---------------------------------------------------------------------
 
 struct Options {
@@ -193,6 +305,50 @@ struct Options {
 
   // Capacity to reserve up front (keys).
   std::size_t reserve = 0;
+
+  // TTL jitter applied to every relative TTL written (see Jitter); a call's own Ex/Px
+  // .with(Jitter) or expire(..., Jitter) overrides it. The constructor throws
+  // std::invalid_argument for an invalid one (percent outside 0..100, negative spread).
+  Jitter ttl_jitter = Jitter::none();
+
+  // The random source jitter draws from (one 64-bit draw per jittered write). Empty = the
+  // store's own generator (splitmix64, seeded from `seed`). Inject one for deterministic tests.
+  std::function<std::uint64_t()> random;
+
+  // Soft TTL (stale-while-revalidate and refresh-ahead), read by lookup() and get_or_load().
+  // Both are windows before a key's hard deadline, so they cost no bytes per key:
+  //   stale   when the remaining TTL is below stale_window_ms (past the soft deadline
+  //           deadline - stale_window_ms): still served, flagged stale;
+  //   refresh when the remaining TTL is below stale_window_ms + refresh_window_ms: fresh,
+  //           but due for a refresh ahead of time.
+  // Keys without a TTL are always fresh. 0 disables a window. Negative values make the
+  // constructor throw std::invalid_argument.
+  std::int64_t stale_window_ms = 0;
+  std::int64_t refresh_window_ms = 0;
+
+  // Redis `maxmemory`: the limit on used memory, as the store's weigher counts it (by default
+  // sizeof(K) + sizeof(V) + the heap bytes of std::string keys and values, per entry).
+  // 0 = no limit: nothing is tracked and nothing is paid.
+  std::size_t maxmemory = 0;
+  // Redis `maxmemory-policy`.
+  EvictionPolicy maxmemory_policy = EvictionPolicy::noeviction;
+  // Redis `maxmemory-samples`: keys sampled per eviction round, 1..64.
+  int maxmemory_samples = 5;
+  // Redis `lfu-log-factor` (>= 0) and `lfu-decay-time` (minutes, >= 0; 0 = never decay).
+  int lfu_log_factor = 10;
+  int lfu_decay_time = 1;
+  // Resolution of the 24-bit LRU clock, in ms (Redis LRU_CLOCK_RESOLUTION: 1000). >= 1.
+  std::int64_t lru_clock_resolution_ms = 1000;
+
+  // Lazy free (Redis UNLINK and lazyfree-lazy-*): removed values are not destroyed on the
+  // caller's path but queued, and tick() destroys them within its time budget. The queue
+  // holds at most lazyfree_queue_max values (its room is reserved by the constructor); a value
+  // removed while it is full is destroyed at once. 0 (the default) disables lazy free.
+  // When enabled, unlink() is always lazy, as Redis's UNLINK; the flags choose the others.
+  std::size_t lazyfree_queue_max = 0;
+  bool lazyfree_lazy_expire = false;    // values of expired keys (lazy and active expiry)
+  bool lazyfree_lazy_eviction = false;  // values of evicted keys
+  bool lazyfree_lazy_user_del = false;  // values removed by del()
 
   // Redis 7's active expiry exactly: no guaranteed sweep; everything else as Redis's
   // defaults (hz 10, effort 1).

@@ -18,6 +18,8 @@ struct Stats {
   std::int64_t avg_ttl = 0;  // estimated mean remaining TTL (ms) of volatile keys (INFO keyspace)
   std::uint64_t keys = 0;     // as DBSIZE (INFO keyspace keys=)
   std::uint64_t expires = 0;  // volatile keys stored (INFO keyspace expires=)
+  std::uint64_t lazyfree_pending_objects = 0;  // values queued for lazy free, not yet destroyed
+  std::uint64_t lazyfreed_objects = 0;         // values destroyed by lazy free (by tick())
 };
 
 // What one call of tick() did.
@@ -29,6 +31,7 @@ struct TickReport {
   bool time_cap_hit = false;   // stopped on its time budget (or round limit)
   bool pass_completed = false; // the cursor finished a full pass over the expiry table
   std::int64_t elapsed_us = 0; // by the budget clock
+  std::uint64_t lazyfreed = 0; // values of the lazy-free queue destroyed
 };
 
 }  // namespace expiring

@@ -43,6 +43,8 @@ class DenseExpiryTable {
 
   std::size_t size() const noexcept { return table_.size(); }
   std::uint32_t at(std::size_t pos) const noexcept { return table_[pos]; }
+  // A volatile key chosen by r (uniform when r is): for eviction's sampling. size() != 0.
+  std::uint32_t sample(std::uint64_t r) const noexcept { return table_[r % table_.size()]; }
 
   // Makes the next insert() or reschedule() unable to throw.
   void prepare(std::int64_t /*deadline*/) {
@@ -101,6 +103,20 @@ class TimerWheel {
   static constexpr std::uint64_t kRebaseMs = 1000;
 
   std::size_t size() const noexcept { return size_; }
+
+  // A volatile key chosen by r (uniform when r is): for eviction's sampling. size() != 0.
+  // O(occupied buckets).
+  std::uint32_t sample(std::uint64_t r) const noexcept {
+    std::uint64_t pos = r % size_;
+    for (int l = 0; l < kLevels; ++l) {
+      for (std::uint64_t m = occupied_[l]; m != 0; m &= m - 1) {
+        const std::vector<std::uint32_t>& v = buckets_[l * kBucketsPerLevel + lowest_bit(m)];
+        if (pos < v.size()) return v[pos];
+        pos -= v.size();
+      }
+    }
+    return buckets_[0].empty() ? 0 : buckets_[0][0];  // unreachable
+  }
 
   // Starts an empty wheel's clock at `now`, so that new keys are placed low in the wheel.
   void sync(std::int64_t now) noexcept {

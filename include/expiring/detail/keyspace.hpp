@@ -20,6 +20,10 @@
 //   back-index (exp_pos). Two policies (expiry_index.hpp): a dense table that a resumable
 //   cursor sweeps by position without hashing (Redis's sampled cycle), or a hierarchical
 //   timer wheel that hands tick() exactly the due keys.
+// * Eviction's access data (Redis's robj.lru: an LRU clock or an LFU counter, 4 bytes,
+//   eviction.hpp) lives in a parallel array access_, allocated only while a memory limit
+//   with an LRU/LFU policy is set, so entries do not grow and a store without a limit pays
+//   nothing for it. It follows entries_ exactly (same index, same moves).
 // * Erasing an entry moves the last entry into its place (one extra index probe to repoint
 //   that entry's slot), so entries_ stays dense: iteration is a linear scan, random_key()
 //   is one random index, and memory is never fragmented by deletions.
@@ -179,6 +183,12 @@ class Keyspace {
   bool keys_equal(const A& a, const B& b) const {
     return eq_(a, b);
   }
+  // The index of a key's entry, or kNoPos.
+  template <class KK>
+  std::uint32_t find_index(const KK& key, std::uint32_t h) const {
+    auto it = index_.find(KeyProbe<entry_type, KK, KeyEqual>{key, h, entries_.data(), &eq_});
+    return it == index_.end() ? kNoPos : it->index;
+  }
   slot_iterator slot_of(std::uint32_t i) { return index_.find(IndexProbe{entries_[i].hash, i}); }
   slot_iterator end() noexcept { return index_.end(); }
 
@@ -197,6 +207,7 @@ class Keyspace {
   std::pair<std::uint32_t, bool> try_emplace(const KK& probe_key, std::uint32_t h, KeyArg&& key_arg,
                                              ValueArgs&&... value_args) {
     if (entries_.size() >= kMaxEntries) throw std::length_error("expiring: too many keys (2^32 - 2 at most)");
+    if (access_on_ && access_.size() == access_.capacity()) access_.reserve(access_.size() < 8 ? 8 : access_.size() * 2);
     const auto n = static_cast<std::uint32_t>(entries_.size());
     bool inserted = false;
     auto it = index_.lazy_emplace(KeyProbe<entry_type, KK, KeyEqual>{probe_key, h, entries_.data(), &eq_},
@@ -211,6 +222,7 @@ class Keyspace {
       index_.erase(it);
       throw;
     }
+    if (access_on_) access_.push_back(0);  // room reserved above: cannot throw
     return {n, true};
   }
 
@@ -232,20 +244,40 @@ class Keyspace {
       index_.find(IndexProbe{tail.hash, last})->index = i;
       e = std::move(tail);
       if (e.is_volatile()) expiry_.moved(entries_, i);
+      if (access_on_) access_[i] = access_[last];
     }
     entries_.pop_back();
+    if (access_on_) access_.pop_back();
   }
 
   void clear() noexcept {
     index_.clear();
     entries_.clear();
     expiry_.clear();
+    access_.clear();
   }
 
   void reserve(std::size_t n) {
     entries_.reserve(n);
     index_.reserve(n);
+    if (access_on_) access_.reserve(n);
   }
+
+  // ---- access data (eviction) -------------------------------------------------------
+
+  // Allocates the access array (all zero) or frees it.
+  void enable_access(bool on) {
+    if (on) {
+      std::vector<std::uint32_t> a(entries_.size(), 0);
+      a.reserve(entries_.capacity());
+      access_.swap(a);
+    } else {
+      std::vector<std::uint32_t>().swap(access_);
+    }
+    access_on_ = on;
+  }
+  std::uint32_t& access(std::uint32_t i) noexcept { return access_[i]; }
+  std::uint32_t access(std::uint32_t i) const noexcept { return access_[i]; }
 
   // After a mass expiry: when the tables are at most 1/8 full, shrinks them to fit (which
   // also clears the Swiss table's tombstones), if the estimated cost fits in `budget_us` (an
@@ -260,6 +292,7 @@ class Keyspace {
     if (entries_.size() != 0 && cost_us > budget_us) return false;
     index_.rehash(0);
     if (entries_.capacity() > 4 * entries_.size()) entries_.shrink_to_fit();
+    if (access_.capacity() > 4 * access_.size()) access_.shrink_to_fit();
     expiry_.compact();
     return true;
   }
@@ -307,13 +340,14 @@ class Keyspace {
     // A Swiss table holds one control byte per slot plus a cloned group (16 bytes).
     const std::size_t cap = index_.capacity();
     return entries_.capacity() * sizeof(entry_type) + (cap != 0 ? cap * (sizeof(Slot) + 1) + 16 : 0) +
-           expiry_.bytes();
+           expiry_.bytes() + access_.capacity() * sizeof(std::uint32_t);
   }
 
   // ---- self-check (tests) -----------------------------------------------------------
 
   bool check_invariants() const {
     if (index_.size() != entries_.size() || expiry_.size() > entries_.size()) return false;
+    if (access_on_ ? access_.size() != entries_.size() : !access_.empty()) return false;
     for (const Slot& s : index_) {
       if (s.index >= entries_.size() || entries_[s.index].hash != s.hash) return false;
     }
@@ -337,6 +371,8 @@ class Keyspace {
   Hash hasher_;
   KeyEqual eq_;
   std::uint64_t seed_;
+  std::vector<std::uint32_t> access_;  // parallel to entries_ while access_on_
+  bool access_on_ = false;
 };
 
 }  // namespace expiring::detail

@@ -1,0 +1,126 @@
+// expiring/detail/eviction.hpp: the pieces of Redis's maxmemory eviction (evict.c) the store
+// uses: the 24-bit LRU clock, the LFU logarithmic counter with decay, and the 16-slot
+// eviction pool that sampled candidates compete for.
+//
+// Each entry has 4 bytes of access metadata (Keyspace::access(i), an array beside the entries
+// that exists only while a memory limit with an LRU/LFU policy is set), as Redis's robj.lru:
+//   LRU: the LRU clock (24 bits) at the last access;
+//   LFU: the minute of the last decrement (16 bits) << 8 | an 8-bit logarithmic counter.
+// The store updates it on access only when a memory limit is set and the policy reads it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+namespace expiring::detail {
+
+inline constexpr std::uint32_t kLruClockMax = (std::uint32_t{1} << 24) - 1;
+inline constexpr std::uint32_t kLfuInitVal = 5;  // Redis LFU_INIT_VAL: new keys start here
+inline constexpr int kEvictionPoolSize = 16;     // Redis EVPOOL_SIZE
+
+// int64 ms mapped monotonically onto uint64 (negative times are allowed by ManualClock).
+constexpr std::uint64_t biased_ms(std::int64_t t) noexcept {
+  return static_cast<std::uint64_t>(t) ^ (std::uint64_t{1} << 63);
+}
+// floor(t / unit) in two's complement (unit > 0): whole units of Unix time, also before 1970.
+constexpr std::uint64_t time_units(std::int64_t t, std::int64_t unit) noexcept {
+  std::int64_t q = t / unit;
+  if (t % unit != 0 && t < 0) --q;
+  return static_cast<std::uint64_t>(q);
+}
+
+// Redis LRU_CLOCK(): the time in units of `resolution_ms`, modulo 2^24.
+constexpr std::uint32_t lru_clock(std::int64_t now, std::int64_t resolution_ms) noexcept {
+  return static_cast<std::uint32_t>(time_units(now, resolution_ms) & kLruClockMax);
+}
+// Redis estimateObjectIdleTime(), in clock units: handles one wrap of the 24-bit clock.
+constexpr std::uint64_t lru_idle(std::uint32_t clock, std::uint32_t lru) noexcept {
+  return clock >= lru ? clock - lru : clock + (kLruClockMax - lru);
+}
+
+// Redis LFUGetTimeInMinutes(): minutes modulo 2^16.
+constexpr std::uint32_t lfu_minutes(std::int64_t now) noexcept {
+  return static_cast<std::uint32_t>(time_units(now, 60000) & 0xFFFF);
+}
+// Redis LFUTimeElapsed().
+constexpr std::uint32_t lfu_elapsed(std::uint32_t ldt, std::uint32_t now_min) noexcept {
+  return now_min >= ldt ? now_min - ldt : 65535 - ldt + now_min;
+}
+// Redis LFUDecrAndReturn(): the counter after `lfu-decay-time`-minute periods of idleness
+// (not stored back).
+constexpr std::uint32_t lfu_decayed(std::uint32_t access, std::uint32_t now_min, int decay_time) noexcept {
+  const std::uint32_t ldt = access >> 8;
+  std::uint32_t counter = access & 255;
+  const std::uint32_t periods = decay_time > 0 ? lfu_elapsed(ldt, now_min) / static_cast<std::uint32_t>(decay_time) : 0;
+  if (periods != 0) counter = periods > counter ? 0 : counter - periods;
+  return counter;
+}
+// Redis LFULogIncr(): increments with probability 1 / ((counter - LFU_INIT_VAL) * factor + 1)
+// (1 while counter <= LFU_INIT_VAL); saturates at 255. `r` is uniform in [0, 1).
+constexpr std::uint32_t lfu_log_incr(std::uint32_t counter, double r, int log_factor) noexcept {
+  if (counter >= 255) return 255;
+  const double base = counter > kLfuInitVal ? static_cast<double>(counter - kLfuInitVal) : 0.0;
+  const double p = 1.0 / (base * static_cast<double>(log_factor) + 1.0);
+  return r < p ? counter + 1 : counter;
+}
+constexpr std::uint32_t lfu_pack(std::uint32_t now_min, std::uint32_t counter) noexcept {
+  return (now_min << 8) | counter;
+}
+
+// Redis's eviction pool: the 16 best candidates seen so far, sorted by ascending `idle`
+// (the best candidate, highest idle, at the right end). Holds copies of the keys, so an
+// entry evicted or moved meanwhile is detected by looking the key up again (a "ghost").
+template <class K>
+class EvictionPool {
+ public:
+  struct Candidate {
+    std::uint64_t idle;
+    std::uint32_t hash;
+    K key;
+  };
+
+  // Redis evictionPoolPopulate()'s insertion of one sample.
+  void offer(std::uint64_t idle, std::uint32_t hash, const K& key) {
+    constexpr int n = kEvictionPoolSize;
+    int k = 0;
+    while (k < n && slots_[k] && slots_[k]->idle < idle) ++k;
+    if (k == 0 && slots_[n - 1]) return;  // worse than every candidate, and no room
+    if (!(k < n && !slots_[k])) {
+      if (!slots_[n - 1]) {
+        for (int j = n - 1; j > k; --j) slots_[j] = std::move(slots_[j - 1]);  // room on the right
+      } else {
+        --k;  // full: drop the worst (leftmost)
+        for (int j = 0; j < k; ++j) slots_[j] = std::move(slots_[j + 1]);
+      }
+    }
+    slots_[k].emplace(Candidate{idle, hash, key});
+  }
+
+  // Takes the best candidate out (highest idle), or nullopt when the pool is empty.
+  std::optional<Candidate> pop_best() {
+    for (int k = kEvictionPoolSize - 1; k >= 0; --k) {
+      if (slots_[k]) {
+        std::optional<Candidate> out(std::move(slots_[k]));
+        slots_[k].reset();
+        return out;
+      }
+    }
+    return std::nullopt;
+  }
+
+  void clear() noexcept {
+    for (auto& s : slots_) s.reset();
+  }
+  std::size_t size() const noexcept {
+    std::size_t c = 0;
+    for (const auto& s : slots_) c += s ? 1 : 0;
+    return c;
+  }
+
+ private:
+  std::optional<Candidate> slots_[kEvictionPoolSize];
+};
+
+}  // namespace expiring::detail
