@@ -174,7 +174,7 @@ class ExpiringStore {
       const entry_type& e = ks_.entry(it);
       out.value = &e.value;
       out.freshness = freshness_of(e, now);
-      out.pttl = e.is_volatile() ? e.deadline - now : kNoTtl;  // live: deadline >= now
+      out.pttl = e.is_volatile() ? detail::saturating_sub(e.deadline, now) : kNoTtl;
     }
     flush();
     return out;
@@ -1007,7 +1007,7 @@ class ExpiringStore {
 
   Freshness freshness_of(const entry_type& e, std::int64_t now) const noexcept {
     if (!e.is_volatile()) return Freshness::fresh;
-    const std::int64_t left = e.deadline - now;  // live: >= 0
+    const std::int64_t left = detail::saturating_sub(e.deadline, now);  // live: >= 0
     if (left < options_.stale_window_ms) return Freshness::stale;
     const std::int64_t refresh = detail::kInt64Max - options_.stale_window_ms < options_.refresh_window_ms
                                      ? detail::kInt64Max
