@@ -20,7 +20,7 @@ function(expiring_target_warnings tgt)
 
   target_compile_options(${tgt} PRIVATE
     -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
-    -Wnull-dereference -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
+    -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
   if(EXPIRING_WERROR)
     target_compile_options(${tgt} PRIVATE -Werror)
   endif()
