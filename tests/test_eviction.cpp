@@ -143,6 +143,9 @@ TEST_CASE("maxmemory: noeviction refuses writes once used memory is above the li
   CHECK(s.setex(101, 10, 1) == Errc::out_of_memory);
   CHECK(s.psetex(101, 10, 1) == Errc::out_of_memory);
   CHECK(s.setnx(102, 1) == false);
+  CHECK(s.getset(0, 999) == Errc::out_of_memory);
+  CHECK(s.getset(105, 1) == Errc::out_of_memory);
+  CHECK(s.perform_evictions() == Errc::out_of_memory);
   CHECK(s.copy(0, 103) == Errc::out_of_memory);
   int loads = 0;
   CHECK(s.get_or_load(std::uint64_t{104}, [&] { return std::uint64_t(++loads); }) == Errc::out_of_memory);
@@ -157,6 +160,8 @@ TEST_CASE("maxmemory: noeviction refuses writes once used memory is above the li
   CHECK(s.stats().evicted_keys == 0);
   REQUIRE(s.del(200));
   CHECK(s.used_memory() == 6 * kW);
+  CHECK(s.perform_evictions().ok());  // at 96 <= 100: nothing to do
+  CHECK(s.size() == 6);
   CHECK(s.set(100, 1) == true);  // at 96 <= 100: accepted again
   CHECK(s.set(101, 1) == Errc::out_of_memory);
   CHECK(s.check_invariants());

@@ -608,7 +608,7 @@ class Runner {
     describe("GETSET", &k).value = value_counter_;
     std::optional<std::string> old;
     model_.set(k, v, Kind::none, 0, SetCond::Always, &old, now);
-    expect_eq(store_.getset(k, v), old, "getset");
+    expect_eq(store_.getset(k, v).value(), old, "getset");
   }
   void op_getex(std::int64_t now) {
     const K& k = any_key();

@@ -510,14 +510,14 @@ TEMPLATE_TEST_CASE("getset: returns the old value and removes the TTL (case 107)
   StoreOf<TestType> store{clock};
   const auto k = &TestType::key;
   CHECK(store.set(k("k"), "v", Ex{100}) == true);
-  CHECK(show(store.getset(k("k"), "w")) == "v");
+  CHECK(show(store.getset(k("k"), "w").value()) == "v");
   CHECK(store.ttl(k("k")) == -1);
   CHECK(show(store.get(k("k"))) == "w");
-  CHECK(show(store.getset(k("new"), "x")) == "(nil)");
+  CHECK(show(store.getset(k("new"), "x").value()) == "(nil)");
   CHECK(show(store.get(k("new"))) == "x");
   CHECK(store.set(k("s"), "old", Px{10}) == true);
   clock.set(T0 + 11);
-  CHECK(show(store.getset(k("s"), "y")) == "(nil)");
+  CHECK(show(store.getset(k("s"), "y").value()) == "(nil)");
   CHECK(store.ttl(k("s")) == -1);
   CHECK(store.stats().expired_keys == 1);
   CHECK(store.expires_size() == 0);

@@ -282,11 +282,11 @@ class ExpiringStore {
   Result<void> psetex(KK&& key, std::int64_t ms, VV&& value) {
     return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ms}));
   }
-  // GETSET: stores the value without TTL and returns the previous live value. Throws
-  // BadResultAccess if refused for memory (use set_get() with a memory limit).
+  // GETSET: stores the value without TTL and returns the previous live value (nullopt if
+  // none). Errc::out_of_memory as set(); then nothing changes.
   template <class KK, class VV>
-  std::optional<V> getset(KK&& key, VV&& value) {
-    return set_get(std::forward<KK>(key), std::forward<VV>(value)).value();
+  Result<std::optional<V>> getset(KK&& key, VV&& value) {
+    return set_get(std::forward<KK>(key), std::forward<VV>(value));
   }
 
   // GETEX key [EX|PX|EXAT|PXAT|PERSIST]: returns a copy of the live value (nullopt if
@@ -621,6 +621,16 @@ class ExpiringStore {
     std::size_t sum = 0;
     for (const entry_type& e : ks_.entries()) sum += weight(e);
     return sum;
+  }
+  // The check Redis runs before every command that may grow memory (performEvictions):
+  // if used memory is above the limit, evicts until it is not. Errc::out_of_memory when the
+  // policy cannot free enough. The store's own writes run it themselves; call it before a
+  // compound write of your own (the command layer does, for Redis's "denyoom" commands).
+  Result<void> perform_evictions() {
+    const bool ok = make_room(now_ms());
+    flush();
+    if (!ok) return Errc::out_of_memory;
+    return {};
   }
   // CONFIG SET maxmemory (0 = no limit). Turning the limit on counts used memory (O(size)) and
   // resets every key's access data to "now"; then keys are evicted at once while used memory
