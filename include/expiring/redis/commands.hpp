@@ -758,7 +758,11 @@ class CommandExecutor {
   Reply cmd_setex(const Args& a, Session&) { return cmd_setex_generic(a, false); }
   Reply cmd_psetex(const Args& a, Session&) { return cmd_setex_generic(a, true); }
   Reply cmd_setnx(const Args& a, Session&) { return Reply::integer(store_.setnx(a[1], a[2]) ? 1 : 0); }
-  Reply cmd_getset(const Args& a, Session&) { return bulk_or_nil(store_.getset(a[1], a[2])); }
+  Reply cmd_getset(const Args& a, Session&) {
+    auto r = store_.getset(a[1], a[2]);
+    if (!r.ok()) return Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+    return bulk_or_nil(std::move(r).value());
+  }
   Reply cmd_getdel(const Args& a, Session&) { return bulk_or_nil(store_.getdel(a[1])); }
   Reply cmd_getex(const Args& a, Session&) {
     StrOpts o;
