@@ -1,10 +1,16 @@
 // tests/test_lazyfree.cpp: lazy free (Options::lazyfree_*): which removals queue their value,
-// that tick() destroys the queue within its budget, the bound on the queue, and statistics.
+// that tick() destroys the queue within its budget, the bound on the queue, statistics, and
+// the background reclaimer (which thread destroys what, and when).
 #include <expiring/expiring.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -54,6 +60,57 @@ Options lazy(std::size_t queue, bool expire, bool eviction, bool user_del) {
   o.lazyfree_lazy_user_del = user_del;
   o.seed = 5;
   return o;
+}
+
+// For the background reclaimer: counts destructions of live values, and those that ran on
+// the thread that created the store.
+struct Deaths {
+  std::atomic<int> total{0};
+  std::atomic<int> on_store_thread{0};
+  std::thread::id store_thread = std::this_thread::get_id();
+};
+
+// A value holding a block and a pointer to its Deaths (moved-from ones hold nothing).
+struct Tracked {
+  std::vector<int> data;
+  Deaths* deaths = nullptr;
+  Tracked() = default;
+  Tracked(Deaths& d, std::size_t n = 1000) : data(n, 1), deaths(&d) {}
+  Tracked(Tracked&& o) noexcept : data(std::move(o.data)), deaths(std::exchange(o.deaths, nullptr)) {}
+  Tracked(const Tracked&) = default;
+  Tracked& operator=(Tracked&& o) noexcept {
+    die();
+    data = std::move(o.data);
+    deaths = std::exchange(o.deaths, nullptr);
+    return *this;
+  }
+  Tracked& operator=(const Tracked&) = delete;
+  ~Tracked() { die(); }
+  void die() noexcept {
+    if (deaths == nullptr) return;
+    if (std::this_thread::get_id() == deaths->store_thread) ++deaths->on_store_thread;
+    ++deaths->total;
+    deaths = nullptr;
+  }
+};
+
+using TrackedStore =
+    expiring::ExpiringStore<std::uint64_t, Tracked, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&>;
+
+Options background(std::size_t queue) {
+  Options o = lazy(queue, true, true, true);
+  o.lazyfree_background = true;
+  return o;
+}
+
+// Waits (up to a minute: a liveness bound, not a timing assertion) until the reclaimer has
+// destroyed `n` values in all.
+bool wait_freed(const TrackedStore& s, std::uint64_t n) {
+  for (int i = 0; i < 60'000; ++i) {
+    if (s.stats().lazyfreed_objects >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
 }
 
 }  // namespace
@@ -176,4 +233,129 @@ TEST_CASE("lazyfree: tick() drains within its budget, 16 values between clock ch
   CHECK(s.tick().lazyfreed == 8);
   CHECK(g_destroyed == 40);
   CHECK(s.tick().lazyfreed == 0);
+}
+
+TEST_CASE("lazyfree: background reclaimer destroys values off the store's thread", "[lazyfree][background]") {
+  Deaths deaths;
+  ManualClock clock{T0};
+  {
+    TrackedStore s{clock, background(8)};
+    for (std::uint64_t k = 0; k < 6; ++k) REQUIRE(s.set(k, Tracked{deaths}) == true);
+    REQUIRE(s.set(6, Tracked{deaths}, Px{10}) == true);
+    REQUIRE(s.unlink(0));
+    REQUIRE(s.del(1));  // lazyfree_lazy_user_del
+    clock.advance(11);
+    CHECK(s.get(6) == nullptr);  // lazy expiry
+    // Queued on the store's side until a hand-off point; nothing destroyed yet.
+    CHECK(deaths.total == 0);
+    CHECK(s.stats().lazyfree_pending_objects == 3);
+    const auto r = s.tick();
+    CHECK(r.lazyfreed == 0);  // handed off, not destroyed by the tick
+    REQUIRE(wait_freed(s, 3));
+    CHECK(deaths.total == 3);
+    CHECK(deaths.on_store_thread == 0);
+    CHECK(s.stats().lazyfreed_objects == 3);
+    CHECK(s.stats().lazyfree_pending_objects == 0);
+    CHECK(s.size() == 4);
+    CHECK(s.check_invariants());
+    s.reset_stats();  // CONFIG RESETSTAT zeroes lazyfreed_objects, as Redis
+    CHECK(s.stats().lazyfreed_objects == 0);
+    REQUIRE(s.unlink(2));
+    s.tick();
+    REQUIRE(wait_freed(s, 1));
+    CHECK(deaths.on_store_thread == 0);
+  }
+  // The store's destructor stops the reclaimer; what was stored dies with the store.
+  CHECK(deaths.total == 7);
+}
+
+TEST_CASE("lazyfree: a full queue is handed to an idle reclaimer instead of destroyed inline",
+          "[lazyfree][background]") {
+  Deaths deaths;
+  ManualClock clock{T0};
+  TrackedStore s{clock, background(4)};
+  for (std::uint64_t k = 0; k < 9; ++k) REQUIRE(s.set(k, Tracked{deaths}) == true);
+  for (std::uint64_t k = 0; k < 4; ++k) REQUIRE(s.unlink(k));
+  CHECK(s.stats().lazyfree_pending_objects == 4);
+  // The queue is full: the fifth unlink hands it over (the reclaimer is idle) and queues.
+  REQUIRE(s.unlink(4));
+  REQUIRE(wait_freed(s, 4));
+  CHECK(deaths.on_store_thread == 0);
+  CHECK(s.stats().lazyfree_pending_objects == 1);
+  // Fill again, then tick: every value dies on the reclaimer.
+  for (std::uint64_t k = 5; k < 8; ++k) REQUIRE(s.unlink(k));
+  s.tick();
+  REQUIRE(wait_freed(s, 8));
+  CHECK(deaths.total == 8);
+  CHECK(deaths.on_store_thread == 0);
+}
+
+TEST_CASE("lazyfree: memory held by queued values is bounded while the reclaimer is busy",
+          "[lazyfree][background]") {
+  // Whatever the reclaimer's pace, at most two queues of values wait: the store's queue and
+  // the batch being destroyed. A value removed beyond that dies at once on the store's thread.
+  Deaths deaths;
+  ManualClock clock{T0};
+  TrackedStore s{clock, background(2)};
+  constexpr std::uint64_t n = 200;
+  for (std::uint64_t k = 0; k < n; ++k) REQUIRE(s.set(k, Tracked{deaths, 100'000}) == true);
+  for (std::uint64_t k = 0; k < n; ++k) {
+    REQUIRE(s.unlink(k));
+    CHECK(s.stats().lazyfree_pending_objects <= 4);
+    CHECK(static_cast<std::uint64_t>(deaths.total) + s.stats().lazyfree_pending_objects >= k + 1);
+  }
+  // Ticks hand over what is left whenever the reclaimer is idle.
+  for (int i = 0; i < 60'000 && s.stats().lazyfree_pending_objects != 0; ++i) {
+    s.tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(s.stats().lazyfree_pending_objects == 0);
+  CHECK(deaths.total == static_cast<int>(n));
+  CHECK(s.stats().lazyfreed_objects == n - static_cast<std::uint64_t>(deaths.on_store_thread));
+}
+
+TEST_CASE("lazyfree: background needs a queue", "[lazyfree][background][error]") {
+  ManualClock clock{T0};
+  Options o;
+  o.lazyfree_background = true;
+  CHECK_THROWS_AS(TrackedStore(clock, o), std::invalid_argument);
+}
+
+TEST_CASE("lazyfree: lazyfree_lazy_server_del queues values replaced by set, rename and copy", "[lazyfree]") {
+  g_destroyed = 0;
+  ManualClock clock{T0};
+  Options o = lazy(16, false, false, false);
+  SECTION("off: replaced values are destroyed at once") {
+    Store s{clock, o};
+    REQUIRE(s.set(1, Big{}) == true);
+    REQUIRE(s.set(1, Big{}) == true);
+    CHECK(g_destroyed == 1);
+    CHECK(s.stats().lazyfree_pending_objects == 0);
+  }
+  SECTION("on") {
+    o.lazyfree_lazy_server_del = true;
+    Store s{clock, o};
+    REQUIRE(s.set(1, Big{}) == true);
+    REQUIRE(s.set(2, Big{}) == true);
+    REQUIRE(s.set(3, Big{}) == true);
+    REQUIRE(s.set(1, Big{5}, Px{100}) == true);  // overwrite
+    CHECK(g_destroyed == 0);
+    CHECK(s.stats().lazyfree_pending_objects == 1);
+    CHECK(s.pttl(1) == 100);
+    CHECK(s.get(1)->data.size() == 5);
+    const Big b{6};
+    REQUIRE(s.set(2, b) == true);  // overwrite by copy
+    CHECK(s.get(2)->data.size() == 6);
+    REQUIRE(s.rename(1, 3).ok());  // 3's old value is replaced
+    CHECK(s.get(3)->data.size() == 5);
+    CHECK(s.pttl(3) == 100);
+    REQUIRE(s.copy(2, 3, /*replace=*/true) == true);  // 3's value (5 ints) is replaced
+    CHECK(s.get(3)->data.size() == 6);
+    CHECK(s.pttl(3) == -1);
+    CHECK(g_destroyed == 0);
+    CHECK(s.stats().lazyfree_pending_objects == 4);
+    CHECK(s.tick().lazyfreed == 4);
+    CHECK(g_destroyed == 4);
+    CHECK(s.check_invariants());
+  }
 }

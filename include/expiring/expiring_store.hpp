@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -43,6 +44,7 @@
 #include "detail/arith.hpp"
 #include "detail/eviction.hpp"
 #include "detail/keyspace.hpp"
+#include "detail/reclaimer.hpp"
 #include "error.hpp"
 #include "events.hpp"
 #include "hash.hpp"
@@ -125,8 +127,14 @@ class ExpiringStore {
           "expiring: maxmemory_samples must be 1..64, lfu_log_factor and lfu_decay_time >= 0, "
           "lru_clock_resolution_ms >= 1");
     }
+    if (options_.lazyfree_background && options_.lazyfree_queue_max == 0) {
+      throw std::invalid_argument("expiring: lazyfree_background needs lazyfree_queue_max > 0");
+    }
     update_eviction_flags();
     if (options_.lazyfree_queue_max != 0) free_queue_.reserve(options_.lazyfree_queue_max);
+    if (options_.lazyfree_background) {
+      reclaimer_ = std::make_unique<detail::Reclaimer<V>>(options_.lazyfree_queue_max);
+    }
     set_hz(options_.hz);
     rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_seed();
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
@@ -767,12 +775,17 @@ class ExpiringStore {
     s.keys = ks_.size();
     s.expires = ks_.expires_size();
     s.lazyfree_pending_objects = free_queue_.size();
+    if (reclaimer_) {
+      s.lazyfree_pending_objects += reclaimer_->pending();
+      s.lazyfreed_objects += reclaimer_->freed() - reclaimer_freed_base_;
+    }
     return s;
   }
   // CONFIG RESETSTAT: zeroes the counters and the stale average.
   void reset_stats() noexcept {
     stats_ = Stats{};
     stale_fraction_ = 0.0;
+    if (reclaimer_) reclaimer_freed_base_ = reclaimer_->freed();
   }
 
   // ==== Inspection (a quiet side door) ====================================================
@@ -879,13 +892,26 @@ class ExpiringStore {
       }
     });
   }
-  // Queues a value for destruction by tick(); destroys it at once when the queue is full.
-  // Never allocates (the queue's room is reserved), so it is safe inside an erase.
+  // Queues a value for destruction by tick() or the background reclaimer. When the queue is
+  // full it is handed to an idle reclaimer, or else the value is destroyed at once. Never
+  // allocates (the queue's room is reserved), so it is safe inside an erase.
   void lazy_free(V& v) noexcept {
+    if (free_queue_.size() == free_queue_.capacity() && reclaimer_) reclaimer_->try_hand_off(free_queue_);
     if (free_queue_.size() < free_queue_.capacity()) {
       free_queue_.push_back(std::move(v));
     } else {
       [[maybe_unused]] V dead(std::move(v));
+    }
+  }
+  // Replaces a stored value; with Options::lazyfree_lazy_server_del the old one is lazily
+  // freed. The new value is built first, so a throwing copy changes nothing.
+  template <class VV>
+  void replace_value(V& slot, VV&& value) {
+    if (options_.lazyfree_lazy_server_del && options_.lazyfree_queue_max != 0) {
+      V old = std::exchange(slot, V(std::forward<VV>(value)));
+      lazy_free(old);
+    } else {
+      slot = std::forward<VV>(value);
     }
   }
   // Destroys queued values, checking the budget every 16 (as the expire cycle does).
@@ -1075,6 +1101,8 @@ class ExpiringStore {
   weigher_type weigher_;
   detail::EvictionPool<K> pool_;
   std::vector<V> free_queue_;  // lazy free: values waiting for tick(); capacity reserved
+  std::unique_ptr<detail::Reclaimer<V>> reclaimer_;  // Options::lazyfree_background
+  std::uint64_t reclaimer_freed_base_ = 0;          // reclaimer_->freed() at reset_stats()
 };
 
 // =========================================================================================
@@ -1116,7 +1144,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
     } else {
       unaccount(e);
       try {
-        e.value = std::forward<VV>(value);
+        replace_value(e.value, std::forward<VV>(value));
       } catch (...) {
         account(e);
         throw;
@@ -1322,7 +1350,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   if (dit != ks_.end()) {
     d = dit->index;
     unaccount(ks_.entry(d));
-    ks_.entry(d).value = std::move(value);
+    replace_value(ks_.entry(d).value, std::move(value));
     account(ks_.entry(d));
   } else {
     d = ks_.try_emplace(ld, hd, dst, std::move(value)).first;
@@ -1362,7 +1390,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     ks_.prepare_deadline(se.deadline);
     unaccount(se);
     unaccount(de);
-    de.value = std::move(se.value);
+    replace_value(de.value, std::move(se.value));
     if (touch_access_) ks_.access(d) = ks_.access(s);  // the value keeps its access data, as Redis's rename
     account(de);
     if (se.is_volatile()) {
@@ -1466,8 +1494,11 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   TickReport report;
   const CycleParams p = cycle();
   const bool fast = kind == CycleKind::Fast;
-  // Lazy free first: destroy queued values within this tick's budget.
-  if (!free_queue_.empty()) {
+  // Lazy free first: hand queued values to the background reclaimer, or destroy them within
+  // this tick's budget.
+  if (reclaimer_) {
+    reclaimer_->try_hand_off(free_queue_);
+  } else if (!free_queue_.empty()) {
     report.lazyfreed = drain_free_queue(budget_now(), fast ? p.fast_duration_us : p.slow_time_limit_us);
   }
   if (!options_.active_expire_enabled) return report;

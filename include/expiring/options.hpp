@@ -346,9 +346,16 @@ struct Options {
   // removed while it is full is destroyed at once. 0 (the default) disables lazy free.
   // When enabled, unlink() is always lazy, as Redis's UNLINK; the flags choose the others.
   std::size_t lazyfree_queue_max = 0;
-  bool lazyfree_lazy_expire = false;    // values of expired keys (lazy and active expiry)
-  bool lazyfree_lazy_eviction = false;  // values of evicted keys
-  bool lazyfree_lazy_user_del = false;  // values removed by del()
+  bool lazyfree_lazy_expire = false;      // values of expired keys (lazy and active expiry)
+  bool lazyfree_lazy_eviction = false;    // values of evicted keys
+  bool lazyfree_lazy_user_del = false;    // values removed by del()
+  bool lazyfree_lazy_server_del = false;  // values replaced by set(), rename() and copy()
+  // Destroy queued values on a background thread (Redis's lazyfree bio thread) instead of in
+  // tick(): tick() and a full queue hand the whole queue over in one swap (no allocation, no
+  // lock on any other path); values then die off the store's thread, so V's destructor must
+  // be safe to run there. Memory waiting to be freed is bounded by two queues. Needs
+  // lazyfree_queue_max > 0 (else the constructor throws std::invalid_argument).
+  bool lazyfree_background = false;
 
   // Redis 7's active expiry exactly: no guaranteed sweep; everything else as Redis's
   // defaults (hz 10, effort 1).

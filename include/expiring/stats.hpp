@@ -19,7 +19,7 @@ struct Stats {
   std::uint64_t keys = 0;     // as DBSIZE (INFO keyspace keys=)
   std::uint64_t expires = 0;  // volatile keys stored (INFO keyspace expires=)
   std::uint64_t lazyfree_pending_objects = 0;  // values queued for lazy free, not yet destroyed
-  std::uint64_t lazyfreed_objects = 0;         // values destroyed by lazy free (by tick())
+  std::uint64_t lazyfreed_objects = 0;         // values destroyed by lazy free (tick() or the reclaimer)
 };
 
 // What one call of tick() did.
@@ -31,7 +31,7 @@ struct TickReport {
   bool time_cap_hit = false;   // stopped on its time budget (or round limit)
   bool pass_completed = false; // the cursor finished a full pass over the expiry table
   std::int64_t elapsed_us = 0; // by the budget clock
-  std::uint64_t lazyfreed = 0; // values of the lazy-free queue destroyed
+  std::uint64_t lazyfreed = 0; // values of the lazy-free queue destroyed by this tick
 };
 
 }  // namespace expiring
