@@ -62,6 +62,16 @@
 #define EXPIRING_UNLIKELY(x) (x)
 #endif
 
+// For bench/bench_get_cost only: EXPIRING_BENCH_NO_READ_HOOK compiles out the one thing the
+// cache features add to a read's hit path (the LRU/LFU access update), so that the bench can
+// show, against that build, what the hook costs get() while no feature uses it. Never define
+// it in a program that sets a memory limit: LRU and LFU would not see reads.
+#ifdef EXPIRING_BENCH_NO_READ_HOOK
+#define EXPIRING_DETAIL_READ_HOOK 0
+#else
+#define EXPIRING_DETAIL_READ_HOOK 1
+#endif
+
 namespace expiring {
 
 namespace detail {
@@ -155,11 +165,14 @@ class ExpiringStore {
   const V* get(const KK& key) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    auto it = lookup(lk, ks_.hash_of(lk), now, true, /*touch=*/false);
     if (it == ks_.end()) {
       flush();
       return nullptr;
     }
+#if EXPIRING_DETAIL_READ_HOOK
+    if (EXPIRING_UNLIKELY(touch_access_)) return &ks_.entry(touched(it, now)).value;
+#endif
     return &ks_.entry(it).value;
   }
 
@@ -862,7 +875,11 @@ class ExpiringStore {
     if (it != ks_.end()) {
       if (!ks_.entry(it).is_stale(now)) {
         if (read) ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(touch_access_) && touch) touch_access(it->index, now);
+#if EXPIRING_DETAIL_READ_HOOK
+        if (EXPIRING_UNLIKELY(touch_access_) && touch) return touched(it, now);
+#else
+        (void)touch;
+#endif
         return it;
       }
       expire_entry(it);
@@ -974,7 +991,13 @@ class ExpiringStore {
   }
   // Redis updateLFU() / the LRU clock store of lookupKey().
   // Kept out of line so that the read path it sits on (lookup) stays as small as without it.
-  EXPIRING_NOINLINE void touch_access(std::uint32_t i, std::int64_t now) {
+  // The read path's hook, out of line and returning its argument so that a read without a
+  // memory limit keeps nothing alive across the call.
+  EXPIRING_NOINLINE slot_iterator touched(slot_iterator it, std::int64_t now) {
+    touch_access(it->index, now);
+    return it;
+  }
+  void touch_access(std::uint32_t i, std::int64_t now) {
     if (is_lfu(options_.maxmemory_policy)) {
       const std::uint32_t minutes = detail::lfu_minutes(now);
       std::uint32_t c = detail::lfu_decayed(ks_.access(i), minutes, options_.lfu_decay_time);
