@@ -801,7 +801,17 @@ class Generator {
       static const std::vector<Argv> cfg = {{"CONFIG", "GET", "hz"}, {"CONFIG", "SET", "hz", "100"},
                                             {"CONFIG", "SET", "hz", "abc"}, {"CONFIG", "SET", "active-expire-effort", "3"},
                                             {"CONFIG", "SET", "active-expire-effort", "11"},
-                                            {"CONFIG", "GET", "active-expire-effort"}};
+                                            {"CONFIG", "GET", "active-expire-effort"},
+                                            // A limit neither server reaches, so that the eviction
+                                            // check runs before every command without evicting.
+                                            {"CONFIG", "SET", "maxmemory", "1gb"}, {"CONFIG", "SET", "maxmemory", "0"},
+                                            {"CONFIG", "SET", "maxmemory", "-1"}, {"CONFIG", "GET", "maxmemory"},
+                                            {"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"},
+                                            {"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"},
+                                            {"CONFIG", "SET", "maxmemory-policy", "lru"},
+                                            {"CONFIG", "GET", "maxmemory-policy"},
+                                            {"CONFIG", "SET", "maxmemory-samples", "3"},
+                                            {"CONFIG", "SET", "lfu-log-factor", "x"}};
       return one_of(cfg);
     }
     if (r < 92) return {"TIME"};
