@@ -4,6 +4,7 @@
 // (25, 32-34, 36, 49-51, 64, 67-69, 78-85, 104, 114, 116-121, 131, 132, 134).
 // Every expected reply here was checked against redis-server 7.0.15.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -895,4 +896,298 @@ TEST_CASE("ttl family: reply values and rounding through the command layer", "[r
   CHECK(f.R({"PEXPIREAT", "x", "9223372036854775807"}) == I(1));
   CHECK(f.R({"EXPIRETIME", "x"}) == I(9223372036854776));
   CHECK(f.R({"PEXPIRETIME", "x"}) == I(INT64_MAX));
+}
+
+// ==== Memory limit: CONFIG, OOM, eviction, INFO, OBJECT ========================================
+// Every reply and error string below was checked against redis-server 7.0.15, except where a
+// comment says the behaviour differs on purpose. With the default weigher each key of this
+// section (short strings) weighs sizeof(std::string) * 2 bytes.
+
+namespace {
+constexpr std::size_t kKeyBytes = sizeof(std::string) * 2;
+std::string CFG(std::string_view name, std::string_view value) { return "*2\r\n" + B(name) + B(value); }
+std::string SET_FAILED(std::string_view name, std::string_view why) {
+  return E("ERR CONFIG SET failed (possibly related to argument '" + std::string(name) + "') - " + std::string(why));
+}
+const std::string OOM = E("OOM command not allowed when used memory > 'maxmemory'.");
+const std::string POLICIES =
+    "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, "
+    "allkeys-lru, allkeys-lfu, allkeys-random, noeviction";
+}  // namespace
+
+TEST_CASE("config: maxmemory takes Redis memory units and prints a byte count", "[redis][config][maxmemory]") {
+  Fx f;
+  CHECK(f.R({"CONFIG", "GET", "maxmemory"}) == CFG("maxmemory", "0"));
+  const std::vector<std::pair<std::string, std::string>> ok_cases = {
+      {"100", "100"},         {"1k", "1000"},       {"1K", "1000"},        {"1kb", "1024"},
+      {"1KB", "1024"},        {"1kB", "1024"},      {"1m", "1000000"},     {"1mb", "1048576"},
+      {"2MB", "2097152"},     {"1g", "1000000000"}, {"1gb", "1073741824"}, {"1b", "1"},
+      {"7B", "7"},            {"01k", "1000"},      {"", "0"},             {"k", "0"},
+      {"gb", "0"},            {"0", "0"},           {std::string("5mb\0x", 5), "5242880"},
+      {"18446744073709551615", "18446744073709551615"},
+      {"17179869183gb", "18446744072635809792"},  {"17179869184g", "17179869184000000000"},
+  };
+  for (const auto& c : ok_cases) {
+    INFO("value '" << c.first << "'");
+    CHECK(f.run({"CONFIG", "SET", "maxmemory", c.first}).to_resp() == OK);
+    CHECK(f.R({"CONFIG", "GET", "maxmemory"}) == CFG("maxmemory", c.second));
+    CHECK(std::to_string(f.store.options().maxmemory) == c.second);
+  }
+  f.R({"CONFIG", "SET", "maxmemory", "1234"});
+  const std::string bad = SET_FAILED("maxmemory", "argument must be a memory value");
+  const std::vector<std::string> bad_cases = {
+      "-1", "-0", "abc", " 1", "1 ", "+5", "1.5", "0x10", "1t", "1tb", "1kbx", "16777216tb",
+      std::string(127, '0') + "5",  // 128 digits: Redis's buffer
+      // Overflow: Redis 7.0.15 silently clamps ("18446744073709551616" -> 2^64-1) or wraps
+      // ("99999999999999999999gb" -> 18446744072635809792); an error here.
+      "18446744073709551616", "99999999999999999999gb", "17179869184gb", std::string(127, '1')};
+  for (const std::string& v : bad_cases) {
+    INFO("value '" << v << "'");
+    CHECK(f.run({"CONFIG", "SET", "maxmemory", v}).to_resp() == bad);
+    CHECK(f.run({"CONFIG", "SET", "MAXMEMORY", v}).to_resp() == bad);  // the canonical name is quoted
+  }
+  CHECK(f.R({"CONFIG", "GET", "maxmemory"}) == CFG("maxmemory", "1234"));
+  CHECK(f.R({"CONFIG", "GET", "MAXMEMORY", "maxmemory"}) == CFG("MAXMEMORY", "1234"));
+}
+
+TEST_CASE("config: maxmemory-policy, maxmemory-samples, lfu-log-factor, lfu-decay-time", "[redis][config][maxmemory]") {
+  Fx f;
+  CHECK(f.R({"CONFIG", "GET", "maxmemory-policy"}) == CFG("maxmemory-policy", "noeviction"));
+  CHECK(f.R({"CONFIG", "GET", "maxmemory-samples"}) == CFG("maxmemory-samples", "5"));
+  CHECK(f.R({"CONFIG", "GET", "lfu-log-factor"}) == CFG("lfu-log-factor", "10"));
+  CHECK(f.R({"CONFIG", "GET", "lfu-decay-time"}) == CFG("lfu-decay-time", "1"));
+  using P = expiring::EvictionPolicy;
+  const std::vector<std::pair<std::string, P>> policies = {
+      {"volatile-lru", P::volatile_lru},     {"VOLATILE-LFU", P::volatile_lfu}, {"volatile-random", P::volatile_random},
+      {"Volatile-Ttl", P::volatile_ttl},     {"allkeys-lru", P::allkeys_lru},   {"ALLKEYS-LFU", P::allkeys_lfu},
+      {"allkeys-random", P::allkeys_random}, {"noeviction", P::noeviction},
+  };
+  for (const auto& p : policies) {
+    CHECK(f.run({"CONFIG", "SET", "maxmemory-policy", p.first}).to_resp() == OK);
+    CHECK(f.store.options().maxmemory_policy == p.second);
+    CHECK(f.R({"CONFIG", "GET", "maxmemory-policy"}) ==
+          CFG("maxmemory-policy", expiring::redis::detail::lowercase(p.first)));
+  }
+  CHECK(f.run({"CONFIG", "SET", "maxmemory-policy", std::string("allkeys-lru\0x", 13)}).to_resp() == OK);
+  for (const char* v : {"foo", "", "allkeys", "allkeys-lru "}) {
+    CHECK(f.R({"CONFIG", "SET", "Maxmemory-Policy", v}) == SET_FAILED("maxmemory-policy", POLICIES));
+  }
+  CHECK(f.store.options().maxmemory_policy == P::allkeys_lru);
+
+  const std::string not_int = "argument couldn't be parsed into an integer";
+  struct Range {
+    const char* name;
+    const char* lo;
+    const char* below;
+  };
+  for (const Range& r : {Range{"maxmemory-samples", "1", "0"}, Range{"lfu-log-factor", "0", "-1"},
+                         Range{"lfu-decay-time", "0", "-1"}}) {
+    const std::string range = std::string("argument must be between ") + r.lo + " and 2147483647 inclusive";
+    CHECK(f.R({"CONFIG", "SET", r.name, r.below}) == SET_FAILED(r.name, range));
+    CHECK(f.R({"CONFIG", "SET", r.name, "2147483648"}) == SET_FAILED(r.name, range));
+    CHECK(f.R({"CONFIG", "SET", r.name, "-99999999999"}) == SET_FAILED(r.name, range));
+    for (const std::string& v : std::vector<std::string>{"abc", "1k", "+3", " 3", "3 ", "",
+                                                         "9999999999999999999999", std::string("5\0x", 3)}) {
+      CHECK(f.run({"CONFIG", "SET", expiring::redis::detail::uppercase(r.name), v}).to_resp() == SET_FAILED(r.name, not_int));
+    }
+    CHECK(f.R({"CONFIG", "SET", r.name, r.lo}) == OK);
+    CHECK(f.R({"CONFIG", "GET", r.name}) == CFG(r.name, r.lo));
+    CHECK(f.R({"CONFIG", "SET", r.name, "65"}) == OK);
+    CHECK(f.R({"CONFIG", "GET", r.name}) == CFG(r.name, "65"));
+    CHECK(f.R({"CONFIG", "SET", r.name, "2147483647"}) == OK);
+    CHECK(f.R({"CONFIG", "GET", r.name}) == CFG(r.name, "2147483647"));
+  }
+  CHECK(f.store.options().lfu_log_factor == 2147483647);
+  CHECK(f.store.options().lfu_decay_time == 2147483647);
+  // The store samples at most 64 keys; CONFIG GET still shows the value set, as Redis.
+  CHECK(f.store.options().maxmemory_samples == 64);
+  CHECK(f.R({"CONFIG", "SET", "maxmemory-samples", "7"}) == OK);
+  CHECK(f.store.options().maxmemory_samples == 7);
+  CHECK(f.R({"CONFIG", "GET", "maxmemory-samples"}) == CFG("maxmemory-samples", "7"));
+  (void)f.store.set_maxmemory_samples(9);  // changed behind the executor's back: the store's value
+  CHECK(f.R({"CONFIG", "GET", "maxmemory-samples"}) == CFG("maxmemory-samples", "9"));
+
+  const Reply all = f.run({"CONFIG", "GET", "maxmemory*", "lfu-*"});
+  CHECK(sorted_bulks(all) == std::vector<std::string>{"0", "2147483647", "2147483647", "9", "allkeys-lru",
+                                                      "lfu-decay-time", "lfu-log-factor", "maxmemory",
+                                                      "maxmemory-policy", "maxmemory-samples"});
+}
+
+TEST_CASE("config: SET over several memory settings is atomic, in argument order", "[redis][config][maxmemory]") {
+  Fx f;
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "1mb", "maxmemory-policy", "bad"}) ==
+        SET_FAILED("maxmemory-policy", POLICIES));
+  CHECK(f.store.options().maxmemory == 0);
+  CHECK(f.R({"CONFIG", "SET", "maxmemory-policy", "bad", "maxmemory", "x"}) == SET_FAILED("maxmemory-policy", POLICIES));
+  CHECK(f.R({"CONFIG", "SET", "maxmemory-samples", "0", "maxmemory-policy", "bad"}) ==
+        SET_FAILED("maxmemory-samples", "argument must be between 1 and 2147483647 inclusive"));
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "1", "MAXMEMORY", "2"}) ==
+        E("ERR CONFIG SET failed (possibly related to argument 'MAXMEMORY') - duplicate parameter"));
+  CHECK(f.R({"CONFIG", "SET", "lfu-log-factor", "3", "hz", "0", "lfu-decay-time", "x"}) ==
+        SET_FAILED("lfu-decay-time", "argument couldn't be parsed into an integer"));
+  CHECK(f.store.options().lfu_log_factor == 10);
+  CHECK(f.store.options().hz == 10);
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "2kb", "maxmemory-policy", "allkeys-lfu", "maxmemory-samples", "10",
+             "lfu-log-factor", "3", "lfu-decay-time", "2", "hz", "20"}) == OK);
+  const expiring::Options& o = f.store.options();
+  CHECK(o.maxmemory == 2048);
+  CHECK(o.maxmemory_policy == expiring::EvictionPolicy::allkeys_lfu);
+  CHECK(o.maxmemory_samples == 10);
+  CHECK(o.lfu_log_factor == 3);
+  CHECK(o.lfu_decay_time == 2);
+  CHECK(o.hz == 20);
+}
+
+TEST_CASE("oom: noeviction refuses denyoom commands, reads and deletes still work", "[redis][maxmemory]") {
+  Fx f;
+  f.R({"SET", "a", "1"});
+  f.R({"SET", "b", "2", "EX", "100"});
+  f.R({"SET", "n", "5"});
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", std::to_string(kKeyBytes)}) == OK);  // 3 keys: above it
+  CHECK(f.R({"DBSIZE"}) == I(3));                                               // noeviction: none evicted
+  const std::vector<std::vector<std::string>> refused = {
+      {"SET", "c", "1"},          {"SET", "a", "x", "GET"},   {"SETNX", "c", "1"},     {"SETEX", "c", "10", "1"},
+      {"PSETEX", "c", "10", "1"}, {"GETSET", "a", "x"},       {"MSET", "c", "1"},      {"MSETNX", "c", "1"},
+      {"APPEND", "a", "x"},       {"INCR", "n"},              {"DECR", "n"},           {"INCRBY", "n", "2"},
+      {"DECRBY", "n", "2"},       {"COPY", "a", "c"},         {"SET", "c", "1", "EX", "x"},
+      {"INCRBY", "n", "notanumber"}};
+  for (const auto& cmd : refused) {
+    INFO(cmd[0]);
+    CHECK(f.run(cmd).to_resp() == OOM);
+  }
+  // Nothing changed.
+  CHECK(f.R({"MGET", "a", "b", "n", "c"}) == "*4\r\n" + B("1") + B("2") + B("5") + NIL);
+  CHECK(f.R({"DBSIZE"}) == I(3));
+  // Unknown commands and arity errors come first, as in Redis.
+  CHECK(f.R({"SET", "c"}) == ARITY("set"));
+  CHECK(f.R({"MSET", "c"}) == ARITY("mset"));
+  // Commands without the denyoom flag run.
+  CHECK(f.R({"GET", "a"}) == B("1"));
+  CHECK(f.R({"GETEX", "b", "PERSIST"}) == B("2"));
+  CHECK(f.R({"EXPIRE", "a", "100"}) == I(1));
+  CHECK(f.R({"PERSIST", "a"}) == I(1));
+  CHECK(f.R({"RENAME", "n", "m"}) == OK);
+  CHECK(f.R({"GETDEL", "m"}) == B("5"));
+  CHECK(f.R({"DEL", "b"}) == I(1));
+  // Now within the limit: writes run again.
+  CHECK(f.R({"SET", "c", "1"}) == OK);
+  CHECK(f.R({"SET", "d", "1"}) == OOM);
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "0"}) == OK);
+  CHECK(f.R({"SET", "d", "1"}) == OK);
+  CHECK(f.store.stats().evicted_keys == 0);
+}
+
+TEST_CASE("oom: a denyoom command that passes the check is never refused midway", "[redis][maxmemory]") {
+  Fx f;
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", std::to_string(kKeyBytes + 1)}) == OK);
+  f.R({"SET", "a", "1"});
+  // As Redis: memory is checked once, before the command; MSET then writes every key.
+  CHECK(f.R({"MSET", "x", "1", "y", "2", "z", "3"}) == OK);
+  CHECK(f.R({"DBSIZE"}) == I(4));
+  CHECK(f.store.options().maxmemory == kKeyBytes + 1);
+  CHECK(f.R({"MSETNX", "p", "1"}) == OOM);
+  CHECK(f.R({"DEL", "x", "y", "z"}) == I(3));
+  CHECK(f.R({"MSETNX", "p", "1", "q", "2"}) == I(1));
+  CHECK(f.R({"MGET", "p", "q"}) == "*2\r\n" + B("1") + B("2"));
+  // One write may go above the limit; the next denyoom command is refused.
+  CHECK(f.R({"INCR", "p"}) == OOM);
+}
+
+TEST_CASE("eviction: allkeys-lru set by CONFIG SET evicts, INFO counts it", "[redis][maxmemory]") {
+  Fx f;
+  for (int i = 0; i < 10; ++i) f.run({"SET", "k" + std::to_string(i), "v"});
+  CHECK(f.R({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}) == OK);
+  CHECK(f.R({"DBSIZE"}) == I(10));  // no limit yet
+  // Lowering the limit evicts at once, as Redis's CONFIG SET maxmemory.
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", std::to_string(kKeyBytes * 4)}) == OK);
+  CHECK(f.store.size() == 4);
+  CHECK(f.store.stats().evicted_keys == 6);
+  CHECK(info_field(f.run({"INFO", "stats"}).str(), "evicted_keys") == "6");
+  // Writes evict instead of failing: before each command used memory is brought within it.
+  for (int i = 0; i < 5; ++i) CHECK(f.run({"SET", "n" + std::to_string(i), "v"}).to_resp() == OK);
+  CHECK(f.R({"DBSIZE"}) == I(4));
+  CHECK(info_field(f.run({"INFO", "stats"}).str(), "evicted_keys") == "11");
+  CHECK(f.R({"MSET", "m1", "v", "m2", "v", "m3", "v"}) == OK);
+  CHECK(f.R({"DBSIZE"}) == I(4));
+  CHECK(f.store.used_memory() <= kKeyBytes * 4);
+  // volatile-lru with no key with a TTL cannot evict: OOM.
+  CHECK(f.R({"CONFIG", "SET", "maxmemory-policy", "volatile-lru"}) == OK);
+  f.R({"SET", "big", "v"});
+  CHECK(f.R({"SET", "big2", "v"}) == OOM);
+  // Setting the policy and a lower limit together evicts under the new policy.
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "1", "maxmemory-policy", "allkeys-random"}) == OK);
+  CHECK(f.R({"DBSIZE"}) == I(0));
+  CHECK(f.store.stats().evicted_keys == 14 + 5);
+}
+
+TEST_CASE("info memory: maxmemory, maxmemory_human and maxmemory_policy", "[redis][info][maxmemory]") {
+  Fx f;
+  auto mem = [&] { return f.run({"INFO", "memory"}).str(); };
+  CHECK(info_field(mem(), "maxmemory") == "0");
+  CHECK(info_field(mem(), "maxmemory_human") == "0B");
+  CHECK(info_field(mem(), "maxmemory_policy") == "noeviction");
+  const std::vector<std::array<std::string, 3>> cases = {
+      {"1000", "1000", "1000B"},
+      {"1mb", "1048576", "1.00M"},
+      {"1125899906842624", "1125899906842624", "1.00P"},
+      {"1152921504606846976", "1152921504606846976", "1152921504606846976B"},
+      {"18446744073709551615", "-1", "18446744073709551615B"},  // Redis prints %lld
+  };
+  CHECK(f.R({"CONFIG", "SET", "maxmemory-policy", "volatile-ttl"}) == OK);
+  for (const auto& c : cases) {
+    CHECK(f.run({"CONFIG", "SET", "maxmemory", c[0]}).to_resp() == OK);
+    const std::string m = mem();
+    CHECK(info_field(m, "maxmemory") == c[1]);
+    CHECK(info_field(m, "maxmemory_human") == c[2]);
+    CHECK(info_field(m, "maxmemory_policy") == "volatile-ttl");
+  }
+}
+
+TEST_CASE("object: FREQ and IDLETIME under LRU and LFU policies, HELP, errors", "[redis][object][maxmemory]") {
+  Fx f;
+  const std::string adjust =
+      " Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+  const std::string no_lfu = E("ERR An LFU maxmemory policy is not selected, access frequency not tracked." + adjust);
+  const std::string lfu = E("ERR An LFU maxmemory policy is selected, idle time not tracked." + adjust);
+  CHECK(f.R({"OBJECT"}) == ARITY("object"));
+  CHECK(f.R({"OBJECT", "foo"}) == E("ERR unknown subcommand 'foo'. Try OBJECT HELP."));
+  CHECK(f.R({"OBJECT", "freq"}) == ARITY("object|freq"));
+  CHECK(f.R({"OBJECT", "FREQ", "a", "b"}) == ARITY("object|freq"));
+  CHECK(f.R({"OBJECT", "idletime"}) == ARITY("object|idletime"));
+  CHECK(f.R({"OBJECT", "help", "x"}) == ARITY("object|help"));
+  const Reply help = f.run({"OBJECT", "HELP"});
+  REQUIRE(help.elements().size() == 15);
+  CHECK(help.elements()[0].to_resp() == "+OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n");
+  CHECK(help.elements()[14].to_resp() == "+    Prints this help.\r\n");
+
+  f.R({"SET", "a", "1"});
+  CHECK(f.R({"OBJECT", "FREQ", "nokey"}) == NIL);  // the key is looked up first
+  CHECK(f.R({"OBJECT", "FREQ", "a"}) == no_lfu);
+  CHECK(f.R({"OBJECT", "IDLETIME", "nokey"}) == NIL);
+  CHECK(f.R({"OBJECT", "IDLETIME", "a"}) == I(0));
+  // A lookup without touching: counts a hit or miss.
+  const expiring::Stats st = f.store.stats();
+  CHECK(st.keyspace_hits == 2);
+  CHECK(st.keyspace_misses == 2);
+
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "1gb", "maxmemory-policy", "allkeys-lru"}) == OK);
+  f.at(5'000);
+  CHECK(f.R({"OBJECT", "IDLETIME", "a"}) == I(5));
+  CHECK(f.R({"OBJECT", "IDLETIME", "a"}) == I(5));  // not an access
+  f.R({"GET", "a"});
+  CHECK(f.R({"OBJECT", "IDLETIME", "a"}) == I(0));
+  f.R({"SET", "s", "v", "PX", "10"});
+  f.at(6'000);
+  CHECK(f.R({"OBJECT", "IDLETIME", "s"}) == NIL);  // expired
+
+  CHECK(f.R({"CONFIG", "SET", "maxmemory-policy", "volatile-lfu"}) == OK);
+  CHECK(f.R({"OBJECT", "IDLETIME", "a"}) == lfu);
+  CHECK(f.R({"OBJECT", "IDLETIME", "nokey"}) == NIL);
+  CHECK(f.R({"OBJECT", "FREQ", "a"}) == I(5));  // LFU_INIT_VAL after the switch
+  f.R({"SET", "b", "1"});
+  CHECK(f.R({"OBJECT", "FREQ", "b"}) == I(5));
+  for (int i = 0; i < 50; ++i) f.R({"GET", "b"});
+  const Reply freq = f.run({"OBJECT", "FREQ", "b"});
+  CHECK(freq.integer() > 5);
+  CHECK(freq.integer() <= 255);
 }

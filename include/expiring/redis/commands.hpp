@@ -14,7 +14,13 @@
 // UNLINK EXISTS TOUCH TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT EXPIRETIME PEXPIRETIME PERSIST
 // RENAME RENAMENX COPY TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
 // FLUSHDB FLUSHALL SELECT INFO CONFIG (GET/SET/RESETSTAT/HELP) DEBUG SET-ACTIVE-EXPIRE TIME
-// COMMAND (COUNT/INFO/LIST/HELP) HELLO QUIT SHUTDOWN.
+// COMMAND (COUNT/INFO/LIST/HELP) OBJECT (FREQ/IDLETIME/HELP) HELLO QUIT SHUTDOWN.
+//
+// Memory limit: CONFIG SET maxmemory / maxmemory-policy / maxmemory-samples / lfu-log-factor /
+// lfu-decay-time drive the store's limit. With a limit set, every command first runs the
+// store's perform_evictions() (Redis performEvictions() in processCommand), and a command
+// Redis flags `denyoom` is refused with "-OOM command not allowed when used memory >
+// 'maxmemory'." when it fails; other commands (reads, DEL, EXPIRE, ...) still run.
 //
 // There is one database (SELECT 0 only, COPY ... DB 0 only) and one type (string), so
 // WRONGTYPE never arises. Connection-level effects (QUIT closes the connection after the
@@ -141,7 +147,7 @@ inline bool parse_scan_cursor(std::string_view arg, std::uint64_t& out) noexcept
   return true;
 }
 
-// Redis's bytesToHuman() for used_memory_human.
+// Redis's bytesToHuman() for used_memory_human and maxmemory_human.
 inline std::string bytes_to_human(std::uint64_t n) {
   char buf[64];
   const double d = static_cast<double>(n);
@@ -153,11 +159,70 @@ inline std::string bytes_to_human(std::uint64_t n) {
     std::snprintf(buf, sizeof buf, "%.2fM", d / (1024.0 * 1024));
   } else if (n < 1024ull * 1024 * 1024 * 1024) {
     std::snprintf(buf, sizeof buf, "%.2fG", d / (1024.0 * 1024 * 1024));
-  } else {
+  } else if (n < 1024ull * 1024 * 1024 * 1024 * 1024) {
     std::snprintf(buf, sizeof buf, "%.2fT", d / (1024.0 * 1024 * 1024 * 1024));
+  } else if (n < 1024ull * 1024 * 1024 * 1024 * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.2fP", d / (1024.0 * 1024 * 1024 * 1024 * 1024));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lluB", static_cast<unsigned long long>(n));
   }
   return buf;
 }
+
+// Redis's memtoull() for memory settings (maxmemory): the argument as a C string, decimal
+// digits (none means 0) and an optional unit b, k, kb, m, mb, g, gb (case-insensitive;
+// k = 1000, kb = 1024, ...). A sign, blanks or any other suffix is an error, as are 128 or
+// more digits (Redis's buffer). Unlike Redis, a value that overflows 64 bits (the digits or
+// the digits times the unit) is an error: Redis silently clamps or wraps it.
+inline bool parse_memory(std::string_view arg, std::uint64_t& out) noexcept {
+  const std::string_view s = cstr(arg);
+  std::size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  const std::string_view unit = s.substr(n);
+  std::uint64_t mul = 0;
+  if (unit.empty() || iequals(unit, "b")) {
+    mul = 1;
+  } else if (iequals(unit, "k")) {
+    mul = 1000;
+  } else if (iequals(unit, "kb")) {
+    mul = 1024;
+  } else if (iequals(unit, "m")) {
+    mul = 1000 * 1000;
+  } else if (iequals(unit, "mb")) {
+    mul = 1024 * 1024;
+  } else if (iequals(unit, "g")) {
+    mul = 1000ull * 1000 * 1000;
+  } else if (iequals(unit, "gb")) {
+    mul = 1024ull * 1024 * 1024;
+  } else {
+    return false;
+  }
+  if (n >= 128) return false;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto d = static_cast<std::uint64_t>(s[i] - '0');
+    if (v > (kMax - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  if (v > kMax / mul) return false;
+  out = v * mul;
+  return true;
+}
+
+// An unsigned 64-bit value printed as C's "%lld" of the same bits (INFO's maxmemory line).
+inline std::string as_signed_decimal(std::uint64_t v) {
+  constexpr std::uint64_t kMaxSigned = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (v <= kMaxSigned) return std::to_string(v);
+  return "-" + std::to_string(0 - v);  // two's complement magnitude
+}
+
+// The values of maxmemory-policy, in the order Redis's error message lists them.
+inline constexpr EvictionPolicy kPolicies[] = {
+    EvictionPolicy::volatile_lru,   EvictionPolicy::volatile_lfu, EvictionPolicy::volatile_random,
+    EvictionPolicy::volatile_ttl,   EvictionPolicy::allkeys_lru,  EvictionPolicy::allkeys_lfu,
+    EvictionPolicy::allkeys_random, EvictionPolicy::noeviction,
+};
 
 }  // namespace detail
 
@@ -174,7 +239,10 @@ class CommandExecutor {
 
   explicit CommandExecutor(store_type& store, CommandOptions options = {})
       : store_(store), options_(std::move(options)) {
-    for (std::size_t i = 0; i < table().size(); ++i) index_.emplace(table()[i].name, i);
+    for (std::size_t i = 0; i < table().size(); ++i) {
+      index_.emplace(table()[i].name, i);
+      denyoom_.push_back(has_flag(table()[i].flags, "denyoom"));
+    }
     start_ms_ = store_.now_ms();
   }
 
@@ -186,6 +254,12 @@ class CommandExecutor {
     if (it == index_.end()) return unknown_command(argv);
     const Spec& spec = table()[it->second];
     if (!arity_ok(spec.arity, argv.size())) return arity_error(spec.name);
+    // Redis processCommand(): with a limit set, evict before every command; a `denyoom`
+    // command is refused (and not run) when that cannot bring used memory within the limit.
+    if (store_.options().maxmemory != 0) {
+      const bool out_of_memory = !store_.perform_evictions().ok();
+      if (out_of_memory && denyoom_[it->second]) return oom_error();
+    }
     ++commands_processed_;
     return (this->*spec.handler)(argv, session);
   }
@@ -226,6 +300,42 @@ class CommandExecutor {
     return Reply::error("ERR wrong number of arguments for '" + std::string(fullname) + "' command");
   }
   static Reply syntax_error() { return Reply::error("ERR syntax error"); }
+  static Reply oom_error() { return Reply::error("OOM command not allowed when used memory > 'maxmemory'."); }
+  // A store write's error as the command's reply: OOM for a refused write, else the
+  // command's "invalid expire time" error.
+  static Reply write_error(Errc e, const char* cmd) {
+    return e == Errc::out_of_memory ? oom_error() : invalid_expire(cmd);
+  }
+  static bool has_flag(std::string_view flags, std::string_view flag) noexcept {
+    while (!flags.empty()) {
+      const std::size_t sp = flags.find(' ');
+      if (flags.substr(0, sp) == flag) return true;
+      if (sp == std::string_view::npos) break;
+      flags.remove_prefix(sp + 1);
+    }
+    return false;
+  }
+  // Runs `fn` (several store writes of one command that already passed the OOM check) with
+  // the store's limit lifted, so that no write of it is refused or evicts midway: Redis
+  // checks memory once, before the command, and MSET / MSETNX then write every key. The
+  // limit is restored afterwards, which evicts at once if the command went above it (Redis
+  // would do so before the next command).
+  template <class F>
+  void without_memory_limit(F&& fn) {
+    const std::size_t limit = store_.options().maxmemory;
+    if (limit == 0) {
+      fn();
+      return;
+    }
+    store_.set_maxmemory(std::numeric_limits<std::size_t>::max());
+    try {
+      fn();
+    } catch (...) {
+      store_.set_maxmemory(limit);
+      throw;
+    }
+    store_.set_maxmemory(limit);
+  }
   static Reply not_integer() { return Reply::error("ERR value is not an integer or out of range"); }
   static Reply invalid_expire(const char* cmd) {
     return Reply::error(std::string("ERR invalid expire time in '") + cmd + "' command");
@@ -449,9 +559,10 @@ class CommandExecutor {
       const std::size_t used = store_.memory_usage();
       line("used_memory", num(static_cast<std::int64_t>(used)));
       line("used_memory_human", detail::bytes_to_human(used));
-      line("maxmemory", "0");
-      line("maxmemory_human", "0B");
-      line("maxmemory_policy", "noeviction");
+      const std::uint64_t limit = store_.options().maxmemory;
+      line("maxmemory", detail::as_signed_decimal(limit));  // Redis prints it with %lld
+      line("maxmemory_human", detail::bytes_to_human(limit));
+      line("maxmemory_policy", to_string(store_.options().maxmemory_policy));
     } else if (section == "stats") {
       out += "# Stats\r\n";
       if (info_hook_) info_hook_(section, out);
@@ -483,6 +594,12 @@ class CommandExecutor {
     std::vector<ConfigEntry> v;
     v.push_back({"hz", std::to_string(store_.options().hz)});
     v.push_back({"active-expire-effort", std::to_string(store_.options().active_expire_effort)});
+    const Options& o = store_.options();
+    v.push_back({"maxmemory", std::to_string(static_cast<std::uint64_t>(o.maxmemory))});
+    v.push_back({"maxmemory-policy", to_string(o.maxmemory_policy)});
+    v.push_back({"maxmemory-samples", std::to_string(shown_samples())});
+    v.push_back({"lfu-log-factor", std::to_string(o.lfu_log_factor)});
+    v.push_back({"lfu-decay-time", std::to_string(o.lfu_decay_time)});
     v.push_back({"proto-max-bulk-len", std::to_string(options_.proto_max_bulk_len)});
     v.push_back({"save", ""});
     v.push_back({"appendonly", "no"});
@@ -519,53 +636,109 @@ class CommandExecutor {
     for (const auto& m : matches) r.push(Reply::bulk(m.first)).push(Reply::bulk(m.second->value));
     return r;
   }
+  // The settings CONFIG SET changes, with the name its value errors quote.
+  enum class Param : std::uint8_t { hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time };
+  struct ParamSpec {
+    const char* name;
+    Param param;
+    std::int64_t lo, hi;  // integer settings: Redis's accepted range
+  };
+  static constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  static constexpr ParamSpec kParams[] = {
+      {"hz", Param::hz, 0, kIntMax},
+      {"active-expire-effort", Param::effort, 1, 10},
+      {"maxmemory", Param::maxmemory, 0, 0},
+      {"maxmemory-policy", Param::policy, 0, 0},
+      {"maxmemory-samples", Param::samples, 1, kIntMax},
+      {"lfu-log-factor", Param::lfu_log_factor, 0, kIntMax},
+      {"lfu-decay-time", Param::lfu_decay_time, 0, kIntMax},
+  };
+  // The store takes at most 64 samples (Redis's 1..INT_MAX would only sample the whole
+  // population); CONFIG GET shows the value set while the store still has it.
+  static constexpr std::int64_t kStoreMaxSamples = 64;
+  std::int64_t shown_samples() const {
+    const int actual = store_.options().maxmemory_samples;
+    if (samples_config_ && std::min(*samples_config_, kStoreMaxSamples) == actual) return *samples_config_;
+    return actual;
+  }
+  static Reply config_set_failed(const char* name, std::string_view why) {
+    return Reply::error(std::string("ERR CONFIG SET failed (possibly related to argument '") + name + "') - " +
+                        std::string(why));
+  }
   Reply cmd_config_set(const Args& a, Session&) {
     if (a.size() % 2 != 0) return syntax_error();
-    enum Which { kHz, kEffort };
-    std::vector<std::pair<Which, const std::string*>> sets;
+    struct Change {
+      const ParamSpec* spec;
+      const std::string* arg;
+      std::int64_t number = 0;      // integer settings
+      std::uint64_t bytes = 0;      // maxmemory
+      EvictionPolicy policy = EvictionPolicy::noeviction;
+    };
+    std::vector<Change> changes;
     for (std::size_t i = 2; i < a.size(); i += 2) {
-      Which w;
-      if (detail::iequals(a[i], "hz")) {
-        w = kHz;
-      } else if (detail::iequals(a[i], "active-expire-effort")) {
-        w = kEffort;
-      } else {
+      const ParamSpec* spec = nullptr;
+      for (const ParamSpec& p : kParams) {
+        if (detail::iequals(a[i], p.name)) spec = &p;
+      }
+      if (spec == nullptr) {
         return detail::error_format("Unknown option or number of arguments for CONFIG SET - '" +
                                     std::string(detail::cstr(a[i])) + "'");
       }
-      for (const auto& s : sets) {
-        if (s.first == w) {
+      for (const Change& c : changes) {
+        if (c.spec == spec) {
           return detail::error_format("CONFIG SET failed (possibly related to argument '" +
                                       std::string(detail::cstr(a[i])) + "') - duplicate parameter");
         }
       }
-      sets.emplace_back(w, &a[i + 1]);
+      changes.push_back({spec, &a[i + 1]});
     }
-    // Validate every value before applying any (CONFIG SET is atomic).
-    std::vector<std::int64_t> values;
-    for (const auto& s : sets) {
-      const char* name = s.first == kHz ? "hz" : "active-expire-effort";
-      std::int64_t v = 0;
-      if (!to_int(*s.second, v)) {
-        return Reply::error(std::string("ERR CONFIG SET failed (possibly related to argument '") + name +
-                            "') - argument couldn't be parsed into an integer");
-      }
-      const std::int64_t lo = s.first == kHz ? 0 : 1;
-      const std::int64_t hi = s.first == kHz ? std::numeric_limits<int>::max() : 10;
-      if (v < lo || v > hi) {
-        return Reply::error(std::string("ERR CONFIG SET failed (possibly related to argument '") + name +
-                            "') - argument must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                            " inclusive");
-      }
-      values.push_back(v);
-    }
-    for (std::size_t i = 0; i < sets.size(); ++i) {
-      if (sets[i].first == kHz) {
-        store_.set_hz(static_cast<int>(values[i]));
+    // Validate every value, in argument order, before applying any (CONFIG SET is atomic).
+    for (Change& c : changes) {
+      const ParamSpec& p = *c.spec;
+      if (p.param == Param::maxmemory) {
+        // Memory values as Redis's memtoull() (C string, units); overflow is an error here.
+        if (!detail::parse_memory(*c.arg, c.bytes) || c.bytes > std::numeric_limits<std::size_t>::max()) {
+          return config_set_failed(p.name, "argument must be a memory value");
+        }
+      } else if (p.param == Param::policy) {
+        bool found = false;
+        std::string names;
+        for (EvictionPolicy e : detail::kPolicies) {
+          if (!found && detail::iequals(detail::cstr(*c.arg), to_string(e))) {
+            c.policy = e;
+            found = true;
+          }
+          names += names.empty() ? "" : ", ";
+          names += to_string(e);
+        }
+        if (!found) return config_set_failed(p.name, "argument(s) must be one of the following: " + names);
       } else {
-        (void)store_.set_active_expire_effort(static_cast<int>(values[i]));
+        if (!to_int(*c.arg, c.number)) return config_set_failed(p.name, "argument couldn't be parsed into an integer");
+        if (c.number < p.lo || c.number > p.hi) {
+          return config_set_failed(p.name, "argument must be between " + std::to_string(p.lo) + " and " +
+                                               std::to_string(p.hi) + " inclusive");
+        }
       }
     }
+    // Apply; maxmemory last, so that the evictions it triggers (as Redis's updateMaxmemory)
+    // use the policy and settings of the same command.
+    const Change* maxmemory = nullptr;
+    for (const Change& c : changes) {
+      const int n = static_cast<int>(c.number);  // within int: checked above
+      switch (c.spec->param) {
+        case Param::hz: store_.set_hz(n); break;
+        case Param::effort: (void)store_.set_active_expire_effort(n); break;
+        case Param::policy: store_.set_maxmemory_policy(c.policy); break;
+        case Param::samples:
+          (void)store_.set_maxmemory_samples(static_cast<int>(std::min(c.number, kStoreMaxSamples)));
+          samples_config_ = c.number;
+          break;
+        case Param::lfu_log_factor: (void)store_.set_lfu_log_factor(n); break;
+        case Param::lfu_decay_time: (void)store_.set_lfu_decay_time(n); break;
+        case Param::maxmemory: maxmemory = &c; break;
+      }
+    }
+    if (maxmemory != nullptr) store_.set_maxmemory(static_cast<std::size_t>(maxmemory->bytes));
     return ok();
   }
   Reply cmd_config_resetstat(const Args&, Session&) {
@@ -653,6 +826,47 @@ class CommandExecutor {
                          Reply::status("    Return the names of all commands."), Reply::status("HELP"),
                          Reply::status("    Prints this help.")});
   }
+  // ---- OBJECT ----
+  // FREQ and IDLETIME read the key as Redis does (a hit or miss, not an access: nil when
+  // missing), then answer from the store's LFU / LRU data. ENCODING and REFCOUNT are not
+  // offered (one value type, no shared objects).
+  Reply cmd_object(const Args& a, Session&) {
+    const std::string sub = detail::lowercase(a[1]);
+    if (sub == "help") {
+      if (a.size() != 2) return arity_error("object|help");
+      return Reply::array(
+          {Reply::status("OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+           Reply::status("ENCODING <key>"),
+           Reply::status("    Return the kind of internal representation used in order to store the value"),
+           Reply::status("    associated with a <key>."), Reply::status("FREQ <key>"),
+           Reply::status("    Return the access frequency index of the <key>. The returned integer is"),
+           Reply::status("    proportional to the logarithm of the recent access frequency of the key."),
+           Reply::status("IDLETIME <key>"),
+           Reply::status("    Return the idle time of the <key>, that is the approximated number of"),
+           Reply::status("    seconds elapsed since the last access to the key."), Reply::status("REFCOUNT <key>"),
+           Reply::status("    Return the number of references of the value associated with the specified"),
+           Reply::status("    <key>."), Reply::status("HELP"), Reply::status("    Prints this help.")});
+    }
+    if (sub != "freq" && sub != "idletime") return unknown_subcommand(a);
+    if (a.size() != 3) return arity_error("object|" + sub);
+    if (!store_.exists(a[2])) return Reply::nil();
+    const EvictionPolicy policy = store_.options().maxmemory_policy;
+    const bool lfu = policy == EvictionPolicy::allkeys_lfu || policy == EvictionPolicy::volatile_lfu;
+    static constexpr const char* kAdjust =
+        " Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+    if (sub == "freq") {
+      if (!lfu) {
+        return Reply::error(std::string("ERR An LFU maxmemory policy is not selected, access frequency not tracked.") +
+                            kAdjust);
+      }
+      const std::optional<std::uint32_t> freq = store_.object_freq(a[2]);
+      return freq ? Reply::integer(static_cast<std::int64_t>(*freq)) : Reply::nil();
+    }
+    if (lfu) return Reply::error(std::string("ERR An LFU maxmemory policy is selected, idle time not tracked.") + kAdjust);
+    const std::optional<std::int64_t> idle_ms = store_.object_idletime_ms(a[2]);
+    return idle_ms ? Reply::integer(*idle_ms / 1000) : Reply::nil();
+  }
+
   Reply cmd_config(const Args& a, Session& session) {
     const std::string sub = detail::lowercase(a[1]);
     if (sub == "get") {
@@ -741,26 +955,30 @@ class CommandExecutor {
     const SetCond cond = o.nx ? SetCond::NX : o.xx ? SetCond::XX : SetCond::Always;
     if (o.get) {
       Result<std::optional<std::string>> r = store_.set_get(a[1], a[2], expiry, cond);
-      if (!r.ok()) return invalid_expire("set");
+      if (!r.ok()) return write_error(r.error(), "set");
       return bulk_or_nil(*r);
     }
     Result<bool> r = store_.set(a[1], a[2], expiry, cond);
-    if (!r.ok()) return invalid_expire("set");
+    if (!r.ok()) return write_error(r.error(), "set");
     return *r ? ok() : Reply::nil();
   }
   Reply cmd_setex_generic(const Args& a, bool ms) {
     std::int64_t v = 0;
     if (!to_int(a[2], v)) return not_integer();
     Result<void> r = ms ? store_.psetex(a[1], v, a[3]) : store_.setex(a[1], v, a[3]);
-    if (!r.ok()) return invalid_expire(ms ? "psetex" : "setex");
+    if (!r.ok()) return write_error(r.error(), ms ? "psetex" : "setex");
     return ok();
   }
   Reply cmd_setex(const Args& a, Session&) { return cmd_setex_generic(a, false); }
   Reply cmd_psetex(const Args& a, Session&) { return cmd_setex_generic(a, true); }
-  Reply cmd_setnx(const Args& a, Session&) { return Reply::integer(store_.setnx(a[1], a[2]) ? 1 : 0); }
+  Reply cmd_setnx(const Args& a, Session&) {
+    Result<bool> r = store_.set(a[1], a[2], SetCond::NX);  // setnx() would hide a refusal
+    if (!r.ok()) return oom_error();
+    return Reply::integer(*r ? 1 : 0);
+  }
   Reply cmd_getset(const Args& a, Session&) {
     auto r = store_.getset(a[1], a[2]);
-    if (!r.ok()) return Reply::error("OOM command not allowed when used memory > 'maxmemory'.");
+    if (!r.ok()) return oom_error();
     return bulk_or_nil(std::move(r).value());
   }
   Reply cmd_getdel(const Args& a, Session&) { return bulk_or_nil(store_.getdel(a[1])); }
@@ -772,8 +990,8 @@ class CommandExecutor {
       std::int64_t v = 0;
       if (!to_int(*o.value, v)) {
         // Redis looks the key up before it reads the number: a missing key answers nil.
-        std::optional<std::string> cur = store_.getex(a[1]).value();
-        return cur ? not_integer() : Reply::nil();
+        Result<std::optional<std::string>> cur = store_.getex(a[1]);
+        return cur.ok() && *cur ? not_integer() : Reply::nil();
       }
       option = *make_expiry<GetExExpiry>(o.kind, v);
     } else if (o.persist) {
@@ -791,8 +1009,11 @@ class CommandExecutor {
   }
   Reply cmd_mset(const Args& a, Session&) {
     if (a.size() % 2 == 0) return arity_error("mset");
-    for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
-    return ok();
+    bool refused = false;
+    without_memory_limit([&] {
+      for (std::size_t i = 1; i < a.size(); i += 2) refused |= !store_.set(a[i], a[i + 1]).ok();
+    });
+    return refused ? oom_error() : ok();
   }
   // A write lookup (Redis lookupKeyWrite): whether the key is live, reclaiming it if stale,
   // without counting a hit or miss and without an event. The store has no such member;
@@ -803,8 +1024,11 @@ class CommandExecutor {
     for (std::size_t i = 1; i < a.size(); i += 2) {
       if (exists_for_write(a[i])) return Reply::integer(0);
     }
-    for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
-    return Reply::integer(1);
+    bool refused = false;
+    without_memory_limit([&] {
+      for (std::size_t i = 1; i < a.size(); i += 2) refused |= !store_.set(a[i], a[i + 1]).ok();
+    });
+    return refused ? oom_error() : Reply::integer(1);
   }
   Reply cmd_strlen(const Args& a, Session&) {
     const std::string* v = store_.get(a[1]);
@@ -824,7 +1048,7 @@ class CommandExecutor {
     });
     if (too_big) return Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     if (!found) {
-      (void)store_.set(a[1], add);
+      if (!store_.set(a[1], add).ok()) return oom_error();
       len = add.size();
     }
     return Reply::integer(static_cast<std::int64_t>(len));
@@ -853,7 +1077,7 @@ class CommandExecutor {
       result = incr;
       std::string v;
       Reply::append_int(v, result);
-      (void)store_.set(key, std::move(v));
+      if (!store_.set(key, std::move(v)).ok()) return oom_error();
     }
     return Reply::integer(result);
   }
@@ -970,7 +1194,10 @@ class CommandExecutor {
     }
     if (a[1] == a[2]) return Reply::error("ERR source and destination objects are the same");
     Result<bool> r = store_.copy(a[1], a[2], replace);
-    if (!r.ok()) return Reply::error("ERR source and destination objects are the same");
+    if (!r.ok()) {
+      if (r.error() == Errc::out_of_memory) return oom_error();
+      return Reply::error("ERR source and destination objects are the same");
+    }
     return Reply::integer(*r ? 1 : 0);
   }
 
@@ -1045,6 +1272,7 @@ class CommandExecutor {
         {"config", -2, &E::cmd_config, "", 0, 0, 0},
         {"debug", -2, &E::cmd_debug, "admin", 0, 0, 0},
         {"command", -1, &E::cmd_command, "", 0, 0, 0},
+        {"object", -2, &E::cmd_object, "", 0, 0, 0},
         {"get", 2, &E::cmd_get, "readonly fast", 1, 1, 1},
         {"set", -3, &E::cmd_set, "write denyoom", 1, 1, 1},
         {"setex", 4, &E::cmd_setex, "write denyoom", 1, 1, 1},
@@ -1091,6 +1319,10 @@ class CommandExecutor {
   InfoHook info_hook_;
   std::vector<std::pair<std::string, std::string>> extra_configs_;
   std::unordered_map<std::string, std::size_t> index_;
+  std::vector<bool> denyoom_;  // per table() entry
+  // maxmemory-samples as last set by CONFIG SET (Redis accepts 1..INT_MAX; the store takes
+  // at most 64, so a larger value is passed on as 64 and shown as set).
+  std::optional<std::int64_t> samples_config_;
   std::int64_t start_ms_ = 0;
   std::uint64_t commands_processed_ = 0;
 };
