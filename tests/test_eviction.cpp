@@ -167,6 +167,35 @@ TEST_CASE("maxmemory: noeviction refuses writes once used memory is above the li
   CHECK(s.check_invariants());
 }
 
+TEST_CASE("maxmemory: as_one_command checks memory once, so its writes are all or nothing", "[eviction][error]") {
+  ManualClock clock{T0};
+  IntStore s{clock, limit(100, EvictionPolicy::noeviction)};
+  for (std::uint64_t k = 0; k < 6; ++k) REQUIRE(s.set(k, k) == true);  // 96 <= 100
+  // Three writes in one command: one check (96 <= 100), then every write goes through.
+  int calls = 0;
+  CHECK(s.as_one_command([&] {
+    ++calls;
+    for (std::uint64_t k = 10; k < 13; ++k) CHECK(s.set(k, k) == true);
+  }).ok());
+  CHECK(calls == 1);
+  CHECK(s.size() == 9);
+  CHECK(s.used_memory() == 9 * kW);
+  // Now above the limit: the next command is refused whole, and fn is not called.
+  CHECK(s.as_one_command([&] { ++calls; }) == Errc::out_of_memory);
+  CHECK(calls == 1);
+  CHECK(s.set(20, 20) == Errc::out_of_memory);
+  // An exception from fn propagates; the check is back on afterwards.
+  REQUIRE(s.del(10));
+  REQUIRE(s.del(11));
+  REQUIRE(s.del(12));
+  CHECK_THROWS_AS(s.as_one_command([&] {
+    (void)s.set(30, 30);
+    throw std::runtime_error("x");
+  }), std::runtime_error);
+  CHECK(s.used_memory() == 7 * kW);   // key 30 was written before the throw
+  CHECK(s.set(31, 31) == Errc::out_of_memory);  // 112 > 100: checked again
+}
+
 TEST_CASE("maxmemory: volatile policies with no volatile key behave like noeviction", "[eviction][error]") {
   for (EvictionPolicy p : {EvictionPolicy::volatile_lru, EvictionPolicy::volatile_lfu, EvictionPolicy::volatile_random,
                            EvictionPolicy::volatile_ttl}) {

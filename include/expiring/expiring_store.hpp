@@ -653,6 +653,23 @@ class ExpiringStore {
     if (!ok) return Errc::out_of_memory;
     return {};
   }
+  // Runs fn() as one command for the memory limit, as Redis runs MSET: perform_evictions()
+  // once, before; the writes fn makes then neither evict nor are refused (so they are all
+  // or nothing), and the next write outside brings memory back under the limit.
+  // Errc::out_of_memory, and fn is not called, when eviction cannot free enough.
+  template <class F>
+  Result<void> as_one_command(F&& fn) {
+    Result<void> r = perform_evictions();
+    if (!r.ok()) return r;
+    struct Restore {
+      bool& flag;
+      bool was;
+      ~Restore() { flag = was; }
+    } restore{in_command_, in_command_};
+    in_command_ = true;
+    std::forward<F>(fn)();
+    return r;
+  }
   // CONFIG SET maxmemory (0 = no limit). Turning the limit on counts used memory (O(size)) and
   // resets every key's access data to "now"; then keys are evicted at once while used memory
   // is above the limit, if the policy allows (as Redis does).
@@ -1022,7 +1039,7 @@ class ExpiringStore {
   bool evict_to_limit(std::int64_t now);
   // The check before a write that may grow memory.
   bool make_room(std::int64_t now) {
-    if (!over_limit()) return true;
+    if (!over_limit() || in_command_) return true;
     return evict_to_limit(now);
   }
   void expire_entry(slot_iterator it) {
@@ -1120,6 +1137,7 @@ class ExpiringStore {
   bool dispatching_ = false;
   bool tracking_ = false;      // a memory limit is set: used_ is kept
   bool touch_access_ = false;  // ... and the policy reads the access data
+  bool in_command_ = false;    // inside as_one_command(): memory was checked already
   std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
   weigher_type weigher_;
   detail::EvictionPool<K> pool_;

@@ -315,27 +315,6 @@ class CommandExecutor {
     }
     return false;
   }
-  // Runs `fn` (several store writes of one command that already passed the OOM check) with
-  // the store's limit lifted, so that no write of it is refused or evicts midway: Redis
-  // checks memory once, before the command, and MSET / MSETNX then write every key. The
-  // limit is restored afterwards, which evicts at once if the command went above it (Redis
-  // would do so before the next command).
-  template <class F>
-  void without_memory_limit(F&& fn) {
-    const std::size_t limit = store_.options().maxmemory;
-    if (limit == 0) {
-      fn();
-      return;
-    }
-    store_.set_maxmemory(std::numeric_limits<std::size_t>::max());
-    try {
-      fn();
-    } catch (...) {
-      store_.set_maxmemory(limit);
-      throw;
-    }
-    store_.set_maxmemory(limit);
-  }
   static Reply not_integer() { return Reply::error("ERR value is not an integer or out of range"); }
   static Reply invalid_expire(const char* cmd) {
     return Reply::error(std::string("ERR invalid expire time in '") + cmd + "' command");
@@ -1009,11 +988,11 @@ class CommandExecutor {
   }
   Reply cmd_mset(const Args& a, Session&) {
     if (a.size() % 2 == 0) return arity_error("mset");
-    bool refused = false;
-    without_memory_limit([&] {
-      for (std::size_t i = 1; i < a.size(); i += 2) refused |= !store_.set(a[i], a[i + 1]).ok();
+    // One memory check for the whole command, as Redis: every key is written, or none.
+    const Result<void> r = store_.as_one_command([&] {
+      for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
     });
-    return refused ? oom_error() : ok();
+    return r.ok() ? ok() : oom_error();
   }
   // A write lookup (Redis lookupKeyWrite): whether the key is live, reclaiming it if stale,
   // without counting a hit or miss and without an event. The store has no such member;
@@ -1024,11 +1003,10 @@ class CommandExecutor {
     for (std::size_t i = 1; i < a.size(); i += 2) {
       if (exists_for_write(a[i])) return Reply::integer(0);
     }
-    bool refused = false;
-    without_memory_limit([&] {
-      for (std::size_t i = 1; i < a.size(); i += 2) refused |= !store_.set(a[i], a[i + 1]).ok();
+    const Result<void> r = store_.as_one_command([&] {
+      for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
     });
-    return refused ? oom_error() : Reply::integer(1);
+    return r.ok() ? Reply::integer(1) : oom_error();
   }
   Reply cmd_strlen(const Args& a, Session&) {
     const std::string* v = store_.get(a[1]);
