@@ -12,6 +12,7 @@ import csv
 import json
 import math
 import os
+import statistics
 import sys
 from collections import defaultdict
 
@@ -432,6 +433,49 @@ def memory_svg(rows, caption):
 # ---- main --------------------------------------------------------------------------------
 
 
+def cache_features(res):
+    """Markdown for the cache features (issue 5): what they cost get() (get_cost.csv, the two
+    builds of bench_get_cost run alternately) and bench_cache's tables (cache.txt)."""
+    md = []
+    rows = load_csv(os.path.join(res, "get_cost.csv"))
+    if rows:
+        runs = {}
+        for r in rows:
+            runs.setdefault((r["build"], r["config"], r["key"], int(r["keys"])), []).append(float(r["ns_per_get"]))
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        md.append("### Cache features: what they cost `get()`")
+        md.append("")
+        md.append("`bench_get_cost` hits, ns per `get()` (median of %d alternating runs of each build; each run "
+                  "the best of 5 passes). Baseline: the same source built with the read hook compiled out "
+                  "(`EXPIRING_BENCH_NO_READ_HOOK`). Target for features unused: within 2%% of the baseline."
+                  % max(len(v) for v in runs.values()))
+        md.append("")
+        md.append("| keys | baseline | features unused | ratio | lazy free + jitter + soft TTL on | allkeys-lru on | allkeys-lfu on |")
+        md.append("|---|---|---|---|---|---|---|")
+        for key in ("u64", "str"):
+            for n in sorted({k[3] for k in med if k[2] == key}):
+                base = med.get(("nohook", "off", key, n))
+                if not base:
+                    continue
+                def cell(cfg):
+                    v = med.get(("shipped", cfg, key, n))
+                    return "%.2f ns (%.2fx)" % (v, v / base) if v else "-"
+                off = med.get(("shipped", "off", key, n))
+                ratio = off / base if off else float("nan")
+                md.append("| %s %s | %.2f ns | %.2f ns | %.3fx %s | %s | %s | %s |" % (
+                    key, size_label(n), base, off or float("nan"), ratio, "pass" if ratio <= 1.02 else "**FAIL**",
+                    cell("lazy+jit"), cell("lru"), cell("lfu")))
+        md.append("")
+    cp = os.path.join(res, "cache.txt")
+    if os.path.exists(cp):
+        with open(cp) as f:
+            md.append("### Cache features: hit ratio and lazy free (`bench_cache`)")
+            md.append("")
+            md.append(f.read().strip())
+            md.append("")
+    return md
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -468,6 +512,8 @@ def main():
               "load, as Redis's `server.mstime`); the SystemClock figures add one `clock_gettime` per "
               "operation. Memory is counted with `malloc_usable_size` on every live block. G6 tick and set() "
               "maxima are thread CPU time (the machine is shared; wall time includes preemption).")
+    md.append("")
+    md.extend(cache_features(res))
     text = "\n".join(md) + "\n"
     with open(os.path.join(docs, "table.md"), "w") as f:
         f.write(text)
