@@ -359,3 +359,40 @@ TEST_CASE("lazyfree: lazyfree_lazy_server_del queues values replaced by set, ren
     CHECK(s.check_invariants());
   }
 }
+
+TEST_CASE("lazyfree: a copied store shares the reclaimer, also from another thread", "[lazyfree][background]") {
+  Deaths deaths;
+  ManualClock clock{T0};
+  {
+    TrackedStore a{clock, background(4)};
+    for (std::uint64_t k = 0; k < 40; ++k) REQUIRE(a.set(k, Tracked{deaths}) == true);
+    TrackedStore b = a;  // copies the 40 values: 80 live in all
+    CHECK(b.size() == 40);
+    // Each store is single-threaded; the two run on two threads and hand off to one reclaimer.
+    // (No Catch2 assertion inside the thread: Catch2 is not thread-safe. It returns counts.)
+    auto drain = [](TrackedStore& s) {
+      int unlinked = 0;
+      for (std::uint64_t k = 0; k < 40; ++k) {
+        unlinked += s.unlink(k) ? 1 : 0;
+        if (k % 3 == 0) s.tick();
+      }
+      for (int i = 0; i < 60'000 && s.stats().lazyfree_pending_objects != 0; ++i) {
+        s.tick();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      return unlinked;
+    };
+    int b_unlinked = 0;
+    std::thread other([&] { b_unlinked = drain(b); });
+    const int a_unlinked = drain(a);
+    other.join();
+    CHECK(a_unlinked == 40);
+    CHECK(b_unlinked == 40);
+    CHECK(a.stats().lazyfree_pending_objects == 0);
+    CHECK(b.stats().lazyfree_pending_objects == 0);
+    CHECK(a.size() == 0);
+    CHECK(b.size() == 0);
+    CHECK(deaths.total == 80);
+  }
+  CHECK(deaths.total == 80);
+}

@@ -143,7 +143,7 @@ class ExpiringStore {
     update_eviction_flags();
     if (options_.lazyfree_queue_max != 0) free_queue_.reserve(options_.lazyfree_queue_max);
     if (options_.lazyfree_background) {
-      reclaimer_ = std::make_unique<detail::Reclaimer<V>>(options_.lazyfree_queue_max);
+      reclaimer_ = std::make_shared<detail::Reclaimer<V>>(options_.lazyfree_queue_max);
     }
     set_hz(options_.hz);
     rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_seed();
@@ -1142,7 +1142,9 @@ class ExpiringStore {
   weigher_type weigher_;
   detail::EvictionPool<K> pool_;
   std::vector<V> free_queue_;  // lazy free: values waiting for tick(); capacity reserved
-  std::unique_ptr<detail::Reclaimer<V>> reclaimer_;  // Options::lazyfree_background
+  // Options::lazyfree_background. Shared, so the store stays copyable: a copy hands its values
+  // to the same thread (hand-off is safe from several stores), which stops with the last one.
+  std::shared_ptr<detail::Reclaimer<V>> reclaimer_;
   std::uint64_t reclaimer_freed_base_ = 0;          // reclaimer_->freed() at reset_stats()
 };
 

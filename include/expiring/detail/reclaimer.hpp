@@ -43,12 +43,15 @@ class Reclaimer {
 
   // Gives `queue`'s values to the thread if it is idle, handing back its empty vector (of
   // the same reserved room) in exchange. False, and `queue` untouched, while it is busy.
-  // Never blocks on the destruction itself: the lock guards only the swap.
+  // Never blocks on the destruction itself: the lock guards only the swap. Safe to call from
+  // several threads (copies of a store share a reclaimer): the batch is checked under the lock.
   bool try_hand_off(std::vector<V>& queue) {
     if (queue.empty() || busy_.load(std::memory_order_acquire)) return false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!batch_.empty()) return false;
+      // busy_ changes only under the lock: if it is clear here, the thread is not touching
+      // batch_, which is empty. (Checked again: another store may have handed off meanwhile.)
+      if (busy_.load(std::memory_order_relaxed)) return false;
       batch_.swap(queue);
       pending_.store(batch_.size(), std::memory_order_relaxed);
       busy_.store(true, std::memory_order_release);
