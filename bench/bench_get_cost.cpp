@@ -1,42 +1,50 @@
 // bench/bench_get_cost.cpp: what the cache features (issue 5) cost get().
 //
-// Built twice from this file: bench_get_cost (the library as shipped) and
-// bench_get_cost_nohook (EXPIRING_BENCH_NO_READ_HOOK: the read path's LRU/LFU access update,
-// the one thing the features add to a hit, compiled out). scripts/bench.sh runs the two
-// alternately and reports the ratio of their `off` rows: what the features cost a read while
-// none of them is used.
-//
-// Rows, each the time of one get() hit (keys in random order, the store reads a cached clock;
-// the best of `reps` passes over a 2^20-long order):
+// The one thing the features add to a get() hit is the LRU/LFU access update, behind a flag.
+// The baseline is the same store with that update compiled out (its clock type specializes
+// expiring::detail::read_hook_enabled to false), in the same process. Baseline and subject
+// are built over the same keys and run in rotation, batches of 256 get() hits each (keys in
+// random order, a cached clock), so that drift on a shared machine hits both alike; each
+// reports its median batch. Three pairs are built per row, in alternating order (where a
+// table lands in memory moves a memory-bound read by several percent); the row gives the
+// median of the three ratios. Subjects:
+//   a/a        the baseline against itself: the method's noise floor
 //   off        default Options: no memory limit, no lazy free, no jitter, no soft TTL
-//   lazy+jit   lazy free (all flags), TTL jitter and soft-TTL windows on: none is on a hit's path
+//   lazy+jit   lazy free (all flags), TTL jitter and soft-TTL windows on (none is on a hit's path)
 //   lru        maxmemory above the data + allkeys-lru: every hit updates the 24-bit LRU clock
 //   lfu        maxmemory above the data + allkeys-lfu: every hit updates the LFU counter
-// (lru and lfu only in the shipped build: the other one does not update access data.)
-// Prints CSV: build,config,key,keys,ns_per_get.
+// Prints CSV: config,key,keys,baseline_ns,subject_ns,ratio.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bench_common.hpp"
 
 namespace {
 
-#ifdef EXPIRING_BENCH_NO_READ_HOOK
-constexpr const char* kBuild = "nohook";
-constexpr bool kHooked = false;
-#else
-constexpr const char* kBuild = "shipped";
-constexpr bool kHooked = true;
-#endif
+// The baseline's clock: the cached clock under another name, marked below.
+struct NoHookClock {
+  std::int64_t now_ms() const noexcept { return bench::CachedClock::now; }
+};
 
-template <class K>
-using Store = expiring::ExpiringStore<K, std::uint64_t, expiring::Hash<K>, std::equal_to<>, bench::CachedClock>;
+}  // namespace
 
-enum class Config { off, lazy_jitter, lru, lfu };
+template <>
+struct expiring::detail::read_hook_enabled<NoHookClock> : std::false_type {};
+
+namespace {
+
+template <class K, class Clock>
+using Store = expiring::ExpiringStore<K, std::uint64_t, expiring::Hash<K>, std::equal_to<>, Clock>;
+
+enum class Config { same, off, lazy_jitter, lru, lfu };
 const char* config_name(Config c) {
   switch (c) {
+    case Config::same: return "a/a";
     case Config::off: return "off";
     case Config::lazy_jitter: return "lazy+jit";
     case Config::lru: return "lru";
@@ -50,6 +58,7 @@ expiring::Options options_for(Config c) {
   o.seed = 7;
   o.active_expire_enabled = false;
   switch (c) {
+    case Config::same:
     case Config::off: break;
     case Config::lazy_jitter:
       o.lazyfree_queue_max = 1024;
@@ -69,10 +78,8 @@ expiring::Options options_for(Config c) {
   return o;
 }
 
-// ns per get() hit: the best of `reps` timed passes over `order`.
-template <class K>
-double ns_per_get(Config c, const std::vector<K>& keys, const std::vector<std::uint32_t>& order, int reps) {
-  Store<K> s{bench::CachedClock{}, options_for(c)};
+template <class K, class Clock>
+void fill(Store<K, Clock>& s, const std::vector<K>& keys) {
   s.reserve(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
     // Half the keys carry a TTL (an hour: none expires during the run).
@@ -82,33 +89,92 @@ double ns_per_get(Config c, const std::vector<K>& keys, const std::vector<std::u
       (void)s.set(keys[i], i);
     }
   }
+}
+
+constexpr std::size_t kBatch = 256;
+
+// Times one batch of get() hits starting at order[pos]; returns ns per get.
+template <class S, class K>
+double batch_ns(S& s, const std::vector<K>& keys, const std::vector<std::uint32_t>& order, std::size_t pos,
+                std::uint64_t& sum) {
+  const std::size_t mask = order.size() - 1;
+  const std::int64_t t0 = bench::steady_ns();
+  for (std::size_t j = 0; j < kBatch; ++j) {
+    const std::uint64_t* v = s.get(keys[order[(pos + j) & mask]]);
+    sum += v != nullptr ? *v : 1;
+  }
+  return static_cast<double>(bench::steady_ns() - t0) / static_cast<double>(kBatch);
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+struct Pair {
+  double base_ns, subject_ns;
+};
+
+// One baseline/subject pair, built in the given order, measured in rotation.
+template <class K, class SubjectClock>
+Pair measure_pair(Config c, const std::vector<K>& keys, const std::vector<std::uint32_t>& order,
+                  std::size_t batches, bool subject_first) {
+  std::unique_ptr<Store<K, NoHookClock>> base;
+  std::unique_ptr<Store<K, SubjectClock>> subject;
+  auto make_base = [&] {
+    base = std::make_unique<Store<K, NoHookClock>>(NoHookClock{}, options_for(Config::off));
+    fill(*base, keys);
+  };
+  auto make_subject = [&] {
+    subject = std::make_unique<Store<K, SubjectClock>>(SubjectClock{}, options_for(c));
+    fill(*subject, keys);
+  };
+  if (subject_first) {
+    make_subject();
+    make_base();
+  } else {
+    make_base();
+    make_subject();
+  }
   std::uint64_t sum = 0;
-  std::int64_t best = INT64_MAX;
-  for (int r = 0; r < reps + 1; ++r) {  // the first pass warms the caches and is not counted
-    const std::int64_t t0 = bench::steady_ns();
-    for (const std::uint32_t i : order) {
-      const std::uint64_t* v = s.get(keys[i]);
-      sum += v != nullptr ? *v : 1;
+  std::vector<double> b, s;
+  b.reserve(batches);
+  s.reserve(batches);
+  for (std::size_t i = 0; i < batches + batches / 8; ++i) {  // the first eighth warms up
+    const std::size_t pos = i * kBatch;
+    double tb = 0, ts = 0;
+    if (i % 2 == 0) {
+      tb = batch_ns(*base, keys, order, pos, sum);
+      ts = batch_ns(*subject, keys, order, pos, sum);
+    } else {
+      ts = batch_ns(*subject, keys, order, pos, sum);
+      tb = batch_ns(*base, keys, order, pos, sum);
     }
-    const std::int64_t dt = bench::steady_ns() - t0;
-    if (r != 0 && dt < best) best = dt;
+    if (i >= batches / 8) {
+      b.push_back(tb);
+      s.push_back(ts);
+    }
   }
   if (sum == 0) std::printf("# (impossible) checksum 0\n");
-  return static_cast<double>(best) / static_cast<double>(order.size());
+  return {median(b), median(s)};
 }
 
 template <class K>
-void run(std::size_t n, std::size_t len, int reps) {
+void run(std::size_t n, std::size_t batches) {
   const std::vector<K> keys = bench::make_keys<K>(n);
-  const std::vector<std::uint32_t> order = bench::random_order(n, len);
-  std::vector<Config> configs{Config::off, Config::lazy_jitter};
-  if (kHooked) {
-    configs.push_back(Config::lru);
-    configs.push_back(Config::lfu);
-  }
-  for (const Config c : configs) {
-    std::printf("%s,%s,%s,%zu,%.2f\n", kBuild, config_name(c), bench::key_name<K>(), n,
-                ns_per_get<K>(c, keys, order, reps));
+  const std::vector<std::uint32_t> order = bench::random_order(n, std::size_t{1} << 20);
+  for (const Config c : {Config::same, Config::off, Config::lazy_jitter, Config::lru, Config::lfu}) {
+    std::vector<double> ratios, base, subject;
+    for (int p = 0; p < 3; ++p) {
+      const bool subject_first = p % 2 == 1;
+      const Pair r = c == Config::same ? measure_pair<K, NoHookClock>(c, keys, order, batches, subject_first)
+                                       : measure_pair<K, bench::CachedClock>(c, keys, order, batches, subject_first);
+      base.push_back(r.base_ns);
+      subject.push_back(r.subject_ns);
+      ratios.push_back(r.subject_ns / r.base_ns);
+    }
+    std::printf("%s,%s,%zu,%.2f,%.2f,%.4f\n", config_name(c), bench::key_name<K>(), n, median(base), median(subject),
+                median(ratios));
     std::fflush(stdout);
   }
 }
@@ -120,14 +186,13 @@ int main(int argc, char** argv) {
   bench::keep_freed_memory();
   bench::CachedClock::refresh();
   const bool smoke = cfg.mode == bench::Mode::smoke;
-  const std::size_t len = smoke ? (1u << 12) : (1u << 20);
-  const int reps = smoke ? 1 : 5;
+  const std::size_t batches = smoke ? 64 : (cfg.mode == bench::Mode::full ? 8192 : 4096);
   std::vector<std::size_t> sizes{10'000};
   if (!smoke) sizes.push_back(1'000'000);
-  std::printf("build,config,key,keys,ns_per_get\n");
+  std::printf("config,key,keys,baseline_ns,subject_ns,ratio\n");
   for (const std::size_t n : sizes) {
-    run<std::uint64_t>(n, len, reps);
-    run<std::string>(n, len, reps);
+    run<std::uint64_t>(n, batches);
+    run<std::string>(n, batches);
   }
   return 0;
 }

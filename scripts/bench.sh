@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh: build the benchmarks in Release, run the suite, print one table of G1-G7.
 #
-#   bash scripts/bench.sh            quick mode: 1e4 and 1e6 keys (about six minutes on 2 cores)
+#   bash scripts/bench.sh            quick mode: 1e4 and 1e6 keys (about five minutes on 2 cores)
 #   bash scripts/bench.sh --full     full mode: adds 1e7 keys and repetitions (about 15 minutes,
 #                                    needs ~12 GB of free memory)
 #
@@ -35,7 +35,7 @@ echo "=== bench.sh: configure and build (Release) in $build ==="
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXPIRING_BUILD_BENCH=ON \
   -DEXPIRING_BUILD_TESTS=OFF -DEXPIRING_BUILD_EXAMPLES=OFF -DEXPIRING_INSTALL=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target bench_ops bench_memory bench_reclaim bench_cache \
-  bench_get_cost bench_get_cost_nohook
+  bench_get_cost
 
 mkdir -p "$results"
 rm -f "$results"/*.json "$results"/*.csv "$results"/*.txt
@@ -64,16 +64,8 @@ echo "=== bench_ops ($mode) ==="
 "$build/bench/bench_ops" --"$mode" --benchmark_min_time="$min_time" \
   --benchmark_out="$results/ops.json" --benchmark_out_format=json
 
-echo "=== bench_get_cost: get() with the cache features unused, against the hook compiled out ==="
-# The two builds alternate, so that drift on a shared machine hits both alike.
-rounds=5
-[[ "$mode" == full ]] && rounds=9
-echo "build,config,key,keys,ns_per_get" > "$results/get_cost.csv"
-for ((r = 1; r <= rounds; r++)); do
-  for b in bench_get_cost_nohook bench_get_cost; do
-    "$build/bench/$b" --"$mode" | tail -n +2 | tee -a "$results/get_cost.csv"
-  done
-done
+echo "=== bench_get_cost ($mode): get() with the cache features unused and used ==="
+"$build/bench/bench_get_cost" --"$mode" | tee "$results/get_cost.csv"
 echo "=== bench_cache ($mode) ==="
 "$build/bench/bench_cache" --"$mode" | tee "$results/cache.txt"
 

@@ -113,6 +113,15 @@ bool wait_freed(const TrackedStore& s, std::uint64_t n) {
   return false;
 }
 
+// Ticks (each hands what is queued to the reclaimer if it is idle) until nothing is pending,
+// or a minute has passed. No Catch2 assertion: it also runs on a second thread.
+void tick_until_freed(TrackedStore& s) {
+  for (int i = 0; i < 60'000 && s.stats().lazyfree_pending_objects != 0; ++i) {
+    s.tick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("lazyfree: disabled by default, every removal destroys the value at once", "[lazyfree]") {
@@ -304,11 +313,7 @@ TEST_CASE("lazyfree: memory held by queued values is bounded while the reclaimer
     CHECK(s.stats().lazyfree_pending_objects <= 4);
     CHECK(static_cast<std::uint64_t>(deaths.total) + s.stats().lazyfree_pending_objects >= k + 1);
   }
-  // Ticks hand over what is left whenever the reclaimer is idle.
-  for (int i = 0; i < 60'000 && s.stats().lazyfree_pending_objects != 0; ++i) {
-    s.tick();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  tick_until_freed(s);
   CHECK(s.stats().lazyfree_pending_objects == 0);
   CHECK(deaths.total == static_cast<int>(n));
   CHECK(s.stats().lazyfreed_objects == n - static_cast<std::uint64_t>(deaths.on_store_thread));
@@ -376,10 +381,7 @@ TEST_CASE("lazyfree: a copied store shares the reclaimer, also from another thre
         unlinked += s.unlink(k) ? 1 : 0;
         if (k % 3 == 0) s.tick();
       }
-      for (int i = 0; i < 60'000 && s.stats().lazyfree_pending_objects != 0; ++i) {
-        s.tick();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
+      tick_until_freed(s);
       return unlinked;
     };
     int b_unlinked = 0;

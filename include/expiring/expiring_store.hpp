@@ -62,17 +62,16 @@
 #define EXPIRING_UNLIKELY(x) (x)
 #endif
 
-// For bench/bench_get_cost only: EXPIRING_BENCH_NO_READ_HOOK compiles out the one thing the
-// cache features add to a read's hit path (the LRU/LFU access update), so that the bench can
-// show, against that build, what the hook costs get() while no feature uses it. Never define
-// it in a program that sets a memory limit: LRU and LFU would not see reads.
-#ifdef EXPIRING_BENCH_NO_READ_HOOK
-#define EXPIRING_DETAIL_READ_HOOK 0
-#else
-#define EXPIRING_DETAIL_READ_HOOK 1
-#endif
-
 namespace expiring {
+
+namespace detail {
+// For bench/bench_get_cost only: get() of a store whose clock type specializes this trait to
+// false leaves out the one thing the cache features add to a hit (the LRU/LFU access update),
+// so that the bench can measure, in the same run, what that costs while no feature uses it.
+// Such a store's reads never update access data: do not use one with a memory limit.
+template <class Clock>
+struct read_hook_enabled : std::true_type {};
+}  // namespace detail
 
 namespace detail {
 template <class T, class = void>
@@ -170,9 +169,9 @@ class ExpiringStore {
       flush();
       return nullptr;
     }
-#if EXPIRING_DETAIL_READ_HOOK
-    if (EXPIRING_UNLIKELY(touch_access_)) return &ks_.entry(touched(it, now)).value;
-#endif
+    if constexpr (detail::read_hook_enabled<std::decay_t<Clock>>::value) {
+      if (EXPIRING_UNLIKELY(touch_access_)) return &ks_.entry(touched(it, now)).value;
+    }
     return &ks_.entry(it).value;
   }
 
@@ -892,11 +891,7 @@ class ExpiringStore {
     if (it != ks_.end()) {
       if (!ks_.entry(it).is_stale(now)) {
         if (read) ++stats_.keyspace_hits;
-#if EXPIRING_DETAIL_READ_HOOK
         if (EXPIRING_UNLIKELY(touch_access_) && touch) return touched(it, now);
-#else
-        (void)touch;
-#endif
         return it;
       }
       expire_entry(it);
