@@ -133,7 +133,7 @@ TEMPLATE_TEST_CASE("events: expire and persist, and nothing when nothing changes
   CHECK(events.take().empty());
 }
 
-TEMPLATE_TEST_CASE("events: getex reports expire, persist or del; a plain read nothing", "[events][getex]", U64Keys,
+TEMPLATE_TEST_CASE("events: getex reports expire, persist or del, a plain read nothing", "[events][getex]", U64Keys,
                    StringKeys, CollidingKeys) {
   using E = Events<TestType>;
   using L = EvList<typename TestType::key_type>;
@@ -273,7 +273,7 @@ TEMPLATE_TEST_CASE("events: tick() and random_key() report what they reclaim as 
   CHECK(got == want);
 }
 
-TEMPLATE_TEST_CASE("events: modify is update; clear() reports nothing", "[events]", U64Keys, StringKeys,
+TEMPLATE_TEST_CASE("events: modify is update, clear() reports nothing", "[events]", U64Keys, StringKeys,
                    CollidingKeys) {
   using E = Events<TestType>;
   using L = EvList<typename TestType::key_type>;
@@ -380,7 +380,7 @@ TEMPLATE_TEST_CASE("events: the listener sees the store already consistent", "[e
   CHECK(store.check_invariants());
 }
 
-TEMPLATE_TEST_CASE("events: a listener may re-set an expired key; its events follow", "[events][dispatch]", U64Keys,
+TEMPLATE_TEST_CASE("events: a listener may re-set an expired key, its events follow", "[events][dispatch]", U64Keys,
                    StringKeys, CollidingKeys) {
   using Store = StoreOf<TestType>;
   using E = Events<TestType>;

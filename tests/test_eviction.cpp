@@ -444,7 +444,7 @@ TEST_CASE("maxmemory: allkeys-lfu evicts the least frequently used key", "[evict
   CHECK(log.evicted() == std::vector<std::uint64_t>{5, 6, 4});
 }
 
-TEST_CASE("maxmemory: lowering the limit evicts at once; 0 turns tracking off", "[eviction]") {
+TEST_CASE("maxmemory: lowering the limit evicts at once, 0 turns tracking off", "[eviction]") {
   ManualClock clock{T0};
   IntStore s{clock, limit(0, EvictionPolicy::allkeys_random)};
   for (std::uint64_t k = 0; k < 20; ++k) REQUIRE(s.set(k, k) == true);

@@ -58,7 +58,7 @@ TEMPLATE_TEST_CASE("getex: EX, PX, EXAT, PXAT set the TTL and return the value (
   CHECK(store.check_invariants());
 }
 
-TEMPLATE_TEST_CASE("getex: PERSIST removes the TTL; no option leaves it (cases 112, 113, 124)", "[getex][spec-H]",
+TEMPLATE_TEST_CASE("getex: PERSIST removes the TTL, no option leaves it (cases 112, 113, 124)", "[getex][spec-H]",
                    U64Keys, StringKeys, CollidingKeys) {
   ManualClock clock{T0};
   StoreOf<TestType> store{clock};

@@ -135,7 +135,7 @@ TEMPLATE_TEST_CASE("keys: five keys in, five keys out (case 68)", "[lazy][keys][
   CHECK(store.size() == 5);
 }
 
-TEMPLATE_TEST_CASE("keys: stale keys are skipped, not deleted; size() still counts them (case 69, D10)",
+TEMPLATE_TEST_CASE("keys: stale keys are skipped, not deleted, size() still counts them (case 69, D10)",
                    "[lazy][keys][spec-E]", U64Keys, StringKeys, CollidingKeys) {
   ManualClock clock{T0};
   StoreOf<TestType> store{clock};
@@ -313,7 +313,7 @@ TEMPLATE_TEST_CASE("lazy expiry: peek() sees a stale key as missing but does not
 
 // ---- D10: size(), keys(), iteration, random_key() ---------------------------------------
 
-TEMPLATE_TEST_CASE("keys: size() counts stale keys; keys() and iteration never return one (D10)", "[lazy][keys][d10]",
+TEMPLATE_TEST_CASE("keys: size() counts stale keys, keys() and iteration never return one (D10)", "[lazy][keys][d10]",
                    U64Keys, StringKeys, CollidingKeys) {
   ManualClock clock{T0};
   StoreOf<TestType> store{clock};

@@ -142,7 +142,7 @@ TEST_CASE("lazyfree: disabled by default, every removal destroys the value at on
   CHECK(s.tick().lazyfreed == 0);
 }
 
-TEST_CASE("lazyfree: unlink and lazy expiry queue the value; tick() destroys it", "[lazyfree]") {
+TEST_CASE("lazyfree: unlink and lazy expiry queue the value, tick() destroys it", "[lazyfree]") {
   g_destroyed = 0;
   ManualClock clock{T0};
   Store s{clock, lazy(8, /*expire=*/true, false, /*user_del=*/false)};
@@ -207,7 +207,7 @@ TEST_CASE("lazyfree: a listener still sees the value, which is then queued", "[l
   CHECK(g_destroyed == 1);
 }
 
-TEST_CASE("lazyfree: the queue is bounded; a value removed when it is full is destroyed at once", "[lazyfree]") {
+TEST_CASE("lazyfree: the queue is bounded, a value removed when it is full is destroyed at once", "[lazyfree]") {
   g_destroyed = 0;
   ManualClock clock{T0};
   Store s{clock, lazy(2, false, false, false)};

@@ -272,7 +272,7 @@ TEMPLATE_TEST_CASE("modify: an in-place update keeps the TTL (case 134)", "[modi
   CHECK(store.check_invariants());
 }
 
-TEMPLATE_TEST_CASE("modify: a missing key is not created; no hit/miss counted", "[modify][spec-J]", U64Keys,
+TEMPLATE_TEST_CASE("modify: a missing key is not created, no hit/miss counted", "[modify][spec-J]", U64Keys,
                    StringKeys, CollidingKeys) {
   ManualClock clock{T0};
   StoreOf<TestType> store{clock};

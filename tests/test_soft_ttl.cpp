@@ -76,7 +76,7 @@ TEST_CASE("lookup: freshness walks fresh, refresh, stale, then missing at the ha
   CHECK(store.stats().keyspace_misses == 1);
 }
 
-TEST_CASE("lookup: keys without TTL are fresh; windows of 0 never flag anything", "[soft_ttl]") {
+TEST_CASE("lookup: keys without TTL are fresh, windows of 0 never flag anything", "[soft_ttl]") {
   ManualClock clock{T0};
   Store store{clock, soft(1000, 1000)};
   REQUIRE(store.set("p", "v") == true);

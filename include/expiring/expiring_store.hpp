@@ -71,9 +71,7 @@ namespace detail {
 // Such a store's reads never update access data: do not use one with a memory limit.
 template <class Clock>
 struct read_hook_enabled : std::true_type {};
-}  // namespace detail
 
-namespace detail {
 template <class T, class = void>
 struct is_transparent : std::false_type {};
 template <class T>
@@ -1001,14 +999,13 @@ class ExpiringStore {
   void reset_access(std::int64_t now) noexcept {
     for (std::uint32_t i = 0; i < ks_.size(); ++i) init_access(i, now);
   }
-  // Redis updateLFU() / the LRU clock store of lookupKey().
-  // Kept out of line so that the read path it sits on (lookup) stays as small as without it.
-  // The read path's hook, out of line and returning its argument so that a read without a
-  // memory limit keeps nothing alive across the call.
+  // The read path's hook: out of line, and returning its argument, so that a read without a
+  // memory limit pays only the flag test (nothing is kept alive across the call).
   EXPIRING_NOINLINE slot_iterator touched(slot_iterator it, std::int64_t now) {
     touch_access(it->index, now);
     return it;
   }
+  // Redis updateLFU() / the LRU clock store of lookupKey().
   void touch_access(std::uint32_t i, std::int64_t now) {
     if (is_lfu(options_.maxmemory_policy)) {
       const std::uint32_t minutes = detail::lfu_minutes(now);
