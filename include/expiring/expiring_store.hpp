@@ -370,25 +370,13 @@ class ExpiringStore {
   // an expiry (cause `expired`, counted in expired_keys) and not counted: false.
   template <class KK>
   bool del(const KK& key) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, false);
-    const bool found = it != ks_.end();
-    if (found) remove(it, KeyEventCause::del, options_.lazyfree_lazy_user_del);
-    flush();
-    return found;
+    return write_delete(key, options_.lazyfree_lazy_user_del);
   }
   // UNLINK (one key): as del(), but with lazy free enabled (Options::lazyfree_queue_max) the
   // value is destroyed later, by tick(), as Redis's UNLINK.
   template <class KK>
   bool unlink(const KK& key) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, false);
-    const bool found = it != ks_.end();
-    if (found) remove(it, KeyEventCause::del, true);
-    flush();
-    return found;
+    return write_delete(key, /*lazy=*/true);
   }
 
   // ==== TTL ===============================================================================
@@ -634,12 +622,7 @@ class ExpiringStore {
   // not touch it (Redis LOOKUP_NOTOUCH).
 
   // Used memory as the weigher counts it. O(1) with a limit set, O(size) without.
-  std::size_t used_memory() const {
-    if (tracking_) return used_;
-    std::size_t sum = 0;
-    for (const entry_type& e : ks_.entries()) sum += weight(e);
-    return sum;
-  }
+  std::size_t used_memory() const { return tracking_ ? used_ : weigh_all(); }
   // The check Redis runs before every command that may grow memory (performEvictions):
   // if used memory is above the limit, evicts until it is not. Errc::out_of_memory when the
   // policy cannot free enough. The store's own writes run it themselves; call it before a
@@ -674,10 +657,7 @@ class ExpiringStore {
     const bool was = tracking_, had_access = touch_access_;
     options_.maxmemory = bytes;
     update_eviction_flags();
-    if (tracking_ && !was) {
-      used_ = 0;
-      for (const entry_type& e : ks_.entries()) used_ += weight(e);
-    }
+    if (tracking_ && !was) used_ = weigh_all();
     if (touch_access_ && !had_access) reset_access(now_ms());
     if (!tracking_) pool_.clear();
     if (over_limit()) {
@@ -715,19 +695,15 @@ class ExpiringStore {
   // Recounts used memory (O(size)) when a limit is set.
   void set_weigher(weigher_type w) {
     weigher_ = std::move(w);
-    if (tracking_) {
-      used_ = 0;
-      for (const entry_type& e : ks_.entries()) used_ += weight(e);
-    }
+    if (tracking_) used_ = weigh_all();
   }
   // OBJECT FREQ: the key's LFU counter (decayed to now, not stored), without touching it;
   // nullopt if the key is missing. Meaningful while an LFU policy and a limit are set.
   template <class KK>
   std::optional<std::uint32_t> object_freq(const KK& key) const {
     const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
-    if (i == detail::kNoPos || ks_.entry(i).is_stale(now)) return std::nullopt;
+    const std::uint32_t i = quiet_index(key, now);
+    if (i == detail::kNoPos) return std::nullopt;
     if (!touch_access_) return 0;
     return detail::lfu_decayed(ks_.access(i), detail::lfu_minutes(now), options_.lfu_decay_time);
   }
@@ -736,9 +712,8 @@ class ExpiringStore {
   template <class KK>
   std::optional<std::int64_t> object_idletime_ms(const KK& key) const {
     const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
-    if (i == detail::kNoPos || ks_.entry(i).is_stale(now)) return std::nullopt;
+    const std::uint32_t i = quiet_index(key, now);
+    if (i == detail::kNoPos) return std::nullopt;
     if (!touch_access_) return 0;
     const std::uint64_t idle =
         detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms), ks_.access(i) & detail::kLruClockMax);
@@ -905,6 +880,31 @@ class ExpiringStore {
     const bool found = lookup(lk, ks_.hash_of(lk), now, true, touch) != ks_.end();
     flush();
     return found;
+  }
+  // DEL / UNLINK: a write lookup, then removal (cause `del`); `lazy` as remove().
+  template <class KK>
+  bool write_delete(const KK& key, bool lazy) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    const bool found = it != ks_.end();
+    if (found) remove(it, KeyEventCause::del, lazy);
+    flush();
+    return found;
+  }
+  // A live key's entry index without side effects (no statistics, no lazy deletion);
+  // detail::kNoPos when the key is missing or stale.
+  template <class KK>
+  std::uint32_t quiet_index(const KK& key, std::int64_t now) const {
+    const auto& lk = lookup_key(key);
+    const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
+    return i == detail::kNoPos || ks_.entry(i).is_stale(now) ? detail::kNoPos : i;
+  }
+  // The weigher's sum over every entry. O(size).
+  std::size_t weigh_all() const {
+    std::size_t sum = 0;
+    for (const entry_type& e : ks_.entries()) sum += weight(e);
+    return sum;
   }
   // `lazy`: the value goes to the lazy-free queue (if lazy free is enabled).
   void remove(slot_iterator it, KeyEventCause cause, bool lazy = false) {

@@ -986,13 +986,16 @@ class CommandExecutor {
     for (std::size_t i = 1; i < a.size(); ++i) r.push(bulk_or_nil(store_.get(a[i])));
     return r;
   }
-  Reply cmd_mset(const Args& a, Session&) {
-    if (a.size() % 2 == 0) return arity_error("mset");
-    // One memory check for the whole command, as Redis: every key is written, or none.
-    const Result<void> r = store_.as_one_command([&] {
+  // MSET / MSETNX's writes: one memory check for the whole command, as Redis, so every pair
+  // is written or none (Errc::out_of_memory).
+  Result<void> set_pairs(const Args& a) {
+    return store_.as_one_command([&] {
       for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
     });
-    return r.ok() ? ok() : oom_error();
+  }
+  Reply cmd_mset(const Args& a, Session&) {
+    if (a.size() % 2 == 0) return arity_error("mset");
+    return set_pairs(a).ok() ? ok() : oom_error();
   }
   // A write lookup (Redis lookupKeyWrite): whether the key is live, reclaiming it if stale,
   // without counting a hit or miss and without an event. The store has no such member;
@@ -1003,10 +1006,7 @@ class CommandExecutor {
     for (std::size_t i = 1; i < a.size(); i += 2) {
       if (exists_for_write(a[i])) return Reply::integer(0);
     }
-    const Result<void> r = store_.as_one_command([&] {
-      for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
-    });
-    return r.ok() ? Reply::integer(1) : oom_error();
+    return set_pairs(a).ok() ? Reply::integer(1) : oom_error();
   }
   Reply cmd_strlen(const Args& a, Session&) {
     const std::string* v = store_.get(a[1]);
