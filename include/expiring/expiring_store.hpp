@@ -621,8 +621,16 @@ class ExpiringStore {
   // nothing otherwise), updated by reads and writes; exists(), the TTL queries and peek() do
   // not touch it (Redis LOOKUP_NOTOUCH).
 
-  // Used memory as the weigher counts it. O(1) with a limit set, O(size) without.
-  std::size_t used_memory() const { return tracking_ ? used_ : weigh_all(); }
+  // Used memory: the weigher's sum over the entries plus the external memory below. O(1)
+  // with a limit set, O(size) without.
+  std::size_t used_memory() const { return (tracking_ ? used_ : weigh_all()) + external_; }
+  // Memory the store does not hold but that counts against its limit, as Redis counts its
+  // clients' query and output buffers in used_memory: a server sets it to the bytes of its
+  // client buffers before each command, so that one request carrying a large value is refused
+  // (noeviction) or makes room (any other policy) before it is stored. Counted by
+  // used_memory() and by every limit check; never evicted. 0 by default.
+  void set_external_memory(std::size_t bytes) noexcept { external_ = bytes; }
+  std::size_t external_memory() const noexcept { return external_; }
   // The check Redis runs before every command that may grow memory (performEvictions):
   // if used memory is above the limit, evicts until it is not. Errc::out_of_memory when the
   // policy cannot free enough. The store's own writes run it themselves; call it before a
@@ -986,7 +994,7 @@ class ExpiringStore {
       [[maybe_unused]] V v(std::move(e.value));
     }
   }
-  bool over_limit() const noexcept { return tracking_ && used_ > options_.maxmemory; }
+  bool over_limit() const noexcept { return tracking_ && used_ + external_ > options_.maxmemory; }
   double random_unit() { return static_cast<double>(draw() >> 11) * (1.0 / 9007199254740992.0); }
   std::uint64_t draw() { return options_.random ? options_.random() : next_random(); }
 
@@ -1131,6 +1139,7 @@ class ExpiringStore {
   bool touch_access_ = false;  // ... and the policy reads the access data
   bool in_command_ = false;    // inside as_one_command(): memory was checked already
   std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
+  std::size_t external_ = 0;   // set_external_memory(): client buffers and the like
   weigher_type weigher_;
   detail::EvictionPool<K> pool_;
   std::vector<V> free_queue_;  // lazy free: values waiting for tick(); capacity reserved
@@ -1469,7 +1478,7 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now) {
     const std::uint64_t r = draw();
     return allkeys ? static_cast<std::uint32_t>(r % ks_.size()) : ks_.expiry().sample(r);
   };
-  while (used_ > options_.maxmemory) {
+  while (over_limit()) {
     slot_iterator victim = ks_.end();
     if (random) {
       if ((allkeys ? ks_.size() : ks_.expires_size()) == 0) return false;
