@@ -117,7 +117,7 @@ class ExpiringStore {
   // invalid, or a soft-TTL window is negative.
   explicit ExpiringStore(Clock clock, Options options = {}, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
       : clock_(std::forward<Clock>(clock)),
-        ks_(std::move(hash), std::move(eq), options.seed ? *options.seed : random_seed()),
+        ks_(keyed(std::move(hash), options.seed), std::move(eq), options.seed ? *options.seed : detail::random_u64()),
         options_(std::move(options)) {
     if (options_.active_expire_effort < 1 || options_.active_expire_effort > 10) {
       throw std::invalid_argument("expiring: active_expire_effort must be between 1 and 10");
@@ -143,7 +143,7 @@ class ExpiringStore {
       reclaimer_ = std::make_shared<detail::Reclaimer<V>>(options_.lazyfree_queue_max);
     }
     set_hz(options_.hz);
-    rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_seed();
+    rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : detail::random_u64();
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
     if constexpr (kWheel) ks_.expiry().sync(now_ms());
   }
@@ -808,6 +808,8 @@ class ExpiringStore {
     const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
     return (e == nullptr || e->is_stale(now)) ? nullptr : &e->value;
   }
+  // The key hash (with its key, for a keyed hash: keep it secret).
+  const Hash& hash_function() const noexcept { return ks_.hasher(); }
   // The clock's reading, as the store's next operation would see it.
   std::int64_t now_ms() const { return clock_.now_ms(); }
   // Verifies the engine's internal invariants (for tests; O(size)).
@@ -834,14 +836,13 @@ class ExpiringStore {
     }
   }
 
-  static std::uint64_t random_seed() {
-    std::uint64_t s = 0;
-    try {
-      std::random_device rd;
-      s = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-    } catch (...) {
+  // A keyed hash (expiring::Hash, or any with rekey(HashKey)) is keyed from Options::seed when
+  // one is given, so that a seeded store is reproducible; otherwise it keeps its own key.
+  static Hash keyed(Hash hash, const std::optional<std::uint64_t>& seed) {
+    if constexpr (detail::is_rekeyable<Hash>::value) {
+      if (seed) hash.rekey(HashKey::from_seed(*seed));
     }
-    return s ^ static_cast<std::uint64_t>(SteadyMicrosClock{}()) ^ 0x243F6A8885A308D3ull;
+    return hash;
   }
   std::uint64_t next_random() noexcept {  // splitmix64
     std::uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);

@@ -1,19 +1,52 @@
-// expiring/hash.hpp: XXH3-based hashing for keys.
+// expiring/hash.hpp: keyed hashing for keys an attacker may choose.
 //
-// `expiring::Hash<std::string>` (and `<std::string_view>`) is transparent: a store keyed by
-// std::string can be probed with a std::string_view or a string literal without building a
-// std::string, so lookups allocate nothing. Integral and enum keys hash their 8-byte value.
+// Overview
+// --------
+// `expiring::Hash<K>` is the store's default hash. It is a keyed pseudo-random function,
+// SipHash-1-3 with a 128-bit key (`HashKey`), for std::string, std::string_view, integral and
+// enum keys. Every default-constructed Hash draws a fresh key from the operating system's
+// random source; a store built with Options::seed rekeys its Hash from that seed instead, so
+// that a seeded store is reproducible. Redis keys its dictionaries the same way (SipHash with
+// a random key per process).
 //
-// The store does not trust any key hash to be unpredictable: it folds every hash with a seed
-// chosen per store (Options::seed) before it picks a probe position, so keys an attacker
-// chose against one process are not aimed at the probe sequences of another.
+// What it guarantees: without the key, an attacker cannot choose keys that share a hash (or
+// the hash bits a table uses) more often than random keys do, whatever the key bytes
+// (binary keys included) and whatever replies or timings of other processes they have seen.
+// That is what defeats hash flooding: a table whose probe sequences are aimed at by crafted
+// keys degrades from O(1) to O(n) per operation. The key is never exposed by the store.
+//
+// Why the key must enter the function: a fast unkeyed hash followed by a seeded mixer (what
+// this header did before) does not help, because keys with equal unkeyed hashes stay equal
+// under every seed. XXH3's 17-240-byte path, for instance, multiplies by zero when 8 input
+// bytes equal 8 bytes of its public secret, so any number of 32-byte keys can be made to
+// hash alike (tests/robustness/test_hash_flood.cpp builds them).
+//
+// Cost: SipHash-1-3 takes one round per 8 input bytes plus four; bench/bench_hash.cpp measures
+// it against the alternatives below. Transparent: a store keyed by std::string is probed with
+// a std::string_view or a literal without building a std::string.
+//
+// `expiring::FastHash<K>` is XXH3 with a random 192-byte secret per instance: about 2-3x
+// faster on short keys, and it defeats the published crafted-key attack (which needs the
+// secret), but it is not a pseudo-random function: fixed pairs of 32-240-byte messages are
+// known to collide for about 2^-27 of random secrets. Use it where keys come from a party you
+// trust, or when you accept that margin; the default stays SipHash.
+//
+// A hash of your own: the store folds its result with a per-store seed, which scatters probe
+// positions but cannot separate keys whose hashes are equal. If keys may come from an
+// attacker, your hash must be keyed (seeded inside the function, from a secret random key)
+// and collision-resistant without the key. Give it `void rekey(expiring::HashKey)` and a store
+// built with Options::seed will key it from the seed, as it does Hash.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
+#include <cstring>
+#include <random>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #ifndef XXH_INLINE_ALL
 #define XXH_INLINE_ALL
@@ -22,28 +55,247 @@
 
 namespace expiring {
 
-template <class K, class Enable = void>
-struct Hash;  // primary template: no hash for this key type; supply your own functor
+// 128 bits of key material for a keyed hash.
+struct HashKey {
+  std::uint64_t k0 = 0;
+  std::uint64_t k1 = 0;
+
+  // A key from the operating system's random source (std::random_device, getrandom() on
+  // Linux), mixed with the steady clock in case that source is unavailable.
+  static HashKey random() noexcept;
+  // A reproducible key expanded from a 64-bit seed (splitmix64). For tests and for stores
+  // built with Options::seed; a key derived from a seed an attacker can guess is no secret.
+  static constexpr HashKey from_seed(std::uint64_t seed) noexcept;
+
+  friend constexpr bool operator==(const HashKey& a, const HashKey& b) noexcept {
+    return a.k0 == b.k0 && a.k1 == b.k1;
+  }
+  friend constexpr bool operator!=(const HashKey& a, const HashKey& b) noexcept { return !(a == b); }
+};
 
 namespace detail {
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return static_cast<std::size_t>(XXH3_64bits(s.data(), s.size()));
+
+constexpr std::uint64_t rotl64(std::uint64_t x, int r) noexcept { return (x << r) | (x >> (64 - r)); }
+
+// One splitmix64 step: advances `state` and returns a well-mixed 64-bit value.
+constexpr std::uint64_t splitmix64(std::uint64_t& state) noexcept {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// 64 random bits from the operating system, or from the clock if it has none.
+inline std::uint64_t random_u64() noexcept {
+  std::uint64_t s = 0;
+  try {
+    std::random_device rd;
+    s = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  } catch (...) {
   }
+  std::uint64_t t = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return s ^ splitmix64(t);
+}
+
+// A little-endian 64-bit load.
+inline std::uint64_t load_le64(const unsigned char* p) noexcept {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+#else
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+#endif
+}
+
+// SipHash-c-d (Aumasson and Bernstein, 2012) with key `key`. The message is taken in 8-byte
+// little-endian words; the last word carries the remaining bytes and the length modulo 256
+// in its top byte. C compression rounds per word, D finalisation rounds. SipHash-1-3 (C=1,
+// D=3) is the trade-off Rust's and Python's hash tables use; SipHash-2-4, the original, is
+// kept for the reference test vectors.
+template <int C, int D>
+class SipHasher {
+ public:
+  explicit constexpr SipHasher(HashKey key) noexcept
+      : v0_(key.k0 ^ 0x736f6d6570736575ull),
+        v1_(key.k1 ^ 0x646f72616e646f6dull),
+        v2_(key.k0 ^ 0x6c7967656e657261ull),
+        v3_(key.k1 ^ 0x7465646279746573ull) {}
+
+  constexpr void absorb(std::uint64_t m) noexcept {
+    v3_ ^= m;
+    for (int i = 0; i < C; ++i) round();
+    v0_ ^= m;
+  }
+  constexpr std::uint64_t finish() noexcept {
+    v2_ ^= 0xff;
+    for (int i = 0; i < D; ++i) round();
+    return v0_ ^ v1_ ^ v2_ ^ v3_;
+  }
+
+  static std::uint64_t bytes(const void* data, std::size_t n, HashKey key) noexcept {
+    const auto* p = static_cast<const unsigned char*>(data);
+    SipHasher h(key);
+    const std::size_t words = n / 8;
+    for (std::size_t w = 0; w < words; ++w) h.absorb(load_le64(p + 8 * w));
+    std::uint64_t last = static_cast<std::uint64_t>(n & 0xff) << 56;
+    for (std::size_t i = 0, tail = n & 7; i < tail; ++i) {
+      last |= static_cast<std::uint64_t>(p[8 * words + i]) << (8 * i);
+    }
+    h.absorb(last);
+    return h.finish();
+  }
+  // The hash of the 8 little-endian bytes of `m`, without going through memory.
+  static constexpr std::uint64_t word(std::uint64_t m, HashKey key) noexcept {
+    SipHasher h(key);
+    h.absorb(m);
+    h.absorb(std::uint64_t{8} << 56);
+    return h.finish();
+  }
+
+ private:
+  constexpr void round() noexcept {
+    v0_ += v1_;
+    v1_ = rotl64(v1_, 13);
+    v1_ ^= v0_;
+    v0_ = rotl64(v0_, 32);
+    v2_ += v3_;
+    v3_ = rotl64(v3_, 16);
+    v3_ ^= v2_;
+    v0_ += v3_;
+    v3_ = rotl64(v3_, 21);
+    v3_ ^= v0_;
+    v2_ += v1_;
+    v1_ = rotl64(v1_, 17);
+    v1_ ^= v2_;
+    v2_ = rotl64(v2_, 32);
+  }
+  std::uint64_t v0_, v1_, v2_, v3_;
 };
+using SipHash13 = SipHasher<1, 3>;
+using SipHash24 = SipHasher<2, 4>;
+
+// The key types the default hashes accept: strings (transparently, as string_view) and
+// integral or enum values (as their 64-bit value).
+template <class K>
+constexpr bool is_string_key_v = std::is_same_v<K, std::string> || std::is_same_v<K, std::string_view>;
+
+// Detects `h.rekey(HashKey)`: a keyed hash the store keys from Options::seed.
+template <class H, class = void>
+struct is_rekeyable : std::false_type {};
+template <class H>
+struct is_rekeyable<H, std::void_t<decltype(std::declval<H&>().rekey(HashKey{}))>> : std::true_type {};
+
+// An integral or enum key as the 64-bit word its hash reads.
+template <class K>
+constexpr std::uint64_t key_word(K key) noexcept {
+  if constexpr (std::is_enum_v<K>) {
+    return static_cast<std::uint64_t>(static_cast<std::underlying_type_t<K>>(key));
+  } else {
+    return static_cast<std::uint64_t>(key);
+  }
+}
+
 }  // namespace detail
 
-template <>
-struct Hash<std::string> : detail::StringHash {};
-template <>
-struct Hash<std::string_view> : detail::StringHash {};
+inline HashKey HashKey::random() noexcept { return HashKey{detail::random_u64(), detail::random_u64()}; }
 
+constexpr HashKey HashKey::from_seed(std::uint64_t seed) noexcept {
+  std::uint64_t s = seed ^ 0x5851F42D4C957F2Dull;
+  const std::uint64_t k0 = detail::splitmix64(s);
+  const std::uint64_t k1 = detail::splitmix64(s);
+  return HashKey{k0, k1};
+}
+
+// ---- Hash: SipHash-1-3, keyed per instance --------------------------------------------------
+
+template <class K, class Enable = void>
+struct Hash;  // no default hash for this key type: supply your own functor
+
+// Strings: transparent, so std::string_view and literals probe a std::string store.
+template <class K>
+struct Hash<K, std::enable_if_t<detail::is_string_key_v<K>>> {
+  using is_transparent = void;
+
+  // A fresh random key (one read of the OS random source).
+  Hash() noexcept : key_(HashKey::random()) {}
+  explicit Hash(HashKey key) noexcept : key_(key) {}
+
+  std::size_t operator()(std::string_view s) const noexcept {
+    return static_cast<std::size_t>(detail::SipHash13::bytes(s.data(), s.size(), key_));
+  }
+
+  void rekey(HashKey key) noexcept { key_ = key; }
+  HashKey key() const noexcept { return key_; }
+
+ private:
+  HashKey key_;
+};
+
+// Integral and enum keys: the hash of their value as a 64-bit word.
 template <class K>
 struct Hash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> {
+  Hash() noexcept : key_(HashKey::random()) {}
+  explicit Hash(HashKey key) noexcept : key_(key) {}
+
   std::size_t operator()(K key) const noexcept {
-    const auto v = static_cast<std::uint64_t>(key);
-    return static_cast<std::size_t>(XXH3_64bits(&v, sizeof v));
+    return static_cast<std::size_t>(detail::SipHash13::word(detail::key_word(key), key_));
+  }
+
+  void rekey(HashKey key) noexcept { key_ = key; }
+  HashKey key() const noexcept { return key_; }
+
+ private:
+  HashKey key_;
+};
+
+// ---- FastHash: XXH3 with a random secret per instance ----------------------------------------
+
+template <class K, class Enable = void>
+struct FastHash;
+
+// The secret is expanded from a 128-bit key, so FastHash takes the same keys as Hash.
+class FastHashSecret {
+ public:
+  FastHashSecret() noexcept { rekey(HashKey::random()); }
+  explicit FastHashSecret(HashKey key) noexcept { rekey(key); }
+  void rekey(HashKey key) noexcept {
+    std::uint64_t s = key.k0;
+    std::uint64_t t = key.k1 ^ 0x2545F4914F6CDD1Dull;
+    for (std::size_t i = 0; i < sizeof secret_; i += 8) {
+      const std::uint64_t w = detail::splitmix64(s) ^ detail::rotl64(detail::splitmix64(t), 29);
+      std::memcpy(secret_ + i, &w, 8);
+    }
+  }
+
+ protected:
+  std::uint64_t hash_bytes(const void* p, std::size_t n) const noexcept {
+    return XXH3_64bits_withSecret(p, n, secret_, sizeof secret_);
+  }
+
+ private:
+  static_assert(XXH3_SECRET_DEFAULT_SIZE >= XXH3_SECRET_SIZE_MIN && XXH3_SECRET_DEFAULT_SIZE % 8 == 0,
+                "expiring: XXH3's default secret size");
+  unsigned char secret_[XXH3_SECRET_DEFAULT_SIZE];
+};
+
+template <class K>
+struct FastHash<K, std::enable_if_t<detail::is_string_key_v<K>>> : FastHashSecret {
+  using is_transparent = void;
+  using FastHashSecret::FastHashSecret;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return static_cast<std::size_t>(hash_bytes(s.data(), s.size()));
+  }
+};
+
+template <class K>
+struct FastHash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> : FastHashSecret {
+  using FastHashSecret::FastHashSecret;
+  std::size_t operator()(K key) const noexcept {
+    const std::uint64_t v = detail::key_word(key);
+    return static_cast<std::size_t>(hash_bytes(&v, sizeof v));
   }
 };
 

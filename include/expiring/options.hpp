@@ -299,8 +299,11 @@ struct Options {
   // std::chrono::steady_clock. Tests inject a fake one.
   std::function<std::int64_t()> budget_clock_us;
 
-  // Seeds the store's hash folding and its random_key() generator. Empty = a fresh random
-  // seed per store.
+  // Seeds the store's random_key() generator and its hash folding, and keys a keyed hash
+  // (expiring::Hash, or any hash with rekey(HashKey)) with HashKey::from_seed(seed), so that a
+  // seeded store is reproducible. Empty = a fresh random seed, and the hash keeps its own
+  // random key. A seed an attacker can guess gives away the hash key: seed only for tests
+  // and benchmarks (hash.hpp).
   std::optional<std::uint64_t> seed;
 
   // Capacity to reserve up front (keys).

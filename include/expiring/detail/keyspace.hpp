@@ -179,6 +179,7 @@ class Keyspace {
     auto it = index_.find(KeyProbe<entry_type, KK, KeyEqual>{key, h, entries_.data(), &eq_});
     return it == index_.end() ? nullptr : &entries_[it->index];
   }
+  const Hash& hasher() const noexcept { return hasher_; }
   template <class A, class B>
   bool keys_equal(const A& a, const B& b) const {
     return eq_(a, b);
