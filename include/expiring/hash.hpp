@@ -110,6 +110,17 @@ inline std::uint64_t load_le64(const unsigned char* p) noexcept {
 #endif
 }
 
+inline std::uint32_t load_le32(const unsigned char* p) noexcept {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#else
+  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+#endif
+}
+
 // SipHash-c-d (Aumasson and Bernstein, 2012) with key `key`. The message is taken in 8-byte
 // little-endian words; the last word carries the remaining bytes and the length modulo 256
 // in its top byte. C compression rounds per word, D finalisation rounds. SipHash-1-3 (C=1,
@@ -140,12 +151,19 @@ class SipHasher {
     SipHasher h(key);
     const std::size_t words = n / 8;
     for (std::size_t w = 0; w < words; ++w) h.absorb(load_le64(p + 8 * w));
-    std::uint64_t last = static_cast<std::uint64_t>(n & 0xff) << 56;
-    for (std::size_t i = 0, tail = n & 7; i < tail; ++i) {
-      last |= static_cast<std::uint64_t>(p[8 * words + i]) << (8 * i);
-    }
-    h.absorb(last);
+    h.absorb(tail_word(p, n) | static_cast<std::uint64_t>(n & 0xff) << 56);
     return h.finish();
+  }
+  // The last n % 8 bytes as a little-endian word, read with at most two loads.
+  static std::uint64_t tail_word(const unsigned char* p, std::size_t n) noexcept {
+    const std::size_t tail = n & 7;
+    if (tail == 0) return 0;
+    if (n >= 8) return load_le64(p + n - 8) >> (8 * (8 - tail));  // overlaps the last full word
+    if (tail >= 4) {  // two overlapping 4-byte loads
+      return load_le32(p) | (static_cast<std::uint64_t>(load_le32(p + tail - 4)) << (8 * (tail - 4)));
+    }
+    return static_cast<std::uint64_t>(p[0]) | static_cast<std::uint64_t>(p[tail / 2]) << (8 * (tail / 2)) |
+           static_cast<std::uint64_t>(p[tail - 1]) << (8 * (tail - 1));
   }
   // The hash of the 8 little-endian bytes of `m`, without going through memory.
   static constexpr std::uint64_t word(std::uint64_t m, HashKey key) noexcept {

@@ -162,3 +162,27 @@ TEST_CASE("hash: a seeded store keys its hash from the seed; an unseeded one doe
   StringStore unseeded{clock, expiring::Options{}, mine};
   CHECK(unseeded.hash_function().key() == mine.key());
 }
+
+TEST_CASE("hash: SipHash's tail loads match a byte-by-byte reference at every length", "[robustness][hash]") {
+  // A plain byte loop builds the last word; the fast path reads it with overlapping loads.
+  auto reference = [](const unsigned char* p, std::size_t n, expiring::HashKey key) {
+    expiring::detail::SipHash13 h(key);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t m = 0;
+      for (int b = 7; b >= 0; --b) m = (m << 8) | p[i + static_cast<std::size_t>(b)];
+      h.absorb(m);
+    }
+    std::uint64_t last = static_cast<std::uint64_t>(n & 0xff) << 56;
+    for (std::size_t b = 0; i + b < n; ++b) last |= static_cast<std::uint64_t>(p[i + b]) << (8 * b);
+    h.absorb(last);
+    return h.finish();
+  };
+  const expiring::HashKey key = expiring::HashKey::from_seed(5);
+  unsigned char buf[80];
+  for (int i = 0; i < 80; ++i) buf[i] = static_cast<unsigned char>(i * 37 + 11);
+  for (std::size_t n = 0; n <= 70; ++n) {
+    CAPTURE(n);
+    CHECK(expiring::detail::SipHash13::bytes(buf + 3, n, key) == reference(buf + 3, n, key));
+  }
+}
