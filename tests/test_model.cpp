@@ -111,6 +111,11 @@ struct Model {
   std::map<K, Entry> m;  // every stored key, stale ones included until something reclaims them
   std::uint64_t expired_keys = 0, hits = 0, misses = 0;
   std::vector<Ev<K>> events;  // the events the current operation must raise, in order
+  // TTL jitter of a relative deadline `when` = now + ttl (ttl > 0), or none.
+  std::function<std::int64_t(std::int64_t when, std::int64_t ttl, std::int64_t now)> jitter;
+  std::int64_t jittered(std::int64_t when, std::int64_t ttl, std::int64_t now) const {
+    return jitter ? jitter(when, ttl, now) : when;
+  }
 
   static bool stale(const Entry& e, std::int64_t now) { return e.deadline && now > *e.deadline; }
 
@@ -139,6 +144,7 @@ struct Model {
     if (has_time(kind)) {
       when = set_deadline(kind, arg, now);
       if (!when) return Errc::invalid_expire_time;
+      if (kind == Kind::ex || kind == Kind::px) when = jittered(*when, *when - now, now);
     }
     if (old != nullptr) {
       if (Entry* e = lookup(k, now, true)) *old = e->value;
@@ -166,6 +172,7 @@ struct Model {
     if (has_time(kind)) {
       when = set_deadline(kind, arg, now);
       if (!when) return Errc::invalid_expire_time;
+      if (kind == Kind::ex || kind == Kind::px) when = jittered(*when, *when - now, now);
     }
     std::optional<std::string> out = e->value;
     if (when) {
@@ -188,8 +195,9 @@ struct Model {
     const bool gt = expiring::has(f, ExpireFlags::GT), lt = expiring::has(f, ExpireFlags::LT);
     if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
     if (gt && lt) return Errc::gt_and_lt;
-    const std::optional<std::int64_t> when = expire_deadline(v, seconds, relative, now);
+    std::optional<std::int64_t> when = expire_deadline(v, seconds, relative, now);
     if (!when) return Errc::invalid_expire_time;
+    if (relative && *when - now > 0) when = jittered(*when, *when - now, now);  // a positive TTL only
     Entry* e = lookup(k, now, false);
     if (e == nullptr) return false;
     const std::optional<std::int64_t> cur = e->deadline;
@@ -281,7 +289,27 @@ bool same(const Result<void>& a, const Result<void>& b) { return a.ok() == b.ok(
 struct RunConfig {
   std::uint64_t seed;
   int ops;
+  std::optional<std::int64_t> start = std::nullopt;  // the clock's first reading; else by seed
+  expiring::Jitter jitter = expiring::Jitter::none();  // Options::ttl_jitter
 };
+
+// The reference's TTL jitter, computed in 128 bits (independently of the store's unsigned
+// arithmetic): when + d with d = draw % (2s + 1) - s, clamped to [now + 1, INT64_MAX].
+__extension__ typedef __int128 i128;  // GCC and Clang
+__extension__ typedef unsigned __int128 u128;
+inline std::int64_t reference_jitter(expiring::Jitter j, std::uint64_t draw, std::int64_t when, std::int64_t ttl,
+                                     std::int64_t now) {
+  i128 s = 0;
+  if (j.kind() == expiring::Jitter::Kind::percent) s = static_cast<i128>(ttl) * j.amount() / 100;
+  if (j.kind() == expiring::Jitter::Kind::spread) s = j.amount();
+  if (s <= 0) return when;
+  const auto range = static_cast<u128>(2 * s + 1);
+  const i128 d = static_cast<i128>(draw % range) - s;
+  i128 x = static_cast<i128>(when) + d;
+  if (x < static_cast<i128>(now) + 1) x = static_cast<i128>(now) + 1;
+  if (x > kMax) x = kMax;
+  return static_cast<std::int64_t>(x);
+}
 
 template <class K, class Hash>
 class Runner {
@@ -290,6 +318,11 @@ class Runner {
 
   Runner(RunConfig cfg, std::vector<K> keys)
       : cfg_(cfg), rng_(cfg.seed), keys_(std::move(keys)), clock_(base_now()), store_(clock_, make_options()) {
+    if (cfg_.jitter.kind() != expiring::Jitter::Kind::none) {
+      model_.jitter = [this](std::int64_t when, std::int64_t ttl, std::int64_t now) {
+        return reference_jitter(cfg_.jitter, op_draw_, when, ttl, now);
+      };
+    }
     store_.set_listener([this](const typename Store::event_type& ev) {
       got_.push_back(Ev<K>{ev.cause, ev.key, ev.value ? std::optional<std::string>(*ev.value) : std::nullopt});
     });
@@ -299,6 +332,7 @@ class Runner {
     for (op_ = 0; op_ < cfg_.ops; ++op_) {
       model_.events.clear();
       got_.clear();
+      op_draw_ = draw_rng_();
       step();
       check_after_op();
       got_.clear();
@@ -321,6 +355,7 @@ class Runner {
   const K& any_key() { return keys_[static_cast<std::size_t>(rnd(keys_.size()))]; }
 
   std::int64_t base_now() {
+    if (cfg_.start) return *cfg_.start;
     // Fixtures: an ordinary time, 0, one minute before INT64_MAX (DESIGN §6).
     switch (cfg_.seed % 3) {
       case 0: return 1'700'000'000'000;
@@ -344,6 +379,12 @@ class Runner {
       budget_now_ += budget_step_;
       return v;
     };
+    if (cfg_.jitter.kind() != expiring::Jitter::Kind::none) {
+      // One draw per operation, whoever asks first (the store or the reference): an operation
+      // makes at most one jittered write.
+      o.ttl_jitter = cfg_.jitter;
+      o.random = [this] { return op_draw_; };
+    }
     return o;
   }
 
@@ -860,6 +901,8 @@ class Runner {
   std::vector<K> keys_;
   std::int64_t budget_now_ = 0;
   std::int64_t budget_step_ = 0;
+  std::mt19937_64 draw_rng_{cfg_.seed ^ 0x6A09E667F3BCC909ull};  // Options::random, with jitter on
+  std::uint64_t op_draw_ = 0;  // this operation's random draw
   ManualClock clock_;
   Store store_;
   Model<K> model_;
@@ -913,4 +956,19 @@ TEST_CASE("model: random operations with a hash where every key collides", "[mod
 
 TEST_CASE("model: random operations on std::uint64_t keys match the reference model", "[model]") {
   run_model<std::uint64_t, expiring::Hash<std::uint64_t>>(RunConfig{11, 10'000}, integer_keys(64));
+}
+
+TEST_CASE("model: negative and near-limit clocks with TTL jitter on", "[model][jitter]") {
+  // Each start with a percentage and an absolute spread; the clock also jumps to the extremes
+  // during the run (op_clock). Under UBSan this covers every jitter path's arithmetic.
+  const std::int64_t starts[] = {-10'000, kMin + 1, kMin + 60'000, kMax - 60'000, 0};
+  const expiring::Jitter jitters[] = {expiring::Jitter::percent(50), expiring::Jitter::percent(100),
+                                      expiring::Jitter::spread_ms(kMax), expiring::Jitter::spread_ms(700)};
+  std::uint64_t seed = 100;
+  for (const std::int64_t start : starts) {
+    for (const expiring::Jitter j : jitters) {
+      CAPTURE(start, j.amount(), seed);
+      run_model<std::string, expiring::Hash<std::string>>(RunConfig{seed++, 3'000, start, j}, string_keys(32));
+    }
+  }
 }

@@ -1075,7 +1075,9 @@ class ExpiringStore {
     const std::uint64_t r = (options_.random ? options_.random() : next_random()) % range;
     if (r >= us) {
       const std::uint64_t up = r - us;  // 0..s
-      const auto room = static_cast<std::uint64_t>(detail::kInt64Max - when);
+      // INT64_MAX - when in unsigned arithmetic: at most 2^64 - 1 for any when (when may be
+      // negative, where the signed difference overflows).
+      const std::uint64_t room = static_cast<std::uint64_t>(detail::kInt64Max) - static_cast<std::uint64_t>(when);
       return up > room ? detail::kInt64Max : when + static_cast<std::int64_t>(up);
     }
     const std::uint64_t down = us - r;  // 1..s
