@@ -133,10 +133,10 @@ TEST_CASE("maxmemory: used memory stays exact through every kind of write (rando
 TEST_CASE("maxmemory: noeviction refuses writes once used memory is above the limit", "[eviction][error]") {
   ManualClock clock{T0};
   IntStore s{clock, limit(100, EvictionPolicy::noeviction)};
-  // Redis checks before the write: writes succeed while used <= 100 (6 keys = 96), so the
-  // 7th goes through (112) and the 8th is refused.
-  for (std::uint64_t k = 0; k < 7; ++k) REQUIRE(s.set(k, k * 10) == true);
-  CHECK(s.used_memory() == 7 * kW);
+  // A write is admitted when used memory plus its own weight fits (as Redis counts the
+  // request in used memory): 6 keys = 96, and a 7th would make 112 > 100.
+  for (std::uint64_t k = 0; k < 6; ++k) REQUIRE(s.set(k, k * 10) == true);
+  CHECK(s.used_memory() == 6 * kW);
   CHECK(s.set(100, 1) == Errc::out_of_memory);
   CHECK(s.set(0, 999) == Errc::out_of_memory);  // overwrites too
   CHECK(s.set_get(0, 999) == Errc::out_of_memory);
@@ -145,13 +145,13 @@ TEST_CASE("maxmemory: noeviction refuses writes once used memory is above the li
   CHECK(s.setnx(102, 1) == false);
   CHECK(s.getset(0, 999) == Errc::out_of_memory);
   CHECK(s.getset(105, 1) == Errc::out_of_memory);
-  CHECK(s.perform_evictions() == Errc::out_of_memory);
+  CHECK(s.perform_evictions().ok());  // 96 <= 100: the pre-command check alone passes
   CHECK(s.copy(0, 103) == Errc::out_of_memory);
   int loads = 0;
   CHECK(s.get_or_load(std::uint64_t{104}, [&] { return std::uint64_t(++loads); }) == Errc::out_of_memory);
   CHECK(loads == 0);
   // Nothing changed; reads, TTL changes and deletes still work.
-  CHECK(s.size() == 7);
+  CHECK(s.size() == 6);
   CHECK(*s.get(0) == 0);
   CHECK(s.get_or_load(std::uint64_t{3}, [&] { return std::uint64_t(++loads); }).value() == s.peek(3));
   CHECK(s.expire(1, 100) == true);
@@ -159,10 +159,10 @@ TEST_CASE("maxmemory: noeviction refuses writes once used memory is above the li
   CHECK(s.rename(1, 200).ok());
   CHECK(s.stats().evicted_keys == 0);
   REQUIRE(s.del(200));
-  CHECK(s.used_memory() == 6 * kW);
-  CHECK(s.perform_evictions().ok());  // at 96 <= 100: nothing to do
-  CHECK(s.size() == 6);
-  CHECK(s.set(100, 1) == true);  // at 96 <= 100: accepted again
+  CHECK(s.used_memory() == 5 * kW);
+  CHECK(s.perform_evictions().ok());  // at 80 <= 100: nothing to do
+  CHECK(s.size() == 5);
+  CHECK(s.set(100, 1) == true);  // 80 + 16 <= 100: accepted again
   CHECK(s.set(101, 1) == Errc::out_of_memory);
   CHECK(s.check_invariants());
 }
@@ -204,14 +204,14 @@ TEST_CASE("maxmemory: volatile policies with no volatile key behave like noevict
     IntStore s{clock, limit(100, p)};
     EventLog log;
     log.attach(s);
-    for (std::uint64_t k = 0; k < 6; ++k) REQUIRE(s.set(k, k) == true);
-    REQUIRE(s.set(50, 50, Ex{100}) == true);  // the only volatile key; 112 bytes
-    REQUIRE(s.set(51, 51) == true);           // evicts key 50 first, then 7 keys: 112
+    for (std::uint64_t k = 0; k < 5; ++k) REQUIRE(s.set(k, k) == true);
+    REQUIRE(s.set(50, 50, Ex{100}) == true);  // the only volatile key; 96 bytes
+    REQUIRE(s.set(51, 51) == true);           // 96 + 16 > 100: evicts key 50 first, then 6 keys: 96
     CHECK(log.evicted() == std::vector<std::uint64_t>{50});
     CHECK(log.values == std::vector<std::uint64_t>{50});
     CHECK(s.peek(50) == nullptr);
     CHECK(s.set(52, 52) == Errc::out_of_memory);  // no volatile key left
-    CHECK(s.size() == 7);
+    CHECK(s.size() == 6);
     CHECK(s.stats().evicted_keys == 1);
     CHECK(s.stats().expired_keys == 0);
   }
@@ -224,11 +224,11 @@ TEST_CASE("maxmemory: allkeys-random keeps memory at the limit, one eviction per
   log.attach(s);
   for (std::uint64_t k = 0; k < 100; ++k) {
     REQUIRE(s.set(k, k + 1000) == true);
-    REQUIRE(s.size() <= 11);
+    REQUIRE(s.size() <= 10);
   }
-  CHECK(s.size() == 11);  // the check precedes each write
-  CHECK(s.stats().evicted_keys == 89);
-  CHECK(log.evicted().size() == 89);
+  CHECK(s.size() == 10);  // each write makes room for its own weight first
+  CHECK(s.stats().evicted_keys == 90);
+  CHECK(log.evicted().size() == 90);
   for (std::size_t i = 0; i < log.values.size(); ++i) CHECK(log.values[i] == log.evicted()[i] + 1000);
   CHECK(s.peek(99) != nullptr);  // the key just written is never the victim of its own write
   CHECK(accounting_exact(s));
@@ -240,8 +240,8 @@ TEST_CASE("maxmemory: volatile-random evicts only keys with a TTL", "[eviction]"
   for (std::uint64_t k = 0; k < 5; ++k) REQUIRE(s.set(k, k) == true);
   for (std::uint64_t k = 100; k < 120; ++k) REQUIRE(s.set(k, k, Ex{1000}) == true);
   for (std::uint64_t k = 0; k < 5; ++k) CHECK(s.peek(k) != nullptr);
-  CHECK(s.size() == 11);
-  CHECK(s.expires_size() == 6);
+  CHECK(s.size() == 10);
+  CHECK(s.expires_size() == 5);
 }
 
 TEST_CASE("maxmemory: volatile-ttl evicts the nearest deadline among the samples", "[eviction]") {
@@ -253,20 +253,19 @@ TEST_CASE("maxmemory: volatile-ttl evicts the nearest deadline among the samples
   REQUIRE(s.set(2, 2, Ex{300}) == true);
   REQUIRE(s.set(3, 3, Ex{100}) == true);
   REQUIRE(s.set(4, 4, Ex{200}) == true);
-  REQUIRE(s.set(5, 5, Px{400'000}) == true);
-  REQUIRE(s.set(6, 6) == true);  // 5 keys = 80: no eviction yet; now 96
+  REQUIRE(s.set(5, 5, Px{400'000}) == true);  // 5 keys = 80, the limit: no eviction yet
   CHECK(log.evicted().empty());
-  REQUIRE(s.set(7, 7) == true);  // evicts 3 (100 s)
-  REQUIRE(s.set(8, 8) == true);  // evicts 4 (200 s)
-  REQUIRE(s.set(9, 9) == true);  // evicts 2 (300 s)
-  REQUIRE(s.set(10, 10) == true);  // evicts 5 (400 s)
+  REQUIRE(s.set(6, 6) == true);  // evicts 3 (100 s)
+  REQUIRE(s.set(7, 7) == true);  // evicts 4 (200 s)
+  REQUIRE(s.set(8, 8) == true);  // evicts 2 (300 s)
+  REQUIRE(s.set(9, 9) == true);  // evicts 5 (400 s)
   CHECK(log.evicted() == std::vector<std::uint64_t>{3, 4, 2, 5});
-  CHECK(s.set(11, 11) == Errc::out_of_memory);
+  CHECK(s.set(10, 10) == Errc::out_of_memory);
 }
 
 TEST_CASE("maxmemory: allkeys-lru evicts the least recently used key", "[eviction]") {
   ManualClock clock{T0};
-  Options o = limit(5 * kW, EvictionPolicy::allkeys_lru, /*samples=*/64);
+  Options o = limit(6 * kW, EvictionPolicy::allkeys_lru, /*samples=*/64);  // room for 6 keys
   o.lru_clock_resolution_ms = 1;
   IntStore s{clock, o};
   EventLog log;
@@ -300,7 +299,7 @@ TEST_CASE("maxmemory: allkeys-lru evicts the least recently used key", "[evictio
 
 TEST_CASE("maxmemory: volatile-lru evicts the LRU key among keys with a TTL", "[eviction]") {
   ManualClock clock{T0};
-  Options o = limit(4 * kW, EvictionPolicy::volatile_lru, /*samples=*/64);
+  Options o = limit(5 * kW, EvictionPolicy::volatile_lru, /*samples=*/64);  // room for 5 keys
   o.lru_clock_resolution_ms = 1;
   IntStore s{clock, o};
   EventLog log;
@@ -315,15 +314,15 @@ TEST_CASE("maxmemory: volatile-lru evicts the LRU key among keys with a TTL", "[
   clock.advance(10);
   REQUIRE(s.get(2) != nullptr);
   clock.advance(10);
-  REQUIRE(s.set(5, 5) == true);  // 80 > 64 after this write
-  REQUIRE(s.set(6, 6) == true);  // evicts 3
+  REQUIRE(s.set(5, 5) == true);  // 80: at the limit
+  REQUIRE(s.set(6, 6) == true);  // makes room: evicts 3
   CHECK(log.evicted() == std::vector<std::uint64_t>{3});
   CHECK(s.peek(1) != nullptr);
 }
 
 TEST_CASE("maxmemory: a pooled candidate deleted meanwhile is a ghost, not evicted", "[eviction]") {
   ManualClock clock{T0};
-  Options o = limit(3 * kW, EvictionPolicy::allkeys_lru, /*samples=*/64);
+  Options o = limit(4 * kW, EvictionPolicy::allkeys_lru, /*samples=*/64);  // room for 4 keys
   o.lru_clock_resolution_ms = 1;
   IntStore s{clock, o};
   EventLog log;
@@ -335,8 +334,8 @@ TEST_CASE("maxmemory: a pooled candidate deleted meanwhile is a ghost, not evict
   REQUIRE(s.set(5, 5) == true);  // evicts 1; 2 and 3 stay in the pool as the next best
   CHECK(log.evicted() == std::vector<std::uint64_t>{1});
   REQUIRE(s.del(2));  // the pool's best candidate is now a ghost
-  REQUIRE(s.set(6, 6) == true);  // 48: no eviction
-  REQUIRE(s.set(7, 7) == true);  // 64 > 48: evicts 3, not the ghost 2
+  REQUIRE(s.set(6, 6) == true);  // 48 + 16 <= 64: no eviction
+  REQUIRE(s.set(7, 7) == true);  // 64 + 16 > 64: evicts 3, not the ghost 2
   CHECK(log.evicted() == std::vector<std::uint64_t>{1, 3});
   CHECK(s.stats().evicted_keys == 2);
   CHECK(s.size() == 4);
@@ -424,7 +423,7 @@ TEST_CASE("lfu: counters decay by one per lfu-decay-time minutes of idleness", "
 
 TEST_CASE("maxmemory: allkeys-lfu evicts the least frequently used key", "[eviction][lfu]") {
   ManualClock clock{T0};
-  Options o = limit(4 * kW, EvictionPolicy::allkeys_lfu, /*samples=*/64);
+  Options o = limit(5 * kW, EvictionPolicy::allkeys_lfu, /*samples=*/64);  // room for 5 keys
   o.lfu_log_factor = 0;
   IntStore s{clock, o};
   EventLog log;
@@ -434,8 +433,8 @@ TEST_CASE("maxmemory: allkeys-lfu evicts the least frequently used key", "[evict
     for (std::uint64_t n = 0; n < 5 - k + (k == 3 ? 10 : 0); ++n) REQUIRE(s.get(k) != nullptr);
   }
   // Counters: 1 -> 9, 2 -> 8, 3 -> 17, 4 -> 6.
-  REQUIRE(s.set(5, 5) == true);  // 80 > 64 now
-  REQUIRE(s.set(6, 6) == true);  // evicts 5 (still at 5 < 6)
+  REQUIRE(s.set(5, 5) == true);  // 80: at the limit
+  REQUIRE(s.set(6, 6) == true);  // makes room: evicts 5 (still at 5 < 6)
   CHECK(log.evicted() == std::vector<std::uint64_t>{5});
   REQUIRE(s.set(7, 7) == true);  // evicts 6
   REQUIRE(s.get(7) != nullptr);  // 7 -> 6; ties with 4 broken by the pool order
@@ -467,9 +466,10 @@ TEST_CASE("maxmemory: a custom weigher", "[eviction]") {
   StrStore s{clock, limit(10, EvictionPolicy::allkeys_random)};
   s.set_weigher([](const std::string&, const std::string& v) { return v.size(); });
   REQUIRE(s.set("a", "12345") == true);
-  REQUIRE(s.set("b", "123456") == true);  // 11 > 10
-  CHECK(s.used_memory() == 11);
-  REQUIRE(s.set("c", "1") == true);  // evicts one of a, b
+  REQUIRE(s.set("b", "123456") == true);  // 5 + 6 > 10: the weigher sees b first, a is evicted
+  CHECK(s.used_memory() == 6);
+  CHECK(s.stats().evicted_keys == 1);
+  REQUIRE(s.set("c", "1") == true);  // 6 + 1 <= 10
   CHECK(s.size() == 2);
   CHECK(s.stats().evicted_keys == 1);
   s.set_weigher({});

@@ -171,7 +171,7 @@ TEST_CASE("lazyfree: active expiry, user del and eviction follow their flags", "
   g_destroyed = 0;
   ManualClock clock{T0};
   Options o = lazy(64, true, true, true);
-  o.maxmemory = 3 * (sizeof(std::uint64_t) + sizeof(Big));
+  o.maxmemory = 4 * (sizeof(std::uint64_t) + sizeof(Big));  // room for 4 keys: 6 of 10 are evicted
   o.maxmemory_policy = EvictionPolicy::allkeys_random;
   Store s{clock, o};
   for (std::uint64_t k = 0; k < 10; ++k) REQUIRE(s.set(k, Big{}, Px{100}) == true);

@@ -606,15 +606,18 @@ class ExpiringStore {
 
   // ==== Memory limit and eviction (Redis maxmemory) ======================================
   // With Options::maxmemory = N > 0 the store tracks used memory, the sum of its weigher over
-  // the entries (O(1) per write), and before each write of the SET family, copy() and the
-  // store of get_or_load(), if used memory is above N, it evicts keys chosen by the policy
-  // until it is not (Redis's performEvictions, run before a command). If the policy cannot
-  // free enough (noeviction; volatile-* with no key with a TTL left) the write returns
-  // Errc::out_of_memory and changes nothing else, as Redis's "OOM command not allowed when
-  // used memory > 'maxmemory'". As in Redis the check is made before the write, so one write
-  // may take used memory above the limit; the next write brings it back. Reads, deletes, TTL
-  // changes, rename and modify() are never refused. Each evicted key raises `evicted` (with
-  // its value) and counts in evicted_keys.
+  // the entries (O(1) per write). Before each write of the SET family, copy() and the store
+  // of get_or_load(), if used memory plus the weight of the entry being written is above N,
+  // it evicts keys chosen by the policy until it is not (Redis's performEvictions, run before
+  // a command, counts the request that carries the value in used memory: the same rule). If
+  // the policy cannot free enough (noeviction; volatile-* with no key with a TTL left), or
+  // the entry could not fit even in an empty store (then nothing is evicted), the write
+  // returns Errc::out_of_memory and changes nothing else, as Redis's "OOM command not allowed
+  // when used memory > 'maxmemory'". So no single write takes used memory above the limit;
+  // as_one_command() (MSET) checks once, before its writes, and set_external_memory() lets a
+  // server count the requests themselves. Reads, deletes, TTL changes, rename and modify()
+  // are never refused. Each evicted key raises `evicted` (with its value) and counts in
+  // evicted_keys.
   // LRU and LFU are Redis's approximations: each eviction samples maxmemory_samples keys into
   // a pool of the 16 best candidates and evicts the best one. Access data: 4 bytes per entry
   // (an array beside the entries, allocated only while a limit and an LRU/LFU policy are set;
@@ -995,7 +998,49 @@ class ExpiringStore {
       [[maybe_unused]] V v(std::move(e.value));
     }
   }
-  bool over_limit() const noexcept { return tracking_ && used_ + external_ > options_.maxmemory; }
+  // Whether used memory plus `incoming` bytes is above the limit (no overflow: each term is
+  // compared against what is left of the limit).
+  bool over_limit(std::size_t incoming = 0) const noexcept {
+    if (!tracking_) return false;
+    const std::size_t max = options_.maxmemory;
+    return external_ > max || incoming > max - external_ || used_ > max - external_ - incoming;
+  }
+  // The weight of an entry about to be written from (key, value), before it exists: what
+  // weight() will say of it. The default weigher's std::string heap bytes are predicted from
+  // the length (a std::string built from n chars owns n + 1 bytes past its inline buffer); a
+  // weigher of your own sees a K and a V built for it when the arguments are other types.
+  template <class KK, class VV>
+  std::size_t incoming_weight(const KK& key, const VV& value) const {
+    if (!tracking_) return 0;
+    if (weigher_) {
+      const auto& k = as_type<K>(key);
+      const auto& v = as_type<V>(value);
+      return weigher_(k, v);
+    }
+    return sizeof(K) + sizeof(V) + predicted_heap_bytes<K>(key) + predicted_heap_bytes<V>(value);
+  }
+  template <class T, class U>
+  static decltype(auto) as_type(const U& u) {
+    if constexpr (std::is_same_v<std::decay_t<U>, T>) {
+      return (u);
+    } else {
+      return T(u);
+    }
+  }
+  template <class T, class U>
+  static std::size_t predicted_heap_bytes(const U& u) {
+    if constexpr (std::is_same_v<std::decay_t<U>, T>) {
+      return detail::heap_bytes(u);
+    } else if constexpr (detail::has_heap_bytes<T>::value && std::is_convertible_v<const U&, std::string_view>) {
+      const std::size_t n = std::string_view(u).size();
+      static const std::size_t inline_capacity = T().capacity();
+      return n > inline_capacity ? n + 1 : 0;
+    } else if constexpr (detail::has_heap_bytes<T>::value) {
+      return detail::heap_bytes(T(u));
+    } else {
+      return 0;
+    }
+  }
   double random_unit() { return static_cast<double>(draw() >> 11) * (1.0 / 9007199254740992.0); }
   std::uint64_t draw() { return options_.random ? options_.random() : next_random(); }
 
@@ -1037,11 +1082,18 @@ class ExpiringStore {
   }
   // Redis performEvictions(): evicts until used memory is within the limit. False when the
   // policy cannot free enough.
-  bool evict_to_limit(std::int64_t now);
-  // The check before a write that may grow memory.
-  bool make_room(std::int64_t now) {
-    if (!over_limit() || in_command_) return true;
-    return evict_to_limit(now);
+  bool evict_to_limit(std::int64_t now, std::size_t incoming = 0);
+  // The check before a write that may grow memory by up to `incoming` bytes: evicts until
+  // used memory plus `incoming` fits the limit. A write that could not fit even in an empty
+  // store (incoming + external memory above the limit) is refused before anything is evicted.
+  bool make_room(std::int64_t now, std::size_t incoming = 0) {
+    if (!over_limit(incoming) || in_command_) return true;
+    if (incoming != 0 && over_limit_when_empty(incoming)) return false;
+    return evict_to_limit(now, incoming);
+  }
+  bool over_limit_when_empty(std::size_t incoming) const noexcept {
+    const std::size_t max = options_.maxmemory;
+    return external_ > max || incoming > max - external_;
   }
   void expire_entry(slot_iterator it) {
     ++stats_.expired_keys;
@@ -1161,8 +1213,9 @@ template <class K, class V, class H, class E, class C, class P>
 template <class KK, class VV>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond,
                                                   std::int64_t now, std::optional<V>* old) {
-  // 0. Memory (Redis checks before running the command).
-  if (!make_room(now)) return Errc::out_of_memory;
+  // 0. Memory (Redis checks before running the command, with the request, which carries the
+  // value, counted in used memory): the new entry's own weight must fit after eviction.
+  if (!make_room(now, incoming_weight(key, value))) return Errc::out_of_memory;
   // 1. The expire argument is validated before anything is looked up.
   std::int64_t when = detail::kNoDeadline;
   const bool with_deadline = has_deadline(spec);
@@ -1255,8 +1308,11 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
     auto it = lookup(lk, ks_.hash_of(lk), now, true);
     // A hit emits no event, so nothing can run between here and the caller.
     if (it != ks_.end() && freshness_of(ks_.entry(it), now) != Freshness::stale) return &ks_.entry(it).value;
-    // The write will need room: refuse before loading rather than after.
-    if (!make_room(now)) {
+    // The write will need room: refuse before loading rather than after. The value is not
+    // known yet: count what the default weigher will count at least (a weigher of your own
+    // is asked when the loaded value is set).
+    const std::size_t at_least = tracking_ && !weigher_ ? sizeof(K) + sizeof(V) + predicted_heap_bytes<K>(key) : 0;
+    if (!make_room(now, at_least)) {
       flush();
       return Errc::out_of_memory;
     }
@@ -1382,7 +1438,13 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   const std::uint32_t hs = ks_.hash_of(ls);
   const std::uint32_t hd = ks_.hash_of(ld);
   if (hs == hd && ks_.keys_equal(ls, ld)) return Errc::same_key;  // checked first, as Redis
-  if (!make_room(now)) return Errc::out_of_memory;
+  std::size_t incoming = 0;  // the copy's weight: the source's value under the new key
+  if (tracking_) {
+    if (const entry_type* e = ks_.find_entry(ls, hs); e != nullptr && !e->is_stale(now)) {
+      incoming = incoming_weight(dst, e->value);
+    }
+  }
+  if (!make_room(now, incoming)) return Errc::out_of_memory;
   auto sit = lookup(ls, hs, now, true);
   if (sit == ks_.end()) return false;
   auto dit = lookup(ld, hd, now, false);
@@ -1470,7 +1532,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
 // Redis performEvictions() (evict.c), for one keyspace: evict the policy's best candidate
 // until used memory is within the limit.
 template <class K, class V, class H, class E, class C, class P>
-bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now) {
+bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t incoming) {
   const EvictionPolicy policy = options_.maxmemory_policy;
   if (policy == EvictionPolicy::noeviction) return false;
   const bool allkeys = policy == EvictionPolicy::allkeys_lru || policy == EvictionPolicy::allkeys_lfu ||
@@ -1481,7 +1543,7 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now) {
     const std::uint64_t r = draw();
     return allkeys ? static_cast<std::uint32_t>(r % ks_.size()) : ks_.expiry().sample(r);
   };
-  while (over_limit()) {
+  while (over_limit(incoming)) {
     slot_iterator victim = ks_.end();
     if (random) {
       if ((allkeys ? ks_.size() : ks_.expires_size()) == 0) return false;
