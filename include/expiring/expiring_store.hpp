@@ -24,11 +24,30 @@
 // before the operation returns; a listener may read and write the store (the events that
 // causes are dispatched after it returns, in order).
 //
+// Exceptions from your code (the contract for each callback):
+// * A listener that throws: the store is already consistent when listeners run, and every
+//   queued event is still delivered (to the same listener, in order); then the first
+//   exception propagates out of the operation that raised the events. Later exceptions from
+//   the same dispatch are dropped. A listener that removes itself stops the dispatch.
+// * A loader (get_or_load) that throws: nothing was stored; the exception propagates.
+// * modify()'s function that throws: the value is as fn left it, its weight is recounted
+//   and the TTL is kept; the exception propagates.
+// * as_one_command()'s function that throws: the writes it made stay; the memory check is
+//   back on; the exception propagates.
+// * A weigher must not throw: the store weighs entries in the middle of its own updates,
+//   where it cannot undo them, so it calls the weigher as noexcept and a throw calls
+//   std::terminate (as a throwing destructor would). Report an unweighable value with a
+//   weight instead.
+// * Keys' and values' copy and move constructors: a throwing copy (set() of an lvalue,
+//   copy(), getdel()'s copy for listeners) leaves the store unchanged; moves must be noexcept
+//   (a static_assert says so).
+//
 // Thread safety: none, as for standard containers. Guard a shared store with a mutex.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -702,7 +721,8 @@ class ExpiringStore {
     return {};
   }
   // The per-entry weigher (an empty function restores the default: sizeof(K) + sizeof(V) +
-  // heap bytes of std::string keys and values). It must depend only on the entry's content.
+  // heap bytes of std::string keys and values). It must depend only on the entry's content
+  // and must not throw (a throw calls std::terminate; see "Exceptions" at the top).
   // Recounts used memory (O(size)) when a limit is set.
   void set_weigher(weigher_type w) {
     weigher_ = std::move(w);
@@ -979,7 +999,7 @@ class ExpiringStore {
     if (want != touch_access_) ks_.enable_access(want);
     touch_access_ = want;
   }
-  std::size_t weight(const entry_type& e) const {
+  std::size_t weight(const entry_type& e) const noexcept {
     if (weigher_) return weigher_(e.key, e.value);
     return sizeof(K) + sizeof(V) + detail::heap_bytes(e.key) + detail::heap_bytes(e.value);
   }
@@ -1015,10 +1035,11 @@ class ExpiringStore {
     if (weigher_) {
       const auto& k = as_type<K>(key);
       const auto& v = as_type<V>(value);
-      return weigher_(k, v);
+      return call_weigher(k, v);
     }
     return sizeof(K) + sizeof(V) + predicted_heap_bytes<K>(key) + predicted_heap_bytes<V>(value);
   }
+  std::size_t call_weigher(const K& k, const V& v) const noexcept { return weigher_(k, v); }
   template <class T, class U>
   static decltype(auto) as_type(const U& u) {
     if constexpr (std::is_same_v<std::decay_t<U>, T>) {
@@ -1588,12 +1609,20 @@ void ExpiringStore<K, V, H, E, C, P>::dispatch() {
       s->pending_.clear();
     }
   } reset{this};
+  // A throwing listener still gets every event (the store is consistent, so nothing is left
+  // half done); the first exception is rethrown once all were delivered.
+  std::exception_ptr first_error;
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     Pending ev = std::move(pending_[i]);
-    listener_(event_type{ev.cause, ev.key, ev.value ? &*ev.value : nullptr});
+    try {
+      listener_(event_type{ev.cause, ev.key, ev.value ? &*ev.value : nullptr});
+    } catch (...) {
+      if (!first_error) first_error = std::current_exception();
+    }
     if (ev.lazy && ev.value) lazy_free(*ev.value);
     if (!listener_) break;
   }
+  if (first_error) std::rethrow_exception(first_error);  // unwinding through Reset empties the queue
 }
 
 // The active-expire cycle (SPEC B §3.3, D2, D8, D9): gating and budget, then one sweep of the
