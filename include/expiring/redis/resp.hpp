@@ -339,6 +339,22 @@ class OutputBuffer {
       head_ = 0;
     }
   }
+  // Keeps the first n unsent bytes and drops the rest (a reply that must not be sent).
+  void truncate(std::size_t n) noexcept {
+    while (size_ > n && !blocks_.empty()) {
+      std::string& tail = blocks_.back();
+      const std::size_t from = blocks_.size() == 1 ? head_ : 0;  // bytes of the tail not droppable
+      const std::size_t droppable = tail.size() - from;
+      const std::size_t k = size_ - n < droppable ? size_ - n : droppable;
+      tail.resize(tail.size() - k);
+      size_ -= k;
+      if (tail.size() == from) {
+        allocated_ -= tail.capacity();
+        blocks_.pop_back();
+        if (blocks_.empty()) head_ = 0;
+      }
+    }
+  }
   // Drops everything unsent and frees the blocks.
   void clear() noexcept {
     std::deque<std::string>().swap(blocks_);
