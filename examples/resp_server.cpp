@@ -403,12 +403,14 @@ class RespServer {
     return static_cast<std::size_t>(std::max<std::uint64_t>({kOutputHighWater, l.hard, l.soft}));
   }
   // Redis's checkClientOutputBufferLimits() for the normal class: at or over the hard limit,
-  // or over the soft limit continuously for more than its seconds.
+  // or over the soft limit continuously for more than its seconds. A client held back (not
+  // read) since it went over the soft limit counts as over it until it has drained: the
+  // backpressure that stopped its replies must not also stop its clock.
   bool over_output_limit(Client& c) {
     const OutputBufferLimit& l = normal_limit();
     const std::size_t used = c.out.allocated();
     const bool hard = l.hard != 0 && used >= l.hard;
-    bool soft = l.soft != 0 && used >= l.soft;
+    bool soft = l.soft != 0 && (used >= l.soft || (c.soft_since_ms >= 0 && !c.reading));
     if (soft) {
       const std::int64_t now = steady_ms();
       if (c.soft_since_ms < 0) {
