@@ -86,6 +86,18 @@ inline std::string drain(int fd, int timeout_ms, bool& closed) {
   return got;
 }
 
+// Reads until `want` bytes arrived, the server closed, or timeout_ms passed without data.
+inline std::string read_some(int fd, std::size_t want, int timeout_ms) {
+  std::string got;
+  char buf[4096];
+  while (got.size() < want && readable(fd, timeout_ms)) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<std::size_t>(n));
+  }
+  return got;
+}
+
 inline std::string skip_reason() {
   return "redis-server not installed (looked at $EXPIRING_REDIS_SERVER, PATH, /usr/bin/redis-server): "
          "comparison with redis-server skipped";
