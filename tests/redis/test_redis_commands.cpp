@@ -1231,6 +1231,12 @@ TEST_CASE("output buffer: blocks, sizes and partial sends", "[redis][stream]") {
   CHECK(out.allocated() < want.size() + 2 * expiring::redis::OutputBuffer::kBlockSize);
   out.consume(3);
   CHECK(out.str() == want.substr(3));
+  // truncate() keeps the first n unsent bytes (SHUTDOWN drops its own reply this way).
+  out.append("+PONG\r\n");
+  out.truncate(want.size() - 3);
+  CHECK(out.str() == want.substr(3));
+  out.truncate(10);
+  CHECK(out.str() == want.substr(3, 10));
   out.consume(out.size());
   CHECK(out.empty());
   CHECK(out.blocks() == 0);

@@ -106,7 +106,12 @@ TEST_CASE("server emfile: out of descriptors at run time, no busy loop, connecte
   live::RespServer ours;
   const pid_t pid = ours.process().pid();
   live::Conn admin(ours.port());
-  CHECK(admin.call({"CONFIG", "GET", "maxclients"}).elements().at(1).str() == "10000");
+  // maxclients 10000, or what the machine's open file limit allowed (enough for the test?).
+  const long maxclients = std::stol(admin.call({"CONFIG", "GET", "maxclients"}).elements().at(1).str());
+  if (maxclients < kClients + 30) {
+    WARN("the open file limit lets the server take only " << maxclients << " clients: skipped");
+    return;
+  }
   // Lower the running server's limit below what 100 clients need.
   rlimit old{};
   REQUIRE(::prlimit(pid, RLIMIT_NOFILE, nullptr, &old) == 0);
