@@ -31,7 +31,10 @@
 //
 // Memory: nothing is allocated on a client's say-so. A bulk length above
 // `ParserLimits::max_bulk_len` (Redis proto-max-bulk-len, 512 MB) is refused as soon as its
-// header line is complete; a bulk within the limit is only ever stored as its bytes arrive;
+// header line is complete; a bulk within the limit is only ever stored as its bytes arrive (one
+// of 32 KB or more is moved into its own string as it arrives, growing geometrically up to its
+// length, so the input buffer never holds it beside its copy; an input buffer grown past 64 KB
+// is freed once consumed);
 // the argument vector of a multibulk request is reserved for at most 1024 entries up front,
 // whatever count the client announces. Everything buffered for one client (unparsed input plus
 // the arguments of the command being assembled) is capped by `max_query_buffer` (Redis
@@ -40,6 +43,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -506,12 +510,19 @@ class RequestParser {
     std::vector<std::string>().swap(args_);
     pos_ = 0;
     args_bytes_ = 0;
+    in_big_arg_ = false;
   }
   // Drops consumed input once it dominates the buffer (amortised O(1) per byte).
+  // A buffer grown large by one request is given back once it is consumed (Redis trims its
+  // query buffers from its cron).
   void compact() {
     if (pos_ == 0) return;
     if (pos_ == buf_.size()) {
-      buf_.clear();
+      if (buf_.capacity() > kKeepCapacity) {
+        std::string().swap(buf_);
+      } else {
+        buf_.clear();
+      }
       pos_ = 0;
     } else if (pos_ >= 4096 && pos_ * 2 >= buf_.size()) {
       buf_.erase(0, pos_);
@@ -714,10 +725,36 @@ class RequestParser {
         state_ = State::bulk_data;
       }
       // state_ == bulk_data: the payload plus two bytes Redis skips unchecked.
-      if (buf_.size() - pos_ < bulk_len_ + 2) return Status::incomplete;
-      args_.emplace_back(buf_.data() + pos_, bulk_len_);
-      args_bytes_ += bulk_len_;
-      pos_ += bulk_len_ + 2;
+      if (bulk_len_ >= kBigArg) {
+        // A big argument is moved into its own string as it arrives (Redis's big-argument
+        // path), so that the input buffer never holds all of it next to its copy. It grows
+        // geometrically up to its announced length, never past what has arrived.
+        if (!in_big_arg_) {
+          args_.emplace_back();
+          in_big_arg_ = true;
+        }
+        std::string& arg = args_.back();
+        const std::size_t take = std::min(bulk_len_ - arg.size(), buf_.size() - pos_);
+        if (arg.size() + take > arg.capacity()) {
+          // A fresh string gets exactly the capacity asked (reserve() on a used one may round
+          // it up to twice the old capacity, past the argument's length).
+          std::string grown;
+          grown.reserve(std::min(bulk_len_, std::max(arg.size() + take, 2 * arg.capacity())));
+          grown.append(arg);
+          arg.swap(grown);
+        }
+        arg.append(buf_.data() + pos_, take);
+        pos_ += take;
+        args_bytes_ += take;
+        if (arg.size() < bulk_len_ || buf_.size() - pos_ < 2) return Status::incomplete;
+        in_big_arg_ = false;
+        pos_ += 2;
+      } else {
+        if (buf_.size() - pos_ < bulk_len_ + 2) return Status::incomplete;
+        args_.emplace_back(buf_.data() + pos_, bulk_len_);
+        args_bytes_ += bulk_len_;
+        pos_ += bulk_len_ + 2;
+      }
       --remaining_;
       state_ = State::bulk_len;
     }
@@ -737,7 +774,10 @@ class RequestParser {
   std::size_t bulk_len_ = 0;
   std::vector<std::string> args_;
   std::size_t args_bytes_ = 0;
+  bool in_big_arg_ = false;  // args_.back() is a big argument still arriving
   std::string error_;
+  static constexpr std::size_t kBigArg = 32 * 1024;         // Redis PROTO_MBULK_BIG_ARG
+  static constexpr std::size_t kKeepCapacity = 64 * 1024;   // input buffer kept between requests
 };
 
 }  // namespace expiring::redis
