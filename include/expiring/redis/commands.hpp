@@ -91,8 +91,6 @@ struct OutputBufferLimit {
   std::uint64_t soft = 0;
   std::int64_t soft_seconds = 0;
 };
-// The classes of client-output-buffer-limit, in the order CONFIG GET prints them.
-enum class ClientClass : std::uint8_t { normal, replica, pubsub };
 
 // Settings the command layer reports and CONFIG SET changes; a server reads them (options())
 // when it enforces its client limits.
@@ -102,7 +100,8 @@ struct CommandOptions {
   std::size_t proto_max_bulk_len = std::size_t{512} * 1024 * 1024;
   // Redis client-query-buffer-limit: a client's unparsed input plus its pending command.
   std::size_t client_query_buffer_limit = std::size_t{1024} * 1024 * 1024;
-  // Redis client-output-buffer-limit, Redis's defaults: normal clients have no limit.
+  // Redis client-output-buffer-limit for the classes normal, replica, pubsub (in the order
+  // CONFIG GET prints them), Redis's defaults: normal clients have no limit.
   OutputBufferLimit client_output_buffer_limit[3] = {
       {0, 0, 0},
       {256ull * 1024 * 1024, 64ull * 1024 * 1024, 60},
