@@ -22,7 +22,8 @@
 //     INFO's used_memory is the figure the limit is checked against.
 //   * Output: replies go into a client's OutputBuffer (a block list: a reply costs its size
 //     once; GET and MGET copy stored values straight into it). client-output-buffer-limit
-//     (normal class; CONFIG SET) closes a client whose output reaches the hard limit, or stays
+//     (normal class; CONFIG SET) closes a client whose output reaches the hard limit (a reply
+//     being built stops there: the rest is not even produced), or stays
 //     over the soft limit longer than its seconds: its output is dropped and it is closed
 //     before the next wait (Redis's asynchronous close), counted in INFO stats
 //     client_output_buffer_limit_disconnections. Beyond Redis, a client whose output exceeds
@@ -509,6 +510,7 @@ class RespServer {
       // Redis's used_memory counts client buffers: the limit check of this command sees them.
       store_.set_external_memory(client_bytes_);
       const std::size_t before = c.out.size();
+      c.out.set_limit(static_cast<std::size_t>(normal_limit().hard));  // a huge reply stops at it
       exec_.execute_into(c.argv, c.session, c.out);
       c.argv.clear();
       c.argv_bytes = 0;
@@ -521,7 +523,7 @@ class RespServer {
       }
       if (c.session.action == Action::close) c.close_after_write = true;
       account(c);
-      if (over_output_limit(c)) {
+      if (c.out.over_limit() || over_output_limit(c)) {
         output_limit_reached(c);
         return;
       }

@@ -1241,6 +1241,16 @@ TEST_CASE("output buffer: blocks, sizes and partial sends", "[redis][stream]") {
   CHECK(out.empty());
   CHECK(out.blocks() == 0);
   CHECK(out.allocated() == 0);
+  // A cap: appends past it are dropped and reported (the server then closes the client).
+  out.set_limit(50'000);
+  out.append("+OK\r\n");
+  CHECK(!out.over_limit());
+  Reply::write_bulk(out, big);  // its payload's block takes the buffer past the cap
+  Reply::write_bulk(out, big);
+  CHECK(out.over_limit());
+  CHECK(out.allocated() < 2 * big.size());
+  out.clear();
+  CHECK(!out.over_limit());
 }
 
 TEST_CASE("config: client-output-buffer-limit, client-query-buffer-limit, proto-max-bulk-len", "[redis][config]") {

@@ -163,6 +163,38 @@ TEST_CASE("server output limit: a client that never reads is disconnected at the
   }
 }
 
+TEST_CASE("server output limit: one reply larger than the hard limit stops at it while built",
+          "[server][output][rss]") {
+#ifdef EXPIRING_ROBUST_ASAN
+  WARN("AddressSanitizer build: peak RSS is not meaningful (quarantine); skipped");
+  return;
+#else
+  live::RespServer ours;
+  const pid_t pid = ours.process().pid();
+  live::Conn admin(ours.port());
+  constexpr int kValues = 50;
+  live::Argv mget{"MGET"};
+  for (int i = 0; i < kValues; ++i) {
+    REQUIRE(admin.raw({"SET", "v" + std::to_string(i), std::string(kMB, 'm')}) == "+OK\r\n");
+    mget.push_back("v" + std::to_string(i));
+  }
+  CHECK(admin.raw({"CONFIG", "SET", "client-output-buffer-limit", "normal 8mb 0 0"}) == "+OK\r\n");
+  if (!robust::reset_peak_rss(pid)) {
+    WARN("cannot reset the server's peak RSS (/proc/<pid>/clear_refs): skipped");
+    return;
+  }
+  const std::uint64_t base = robust::proc_status_bytes(pid, "VmRSS");
+  Silent hog(ours.port());
+  hog.send(live::encode(mget));  // a 50 MB reply
+  CHECK(eventually([&] { return robust::info_number(admin, "stats", "client_output_buffer_limit_disconnections") == 1; }));
+  CHECK(hog.closed_by_server(15000));
+  const std::uint64_t rise = robust::proc_status_bytes(pid, "VmHWM") - base;
+  WARN("MGET of 50 MB under an 8 MB hard limit: server peak RSS rose by " << rise / kMB << " MB");
+  CHECK(rise < 25 * kMB);
+  CHECK(admin.raw({"PING"}) == "+PONG\r\n");
+#endif
+}
+
 TEST_CASE("server output limit: over the soft limit for longer than its seconds disconnects", "[server][output]") {
   live::RespServer ours;
   live::Conn admin(ours.port());

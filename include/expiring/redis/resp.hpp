@@ -294,7 +294,11 @@ class OutputBuffer {
   static constexpr std::size_t kBlockSize = 16 * 1024;  // Redis PROTO_REPLY_CHUNK_BYTES
 
   void append(const char* p, std::size_t n) {
-    if (n == 0) return;
+    if (n == 0 || dropping_) return;
+    if (limit_ != 0 && allocated_ >= limit_) {  // from here on the client is being closed
+      dropping_ = true;
+      return;
+    }
     if (!blocks_.empty()) {  // fill the tail block's free room first
       std::string& tail = blocks_.back();
       const std::size_t room = tail.capacity() - tail.size();
@@ -313,6 +317,13 @@ class OutputBuffer {
     allocated_ += b.capacity();
   }
   void append(std::string_view s) { append(s.data(), s.size()); }
+
+  // A cap on allocated bytes (0: none, the default). Once reached, appends are dropped and
+  // over_limit() is true: the server closes such a client, as Redis stops adding replies to a
+  // client past its client-output-buffer-limit, so that one huge reply costs the limit, not
+  // its size.
+  void set_limit(std::size_t bytes) noexcept { limit_ = bytes; }
+  bool over_limit() const noexcept { return dropping_; }
 
   // Bytes waiting to be sent.
   std::size_t size() const noexcept { return size_; }
@@ -363,6 +374,7 @@ class OutputBuffer {
   void clear() noexcept {
     std::deque<std::string>().swap(blocks_);
     head_ = size_ = allocated_ = 0;
+    dropping_ = false;
   }
   // The unsent bytes in one string (tests, adapters).
   std::string str() const {
@@ -377,6 +389,8 @@ class OutputBuffer {
   std::size_t head_ = 0;  // bytes of blocks_.front() already sent
   std::size_t size_ = 0;
   std::size_t allocated_ = 0;
+  std::size_t limit_ = 0;
+  bool dropping_ = false;
 };
 
 // ==== Integer grammar =========================================================================
