@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -71,7 +72,9 @@ class Process {
   Process() = default;
   // Starts argv[0] with the given arguments; stdout goes to a pipe readable with read_line()
   // when `capture_stdout`, else to /dev/null; stderr to /dev/null.
-  Process(const Argv& argv, bool capture_stdout) { start(argv, capture_stdout); }
+  // `nofile` > 0: the child's RLIMIT_NOFILE (soft and hard) is set to it before exec, as
+  // `ulimit -n` would.
+  Process(const Argv& argv, bool capture_stdout, long nofile = 0) { start(argv, capture_stdout, nofile); }
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
   ~Process() { stop(); }
@@ -134,7 +137,7 @@ class Process {
   }
 
  private:
-  void start(const Argv& argv, bool capture_stdout) {
+  void start(const Argv& argv, bool capture_stdout, long nofile) {
     int fds[2] = {-1, -1};
     if (capture_stdout && ::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     std::vector<char*> args;
@@ -154,6 +157,11 @@ class Process {
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (nofile > 0) {
+        rlimit lim{};
+        lim.rlim_cur = lim.rlim_max = static_cast<rlim_t>(nofile);
+        if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(126);
+      }
       ::execv(args[0], args.data());
       ::_exit(127);
     }
@@ -443,10 +451,11 @@ class RedisServer {
 // The resp_server example, started with --port 0 (it prints the port it bound).
 class RespServer {
  public:
-  explicit RespServer(Argv extra = {}) {
+  // `nofile` > 0 starts it under that open file limit (see Process).
+  explicit RespServer(Argv extra = {}, long nofile = 0) {
     Argv argv{EXPIRING_RESP_SERVER, "--port", "0"};
     for (std::string& a : extra) argv.push_back(std::move(a));
-    proc_ = std::make_unique<Process>(argv, true);
+    proc_ = std::make_unique<Process>(argv, true, nofile);
     const std::optional<std::string> line = proc_->read_line(10000);
     const std::string prefix = "resp_server: listening on 127.0.0.1:";
     if (!line || line->rfind(prefix, 0) != 0) throw std::runtime_error("resp_server did not start");

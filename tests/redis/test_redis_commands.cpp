@@ -791,7 +791,7 @@ TEST_CASE("info: Redis's sections and field names", "[redis][info]") {
   CHECK(info_field(all, "expired_time_cap_reached_count") == "0");
   CHECK(info_field(all, "expire_cycle_cpu_milliseconds") == "0");
   CHECK(info_field(all, "evicted_keys") == "0");
-  CHECK(info_field(all, "used_memory") == std::to_string(f.store.memory_usage()));
+  CHECK(info_field(all, "used_memory") == std::to_string(f.store.used_memory()));
   CHECK(info_field(all, "db0") == "keys=2,expires=1,avg_ttl=0");
   CHECK(all.find("\r\n\r\n# Memory\r\n") != std::string::npos);
   CHECK(all.find("\r\n\r\n# Stats\r\n") != std::string::npos);
@@ -1193,4 +1193,125 @@ TEST_CASE("object: FREQ and IDLETIME under LRU and LFU policies, HELP, errors", 
   const Reply freq = f.run({"OBJECT", "FREQ", "b"});
   CHECK(freq.integer() > 5);
   CHECK(freq.integer() <= 255);
+}
+
+// ==== Streaming replies, client limits, used memory (issue 10) =================================
+
+TEST_CASE("execute_into: the output buffer gets the same bytes as execute()'s reply", "[redis][stream]") {
+  Fx a, b;
+  const std::string big(100'000, 'v');
+  const std::vector<std::vector<std::string>> cmds = {
+      {"SET", "k", "v"},  {"SET", "big", big}, {"GET", "k"},       {"GET", "nokey"},   {"GET", "big"},
+      {"MGET", "k", "nokey", "big", "k"},      {"MGET", "nokey"},   {"GET"},            {"MGET"},
+      {"get", "k", "x"},  {"PING"},            {"INCR", "k"},       {"FOO", "bar"},     {"KEYS", "*"},
+  };
+  for (const auto& c : cmds) {
+    expiring::redis::OutputBuffer out;
+    Session s;
+    a.ex.execute_into(c, s, out);
+    CHECK(out.str() == b.run(c).to_resp());
+  }
+  // The Reply of a streaming command is its decoded encoding.
+  const Reply r = b.run({"MGET", "k", "nokey"});
+  REQUIRE(r.type() == Reply::Type::array);
+  REQUIRE(r.elements().size() == 2);
+  CHECK(r.elements()[0] == Reply::bulk("v"));
+  CHECK(r.elements()[1].is_nil());
+}
+
+TEST_CASE("output buffer: blocks, sizes and partial sends", "[redis][stream]") {
+  expiring::redis::OutputBuffer out;
+  CHECK(out.empty());
+  out.append("+OK\r\n");
+  CHECK(out.blocks() == 1);
+  CHECK(out.allocated() >= expiring::redis::OutputBuffer::kBlockSize);
+  const std::string big(100'000, 'x');
+  Reply::write_bulk(out, big);
+  const std::string want = "+OK\r\n$100000\r\n" + big + "\r\n";
+  CHECK(out.size() == want.size());
+  CHECK(out.str() == want);
+  // A large value gets a block of its own size: no block is more than one value's worth.
+  CHECK(out.allocated() < want.size() + 2 * expiring::redis::OutputBuffer::kBlockSize);
+  out.consume(3);
+  CHECK(out.str() == want.substr(3));
+  // truncate() keeps the first n unsent bytes (SHUTDOWN drops its own reply this way).
+  out.append("+PONG\r\n");
+  out.truncate(want.size() - 3);
+  CHECK(out.str() == want.substr(3));
+  out.truncate(10);
+  CHECK(out.str() == want.substr(3, 10));
+  out.consume(out.size());
+  CHECK(out.empty());
+  CHECK(out.blocks() == 0);
+  CHECK(out.allocated() == 0);
+  // A cap: appends past it are dropped and reported (the server then closes the client).
+  out.set_limit(50'000);
+  out.append("+OK\r\n");
+  CHECK(!out.over_limit());
+  Reply::write_bulk(out, big);  // its payload's block takes the buffer past the cap
+  Reply::write_bulk(out, big);
+  CHECK(out.over_limit());
+  CHECK(out.allocated() < 2 * big.size());
+  out.clear();
+  CHECK(!out.over_limit());
+}
+
+TEST_CASE("config: client-output-buffer-limit, client-query-buffer-limit, proto-max-bulk-len", "[redis][config]") {
+  Fx f;
+  const std::string failed = "ERR CONFIG SET failed (possibly related to argument 'client-output-buffer-limit') - ";
+  auto get = [&](std::string_view name) { return f.run({"CONFIG", "GET", name}).elements().at(1).str(); };
+  CHECK(get("client-output-buffer-limit") == "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60");
+  CHECK(get("client-query-buffer-limit") == "1073741824");
+  CHECK(get("proto-max-bulk-len") == "536870912");
+  CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", "normal 8mb 4mb 1"}) == OK);
+  CHECK(get("client-output-buffer-limit") == "normal 8388608 4194304 1 slave 268435456 67108864 60 pubsub 33554432 8388608 60");
+  CHECK(f.ex.options().client_output_buffer_limit[0].hard == 8u * 1024 * 1024);
+  CHECK(f.ex.options().client_output_buffer_limit[0].soft == 4u * 1024 * 1024);
+  CHECK(f.ex.options().client_output_buffer_limit[0].soft_seconds == 1);
+  CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", "replica 1kb 2k 3 pubsub 0 0 0"}) == OK);
+  CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", "NORMAL 1 2 +03"}) == OK);
+  CHECK(get("client-output-buffer-limit") == "normal 1 2 3 slave 1024 2000 3 pubsub 0 0 0");
+  CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", ""}) == OK);  // changes nothing
+  CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", "foo"}) ==
+        E(failed + "Wrong number of arguments in buffer limit configuration."));
+  CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", "normal  1 2 3"}) ==
+        E(failed + "Wrong number of arguments in buffer limit configuration."));
+  CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", "master x 2 3"}) ==
+        E(failed + "Invalid client class specified in buffer limit configuration."));
+  for (const char* bad : {"normal x 2 3", "normal -1 2 3", "normal 1 2 -3", "normal 1 2 3x", "normal 1 2 2147483648"}) {
+    CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", bad}) ==
+          E(failed + "Error in hard, soft or soft_seconds setting in buffer limit configuration."));
+  }
+  // Atomic: a bad second group leaves the first unchanged.
+  CHECK(f.R({"CONFIG", "SET", "client-output-buffer-limit", "normal 9 9 9 foo 1 2 3"}) ==
+        E(failed + "Invalid client class specified in buffer limit configuration."));
+  CHECK(get("client-output-buffer-limit") == "normal 1 2 3 slave 1024 2000 3 pubsub 0 0 0");
+
+  CHECK(f.R({"CONFIG", "SET", "client-query-buffer-limit", "1000"}) ==
+        E("ERR CONFIG SET failed (possibly related to argument 'client-query-buffer-limit') - argument must be "
+          "between 1048576 and 9223372036854775807 inclusive"));
+  CHECK(f.R({"CONFIG", "SET", "client-query-buffer-limit", "2mb"}) == OK);
+  CHECK(get("client-query-buffer-limit") == "2097152");
+  CHECK(f.ex.options().client_query_buffer_limit == 2u * 1024 * 1024);
+  CHECK(f.R({"CONFIG", "SET", "proto-max-bulk-len", "abc"}) ==
+        E("ERR CONFIG SET failed (possibly related to argument 'proto-max-bulk-len') - argument must be a memory value"));
+  CHECK(f.R({"CONFIG", "SET", "proto-max-bulk-len", "1mb"}) == OK);
+  CHECK(f.ex.options().proto_max_bulk_len == 1024u * 1024);
+  // APPEND obeys the new proto-max-bulk-len.
+  f.run({"SET", "s", std::string(1024 * 1024, 'a')});
+  CHECK(f.R({"APPEND", "s", "b"}) == E("ERR string exceeds maximum allowed size (proto-max-bulk-len)"));
+}
+
+TEST_CASE("info memory: used_memory is the figure the limit is enforced against", "[redis][info][maxmemory]") {
+  Fx f;
+  f.R({"SET", "k", "v"});
+  f.store.set_external_memory(123'456);  // a server's client buffers
+  const std::string m = f.run({"INFO", "memory"}).str();
+  CHECK(info_field(m, "used_memory") == std::to_string(f.store.used_memory()));
+  CHECK(std::stoull(info_field(m, "used_memory")) >= 123'456);
+  // With a limit below the client buffers, a denyoom command is refused.
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "100000"}) == OK);
+  CHECK(f.R({"SET", "k2", "v"}) == E("OOM command not allowed when used memory > 'maxmemory'."));
+  f.store.set_external_memory(0);
+  CHECK(f.R({"SET", "k2", "v"}) == OK);
 }

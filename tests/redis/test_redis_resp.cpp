@@ -372,3 +372,48 @@ TEST_CASE("resp parser: a random byte stream fed in random reads stays bounded",
     }
   }
 }
+
+TEST_CASE("resp parser: big arguments arrive into their own strings, in any split", "[redis][resp]") {
+  std::mt19937_64 rng(7);
+  std::string big1(40'000, 'a'), big2(300'001, 'b');
+  for (std::size_t i = 0; i < big2.size(); i += 997) big2[i] = static_cast<char>('0' + i % 10);
+  const Argv cmd{"MSET", "k1", big1, "k2", big2};
+  const std::string stream = mb(cmd) + mb({"PING"});
+  const Outcome whole = parse(stream);
+  REQUIRE(whole.commands.size() == 2);
+  CHECK(whole.commands[0] == cmd);
+  for (int iter = 0; iter < 20; ++iter) {
+    std::vector<std::size_t> pieces;
+    for (std::size_t left = stream.size(); left > 0;) {
+      const std::size_t n = std::min<std::size_t>(left, 1 + rng() % 70'000);
+      pieces.push_back(n);
+      left -= n;
+    }
+    CHECK(parse(stream, pieces) == whole);
+  }
+  // What it holds while a big argument arrives: the bytes so far, counted once.
+  RequestParser p;
+  const std::string head = "*2\r\n$4\r\nECHO\r\n$100000\r\n";
+  p.feed(head);
+  p.feed(std::string(60'000, 'x'));
+  Argv argv;
+  CHECK(p.next(argv) == Status::incomplete);
+  CHECK(p.buffered_bytes() == 4 + 60'000);
+  p.feed(std::string(40'000, 'x') + "\r\n");
+  CHECK(p.next(argv) == Status::command);
+  CHECK(argv == Argv{"ECHO", std::string(100'000, 'x')});
+  CHECK(p.buffered_bytes() == 0);
+  CHECK(p.idle());
+}
+
+TEST_CASE("resp parser: the query buffer limit counts a big argument as it arrives", "[redis][resp]") {
+  ParserLimits lim;
+  lim.max_query_buffer = 100'000;
+  RequestParser p(lim);
+  p.feed("*2\r\n$4\r\nECHO\r\n$200000\r\n");
+  Argv argv;
+  CHECK(p.next(argv) == Status::incomplete);
+  for (int i = 0; i < 7; ++i) p.feed(std::string(16'384, 'x'));  // 114,692 bytes held
+  CHECK(p.next(argv) == Status::limit);
+  CHECK(p.buffered_bytes() == 0);
+}

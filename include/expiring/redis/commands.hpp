@@ -22,6 +22,19 @@
 // Redis flags `denyoom` is refused with "-OOM command not allowed when used memory >
 // 'maxmemory'." when it fails; other commands (reads, DEL, EXPIRE, ...) still run.
 //
+// `INFO memory` reports as used_memory the figure the limit is enforced against
+// (store.used_memory(), which includes what a server declares with set_external_memory(): its
+// clients' buffers).
+//
+// Replies: execute() returns a Reply; execute_into() appends the reply's encoding to a
+// client's OutputBuffer, and GET and MGET write the stored values straight into it, so that
+// a reply of large values is copied once (building a Reply and then encoding it held it twice,
+// and more while the output string grew). execute() of those commands decodes what they wrote.
+//
+// Client limits: CONFIG SET / GET proto-max-bulk-len, client-query-buffer-limit and
+// client-output-buffer-limit (Redis's syntax and defaults) live in options(); the server
+// enforces them.
+//
 // There is one database (SELECT 0 only, COPY ... DB 0 only) and one type (string), so
 // WRONGTYPE never arises. Connection-level effects (QUIT closes the connection after the
 // reply; SHUTDOWN stops the server and sends no reply) are reported through Session::action
@@ -70,9 +83,30 @@ struct Session {
   Action action = Action::none;  // set by QUIT and SHUTDOWN
 };
 
+// One class of client-output-buffer-limit: a client whose output buffer reaches `hard`
+// bytes, or stays at `soft` bytes or more for longer than `soft_seconds`, is disconnected.
+// 0 bytes = no such limit.
+struct OutputBufferLimit {
+  std::uint64_t hard = 0;
+  std::uint64_t soft = 0;
+  std::int64_t soft_seconds = 0;
+};
+
+// Settings the command layer reports and CONFIG SET changes; a server reads them (options())
+// when it enforces its client limits.
 struct CommandOptions {
-  // Redis proto-max-bulk-len: APPEND refuses to grow a string past it.
+  // Redis proto-max-bulk-len: the largest bulk argument a request may carry, and the largest
+  // string APPEND builds.
   std::size_t proto_max_bulk_len = std::size_t{512} * 1024 * 1024;
+  // Redis client-query-buffer-limit: a client's unparsed input plus its pending command.
+  std::size_t client_query_buffer_limit = std::size_t{1024} * 1024 * 1024;
+  // Redis client-output-buffer-limit for the classes normal, replica, pubsub (in the order
+  // CONFIG GET prints them), Redis's defaults: normal clients have no limit.
+  OutputBufferLimit client_output_buffer_limit[3] = {
+      {0, 0, 0},
+      {256ull * 1024 * 1024, 64ull * 1024 * 1024, 60},
+      {32ull * 1024 * 1024, 8ull * 1024 * 1024, 60},
+  };
   // The Redis version reported by INFO and HELLO (clients use it for feature detection).
   std::string redis_version = "7.0.15";
 };
@@ -246,22 +280,35 @@ class CommandExecutor {
     start_ms_ = store_.now_ms();
   }
 
-  // Runs one command. `argv` must not be empty (the parser never yields an empty command).
+  // Runs one command and returns its reply. `argv` must not be empty (the parser never
+  // yields an empty command).
   Reply execute(const Args& argv, Session& session) {
-    if (argv.empty()) return Reply::error("ERR empty command");
-    const std::string name = detail::lowercase(argv[0]);
-    auto it = index_.find(name);
-    if (it == index_.end()) return unknown_command(argv);
-    const Spec& spec = table()[it->second];
-    if (!arity_ok(spec.arity, argv.size())) return arity_error(spec.name);
-    // Redis processCommand(): with a limit set, evict before every command; a `denyoom`
-    // command is refused (and not run) when that cannot bring used memory within the limit.
-    if (store_.options().maxmemory != 0) {
-      const bool out_of_memory = !store_.perform_evictions().ok();
-      if (out_of_memory && denyoom_[it->second]) return oom_error();
+    Reply early;
+    const Spec* spec = prepare(argv, early);
+    if (spec == nullptr) return early;
+    if (spec->handler != nullptr) return (this->*spec->handler)(argv, session);
+    // A streaming command: its encoding, decoded (tests compare Reply values).
+    OutputBuffer out;
+    (this->*spec->writer)(argv, session, out);
+    const std::string bytes = out.str();
+    std::size_t pos = 0;
+    Reply r;
+    (void)Reply::from_resp(bytes, pos, r);
+    return r;
+  }
+  // Runs one command and appends its reply's RESP encoding to `out`, the client's output
+  // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
+  // write them straight from the store into `out`, so a large reply is never held twice.
+  void execute_into(const Args& argv, Session& session, OutputBuffer& out) {
+    Reply early;
+    const Spec* spec = prepare(argv, early);
+    if (spec == nullptr) {
+      early.write_resp(out);
+    } else if (spec->handler != nullptr) {
+      (this->*spec->handler)(argv, session).write_resp(out);
+    } else {
+      (this->*spec->writer)(argv, session, out);
     }
-    ++commands_processed_;
-    return (this->*spec.handler)(argv, session);
   }
   Reply execute(const Args& argv) {
     Session s;
@@ -285,13 +332,45 @@ class CommandExecutor {
 
  private:
   using Handler = Reply (CommandExecutor::*)(const Args&, Session&);
+  using Writer = void (CommandExecutor::*)(const Args&, Session&, OutputBuffer&);
   struct Spec {
     const char* name;
     int arity;  // Redis convention: n = exactly n arguments, -n = at least n
-    Handler handler;
+    Handler handler;    // builds the reply; nullptr for a streaming command
     const char* flags;  // space separated, for COMMAND
     int first_key, last_key, step;
+    Writer writer = nullptr;  // a streaming command: writes its reply's encoding
   };
+
+  // Everything before a command's handler runs: lookup, arity, and Redis processCommand()'s
+  // memory check (with a limit set, evict before every command; a `denyoom` command is
+  // refused, and not run, when that cannot bring used memory within the limit). Returns the
+  // command to run, or nullptr with the reply in `early`.
+  const Spec* prepare(const Args& argv, Reply& early) {
+    if (argv.empty()) {
+      early = Reply::error("ERR empty command");
+      return nullptr;
+    }
+    auto it = index_.find(detail::lowercase(argv[0]));
+    if (it == index_.end()) {
+      early = unknown_command(argv);
+      return nullptr;
+    }
+    const Spec& spec = table()[it->second];
+    if (!arity_ok(spec.arity, argv.size())) {
+      early = arity_error(spec.name);
+      return nullptr;
+    }
+    if (store_.options().maxmemory != 0) {
+      const bool out_of_memory = !store_.perform_evictions().ok();
+      if (out_of_memory && denyoom_[it->second]) {
+        early = oom_error();
+        return nullptr;
+      }
+    }
+    ++commands_processed_;
+    return &spec;
+  }
 
   static bool arity_ok(int arity, std::size_t argc) noexcept {
     return arity >= 0 ? argc == static_cast<std::size_t>(arity) : argc >= static_cast<std::size_t>(-arity);
@@ -535,7 +614,9 @@ class CommandExecutor {
     } else if (section == "memory") {
       out += "# Memory\r\n";
       if (info_hook_) info_hook_(section, out);
-      const std::size_t used = store_.memory_usage();
+      // The figure the limit is enforced against: the store's used memory, which counts the
+      // server's client buffers (set_external_memory) as Redis's used_memory does.
+      const std::size_t used = store_.used_memory();
       line("used_memory", num(static_cast<std::int64_t>(used)));
       line("used_memory_human", detail::bytes_to_human(used));
       const std::uint64_t limit = store_.options().maxmemory;
@@ -580,6 +661,15 @@ class CommandExecutor {
     v.push_back({"lfu-log-factor", std::to_string(o.lfu_log_factor)});
     v.push_back({"lfu-decay-time", std::to_string(o.lfu_decay_time)});
     v.push_back({"proto-max-bulk-len", std::to_string(options_.proto_max_bulk_len)});
+    v.push_back({"client-query-buffer-limit", std::to_string(options_.client_query_buffer_limit)});
+    std::string obl;
+    static constexpr const char* kClassNames[] = {"normal", "slave", "pubsub"};  // Redis prints "slave"
+    for (int k = 0; k < 3; ++k) {
+      const OutputBufferLimit& l = options_.client_output_buffer_limit[k];
+      obl += (k ? " " : "") + std::string(kClassNames[k]) + " " + std::to_string(l.hard) + " " +
+             std::to_string(l.soft) + " " + std::to_string(l.soft_seconds);
+    }
+    v.push_back({"client-output-buffer-limit", obl});
     v.push_back({"save", ""});
     v.push_back({"appendonly", "no"});
     v.push_back({"databases", "1"});
@@ -616,13 +706,56 @@ class CommandExecutor {
     return r;
   }
   // The settings CONFIG SET changes, with the name its value errors quote.
-  enum class Param : std::uint8_t { hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time };
+  enum class Param : std::uint8_t {
+    hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time,
+    proto_max_bulk_len, query_buffer_limit, output_buffer_limit,
+  };
   struct ParamSpec {
     const char* name;
     Param param;
     std::int64_t lo, hi;  // integer settings: Redis's accepted range
   };
   static constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  static constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+  static constexpr std::int64_t kMinBufferLimit = 1024 * 1024;  // Redis: at least 1mb
+
+  // CONFIG SET client-output-buffer-limit "<class> <hard> <soft> <soft seconds> ...", as
+  // Redis 7.0 reads it: the value split at single spaces (so two spaces make an empty word),
+  // groups of four; class normal, replica (or slave) or pubsub, case-insensitive; sizes are
+  // memory values; seconds a decimal in 0..INT_MAX (strtoll: a leading '+' or zeros are
+  // fine). An empty value changes nothing. "" on success, else the reason for the error.
+  static std::string parse_output_limits(std::string_view value, OutputBufferLimit (&limits)[3]) {
+    value = detail::cstr(value);
+    if (value.empty()) return "";
+    std::vector<std::string_view> words;
+    for (std::size_t from = 0;;) {
+      const std::size_t sp = value.find(' ', from);
+      words.push_back(value.substr(from, sp == std::string_view::npos ? std::string_view::npos : sp - from));
+      if (sp == std::string_view::npos) break;
+      from = sp + 1;
+    }
+    if (words.size() % 4 != 0) return "Wrong number of arguments in buffer limit configuration.";
+    OutputBufferLimit next[3] = {limits[0], limits[1], limits[2]};
+    for (std::size_t j = 0; j < words.size(); j += 4) {
+      int k = -1;
+      if (detail::iequals(words[j], "normal")) k = 0;
+      if (detail::iequals(words[j], "replica") || detail::iequals(words[j], "slave")) k = 1;
+      if (detail::iequals(words[j], "pubsub")) k = 2;
+      if (k < 0) return "Invalid client class specified in buffer limit configuration.";
+      std::uint64_t hard = 0, soft = 0;
+      std::int64_t seconds = 0;
+      std::string_view sec = words[j + 3];
+      if (!sec.empty() && sec[0] == '+') sec.remove_prefix(1);
+      while (sec.size() > 1 && sec[0] == '0') sec.remove_prefix(1);
+      if (!detail::parse_memory(words[j + 1], hard) || !detail::parse_memory(words[j + 2], soft) ||
+          !parse_int64(sec, seconds) || seconds < 0 || seconds > kIntMax) {
+        return "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+      }
+      next[k] = {hard, soft, seconds};
+    }
+    for (int k = 0; k < 3; ++k) limits[k] = next[k];
+    return "";
+  }
   static constexpr ParamSpec kParams[] = {
       {"hz", Param::hz, 0, kIntMax},
       {"active-expire-effort", Param::effort, 1, 10},
@@ -631,7 +764,13 @@ class CommandExecutor {
       {"maxmemory-samples", Param::samples, 1, kIntMax},
       {"lfu-log-factor", Param::lfu_log_factor, 0, kIntMax},
       {"lfu-decay-time", Param::lfu_decay_time, 0, kIntMax},
+      {"proto-max-bulk-len", Param::proto_max_bulk_len, kMinBufferLimit, kInt64Max},
+      {"client-query-buffer-limit", Param::query_buffer_limit, kMinBufferLimit, kInt64Max},
+      {"client-output-buffer-limit", Param::output_buffer_limit, 0, 0},
   };
+  static bool is_memory_param(Param p) noexcept {
+    return p == Param::maxmemory || p == Param::proto_max_bulk_len || p == Param::query_buffer_limit;
+  }
   // The store takes at most 64 samples (Redis's 1..INT_MAX would only sample the whole
   // population); CONFIG GET shows the value set while the store still has it.
   static constexpr std::int64_t kStoreMaxSamples = 64;
@@ -650,8 +789,9 @@ class CommandExecutor {
       const ParamSpec* spec;
       const std::string* arg;
       std::int64_t number = 0;      // integer settings
-      std::uint64_t bytes = 0;      // maxmemory
+      std::uint64_t bytes = 0;      // memory settings
       EvictionPolicy policy = EvictionPolicy::noeviction;
+      OutputBufferLimit limits[3] = {};  // client-output-buffer-limit
     };
     std::vector<Change> changes;
     for (std::size_t i = 2; i < a.size(); i += 2) {
@@ -674,11 +814,19 @@ class CommandExecutor {
     // Validate every value, in argument order, before applying any (CONFIG SET is atomic).
     for (Change& c : changes) {
       const ParamSpec& p = *c.spec;
-      if (p.param == Param::maxmemory) {
+      if (is_memory_param(p.param)) {
         // Memory values as Redis's memtoull() (C string, units); overflow is an error here.
         if (!detail::parse_memory(*c.arg, c.bytes) || c.bytes > std::numeric_limits<std::size_t>::max()) {
           return config_set_failed(p.name, "argument must be a memory value");
         }
+        if (p.hi != 0 && (c.bytes < static_cast<std::uint64_t>(p.lo) || c.bytes > static_cast<std::uint64_t>(p.hi))) {
+          return config_set_failed(p.name, "argument must be between " + std::to_string(p.lo) + " and " +
+                                               std::to_string(p.hi) + " inclusive");
+        }
+      } else if (p.param == Param::output_buffer_limit) {
+        for (int k = 0; k < 3; ++k) c.limits[k] = options_.client_output_buffer_limit[k];
+        const std::string why = parse_output_limits(*c.arg, c.limits);
+        if (!why.empty()) return config_set_failed(p.name, why);
       } else if (p.param == Param::policy) {
         bool found = false;
         std::string names;
@@ -715,6 +863,11 @@ class CommandExecutor {
         case Param::lfu_log_factor: (void)store_.set_lfu_log_factor(n); break;
         case Param::lfu_decay_time: (void)store_.set_lfu_decay_time(n); break;
         case Param::maxmemory: maxmemory = &c; break;
+        case Param::proto_max_bulk_len: options_.proto_max_bulk_len = static_cast<std::size_t>(c.bytes); break;
+        case Param::query_buffer_limit: options_.client_query_buffer_limit = static_cast<std::size_t>(c.bytes); break;
+        case Param::output_buffer_limit:
+          for (int k = 0; k < 3; ++k) options_.client_output_buffer_limit[k] = c.limits[k];
+          break;
       }
     }
     if (maxmemory != nullptr) store_.set_maxmemory(static_cast<std::size_t>(maxmemory->bytes));
@@ -869,7 +1022,14 @@ class CommandExecutor {
 
   // ==== Strings ============================================================================
 
-  Reply cmd_get(const Args& a, Session&) { return bulk_or_nil(store_.get(a[1])); }
+  static void write_bulk_or_nil(OutputBuffer& out, const std::string* v) {
+    if (v != nullptr) {
+      Reply::write_bulk(out, *v);
+    } else {
+      Reply::write_nil(out);
+    }
+  }
+  void write_get(const Args& a, Session&, OutputBuffer& out) { write_bulk_or_nil(out, store_.get(a[1])); }
 
   // Options of SET (get_mode false) and GETEX (get_mode true), SPEC B §2.4 table.
   enum class ExpKind : std::uint8_t { none, ex, px, exat, pxat };
@@ -980,11 +1140,11 @@ class CommandExecutor {
     if (!r.ok()) return invalid_expire("getex");
     return bulk_or_nil(*r);
   }
-  Reply cmd_mget(const Args& a, Session&) {
-    Reply r = Reply::array();
-    r.elements().reserve(a.size() - 1);
-    for (std::size_t i = 1; i < a.size(); ++i) r.push(bulk_or_nil(store_.get(a[i])));
-    return r;
+  // Each value is copied once, from the store into the output buffer (a pointer from get()
+  // is not kept past the next read).
+  void write_mget(const Args& a, Session&, OutputBuffer& out) {
+    Reply::write_array_header(out, a.size() - 1);
+    for (std::size_t i = 1; i < a.size(); ++i) write_bulk_or_nil(out, store_.get(a[i]));
   }
   // MSET / MSETNX's writes: one memory check for the whole command, as Redis, so every pair
   // is written or none (Errc::out_of_memory).
@@ -1251,7 +1411,7 @@ class CommandExecutor {
         {"debug", -2, &E::cmd_debug, "admin", 0, 0, 0},
         {"command", -1, &E::cmd_command, "", 0, 0, 0},
         {"object", -2, &E::cmd_object, "", 0, 0, 0},
-        {"get", 2, &E::cmd_get, "readonly fast", 1, 1, 1},
+        {"get", 2, nullptr, "readonly fast", 1, 1, 1, &E::write_get},
         {"set", -3, &E::cmd_set, "write denyoom", 1, 1, 1},
         {"setex", 4, &E::cmd_setex, "write denyoom", 1, 1, 1},
         {"psetex", 4, &E::cmd_psetex, "write denyoom", 1, 1, 1},
@@ -1259,7 +1419,7 @@ class CommandExecutor {
         {"getset", 3, &E::cmd_getset, "write denyoom fast", 1, 1, 1},
         {"getex", -2, &E::cmd_getex, "write fast", 1, 1, 1},
         {"getdel", 2, &E::cmd_getdel, "write fast", 1, 1, 1},
-        {"mget", -2, &E::cmd_mget, "readonly fast", 1, -1, 1},
+        {"mget", -2, nullptr, "readonly fast", 1, -1, 1, &E::write_mget},
         {"mset", -3, &E::cmd_mset, "write denyoom", 1, -1, 2},
         {"msetnx", -3, &E::cmd_msetnx, "write denyoom", 1, -1, 2},
         {"strlen", 2, &E::cmd_strlen, "readonly fast", 1, 1, 1},

@@ -4,7 +4,12 @@
 // Overview
 // --------
 // `Reply` is one RESP2 reply: a status (`+OK`), an error (`-ERR ...`), an integer, a bulk
-// string, a nil bulk, an array, or a nil array. `Reply::to_resp()` / `write_resp()` encode it.
+// string, a nil bulk, an array, or a nil array. `Reply::to_resp()` / `write_resp()` encode it;
+// `Reply::write_bulk()` and its siblings encode one piece without building a Reply, for a
+// command that streams a large reply; `Reply::from_resp()` decodes what they wrote.
+//
+// `OutputBuffer` is a client's pending output: a list of blocks (Redis's reply list), so that
+// appending never copies what is already buffered and a reply costs its size once.
 //
 // `RequestParser` turns the bytes a client sends into commands (vectors of binary-safe
 // strings), the way Redis 7.0's networking.c does, including its quirks, so that a client
@@ -26,7 +31,10 @@
 //
 // Memory: nothing is allocated on a client's say-so. A bulk length above
 // `ParserLimits::max_bulk_len` (Redis proto-max-bulk-len, 512 MB) is refused as soon as its
-// header line is complete; a bulk within the limit is only ever stored as its bytes arrive;
+// header line is complete; a bulk within the limit is only ever stored as its bytes arrive (one
+// of 32 KB or more is moved into its own string as it arrives, growing geometrically up to its
+// length, so the input buffer never holds it beside its copy; an input buffer grown past 64 KB
+// is freed once consumed);
 // the argument vector of a multibulk request is reserved for at most 1024 entries up front,
 // whatever count the client announces. Everything buffered for one client (unparsed input plus
 // the arguments of the command being assembled) is capped by `max_query_buffer` (Redis
@@ -35,7 +43,9 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <ostream>
 #include <string>
@@ -94,47 +104,120 @@ class Reply {
     return *this;
   }
 
-  // Appends the RESP2 encoding to `out`. A status or error text never contains CR or LF on
-  // the wire: any found are written as spaces (Redis does the same for messages that quote
-  // user input).
-  void write_resp(std::string& out) const {
+  // Appends the RESP2 encoding to `out`, a std::string or an OutputBuffer (anything with
+  // append(const char*, std::size_t)). A status or error text never contains CR or LF on the
+  // wire: any found are written as spaces (Redis does the same for messages that quote user
+  // input).
+  template <class Sink>
+  void write_resp(Sink& out) const {
     switch (type_) {
       case Type::status:
-      case Type::error:
-        out.push_back(type_ == Type::status ? '+' : '-');
-        for (char c : str_) out.push_back((c == '\r' || c == '\n') ? ' ' : c);
-        out.append("\r\n");
+      case Type::error: {
+        out.append(type_ == Type::status ? "+" : "-", 1);
+        std::size_t from = 0;
+        for (std::size_t i = 0; i <= str_.size(); ++i) {
+          if (i == str_.size() || str_[i] == '\r' || str_[i] == '\n') {
+            out.append(str_.data() + from, i - from);
+            if (i < str_.size()) out.append(" ", 1);
+            from = i + 1;
+          }
+        }
+        out.append("\r\n", 2);
         break;
+      }
       case Type::integer:
-        out.push_back(':');
-        append_int(out, int_);
-        out.append("\r\n");
+        write_integer(out, int_);
         break;
       case Type::bulk:
-        out.push_back('$');
-        append_int(out, static_cast<std::int64_t>(str_.size()));
-        out.append("\r\n");
-        out.append(str_);
-        out.append("\r\n");
+        write_bulk(out, str_);
         break;
       case Type::nil:
-        out.append("$-1\r\n");
+        write_nil(out);
         break;
       case Type::array:
-        out.push_back('*');
-        append_int(out, static_cast<std::int64_t>(elements_.size()));
-        out.append("\r\n");
+        write_array_header(out, elements_.size());
         for (const Reply& e : elements_) e.write_resp(out);
         break;
       case Type::nil_array:
-        out.append("*-1\r\n");
+        out.append("*-1\r\n", 5);
         break;
     }
+  }
+  // The pieces of write_resp(), for a command that streams its reply into the output buffer
+  // instead of building a Reply (MGET of large values: the bytes are copied once, from the
+  // store to the buffer).
+  template <class Sink>
+  static void write_bulk(Sink& out, std::string_view s) {
+    out.append("$", 1);
+    append_int(out, static_cast<std::int64_t>(s.size()));
+    out.append("\r\n", 2);
+    out.append(s.data(), s.size());
+    out.append("\r\n", 2);
+  }
+  template <class Sink>
+  static void write_nil(Sink& out) {
+    out.append("$-1\r\n", 5);
+  }
+  template <class Sink>
+  static void write_integer(Sink& out, std::int64_t v) {
+    out.append(":", 1);
+    append_int(out, v);
+    out.append("\r\n", 2);
+  }
+  template <class Sink>
+  static void write_array_header(Sink& out, std::size_t n) {
+    out.append("*", 1);
+    append_int(out, static_cast<std::int64_t>(n));
+    out.append("\r\n", 2);
   }
   std::string to_resp() const {
     std::string out;
     write_resp(out);
     return out;
+  }
+
+  // Decodes one reply that write_resp() (or a reply writer) encoded, starting at `pos` and
+  // advancing it. False on truncated or malformed input (nothing a writer produces).
+  static bool from_resp(std::string_view in, std::size_t& pos, Reply& out) {
+    const std::size_t eol = in.find("\r\n", pos);
+    if (pos >= in.size() || eol == std::string_view::npos) return false;
+    const char t = in[pos];
+    const std::string_view line = in.substr(pos + 1, eol - pos - 1);
+    pos = eol + 2;
+    std::int64_t n = 0;
+    switch (t) {
+      case '+': out = status(std::string(line)); return true;
+      case '-': out = error(std::string(line)); return true;
+      case ':':
+        if (!parse_length(line, n)) return false;
+        out = integer(n);
+        return true;
+      case '$':
+        if (line == "-1") {
+          out = nil();
+          return true;
+        }
+        if (!parse_length(line, n) || n < 0 || in.size() - pos < static_cast<std::size_t>(n) + 2) return false;
+        out = bulk(std::string(in.substr(pos, static_cast<std::size_t>(n))));
+        pos += static_cast<std::size_t>(n) + 2;
+        return true;
+      case '*': {
+        if (line == "-1") {
+          out = nil_array();
+          return true;
+        }
+        if (!parse_length(line, n) || n < 0) return false;
+        Reply a = array();
+        for (std::int64_t i = 0; i < n; ++i) {
+          Reply e;
+          if (!from_resp(in, pos, e)) return false;
+          a.push(std::move(e));
+        }
+        out = std::move(a);
+        return true;
+      }
+      default: return false;
+    }
   }
 
   friend bool operator==(const Reply& a, const Reply& b) {
@@ -161,7 +244,8 @@ class Reply {
   }
 
   // Decimal digits of v (with a '-' when negative), for any int64 including INT64_MIN.
-  static void append_int(std::string& out, std::int64_t v) {
+  template <class Sink>
+  static void append_int(Sink& out, std::int64_t v) {
     char buf[24];
     char* end = buf + sizeof buf;
     char* p = end;
@@ -176,11 +260,137 @@ class Reply {
 
  private:
   Reply(Type t, std::string s) : type_(t), str_(std::move(s)) {}
+  // A decimal int64 as append_int() writes it.
+  static bool parse_length(std::string_view s, std::int64_t& v) noexcept {
+    if (s.empty() || s.size() > 20) return false;
+    const bool neg = s[0] == '-';
+    std::uint64_t u = 0;
+    for (std::size_t i = neg ? 1 : 0; i < s.size(); ++i) {
+      if (s[i] < '0' || s[i] > '9' || u > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) return false;
+      u = u * 10 + static_cast<std::uint64_t>(s[i] - '0');
+    }
+    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (u > kMax + (neg ? 1 : 0)) return false;
+    v = neg ? (u == kMax + 1 ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(u))
+            : static_cast<std::int64_t>(u);
+    return true;
+  }
 
   Type type_ = Type::nil;
   std::string str_;
   std::int64_t int_ = 0;
   std::vector<Reply> elements_;
+};
+
+// ==== Output buffer =========================================================================
+
+// A client's pending output as a list of blocks, as Redis keeps its reply list: an append
+// never moves the bytes already buffered (a std::string that doubles its capacity holds up to
+// twice the output and copies all of it at each growth), and a large bulk value lands in a
+// block of its own sized to it, so a reply costs its own size once. The server sends the
+// blocks in order (block(i) for writev) and consume()s what the socket took.
+class OutputBuffer {
+ public:
+  static constexpr std::size_t kBlockSize = 16 * 1024;  // Redis PROTO_REPLY_CHUNK_BYTES
+
+  void append(const char* p, std::size_t n) {
+    if (n == 0 || dropping_) return;
+    if (limit_ != 0 && allocated_ >= limit_) {  // from here on the client is being closed
+      dropping_ = true;
+      return;
+    }
+    if (!blocks_.empty()) {  // fill the tail block's free room first
+      std::string& tail = blocks_.back();
+      const std::size_t room = tail.capacity() - tail.size();
+      const std::size_t k = room < n ? room : n;
+      tail.append(p, k);
+      p += k;
+      n -= k;
+      size_ += k;
+    }
+    if (n == 0) return;
+    blocks_.emplace_back();
+    std::string& b = blocks_.back();
+    b.reserve(n > kBlockSize ? n : kBlockSize);
+    b.append(p, n);
+    size_ += n;
+    allocated_ += b.capacity();
+  }
+  void append(std::string_view s) { append(s.data(), s.size()); }
+
+  // A cap on allocated bytes (0: none, the default). Once reached, appends are dropped and
+  // over_limit() is true: the server closes such a client, as Redis stops adding replies to a
+  // client past its client-output-buffer-limit, so that one huge reply costs the limit, not
+  // its size.
+  void set_limit(std::size_t bytes) noexcept { limit_ = bytes; }
+  bool over_limit() const noexcept { return dropping_; }
+
+  // Bytes waiting to be sent.
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  // Bytes the blocks hold allocated (what the buffer costs): client-output-buffer-limit
+  // and used memory count this, as Redis counts its reply list's block sizes.
+  std::size_t allocated() const noexcept { return allocated_; }
+
+  // The unsent bytes as blocks: block(0) starts with the next byte to send.
+  std::size_t blocks() const noexcept { return blocks_.size(); }
+  std::string_view block(std::size_t i) const noexcept {
+    const std::string& b = blocks_[i];
+    return i == 0 ? std::string_view(b).substr(head_) : std::string_view(b);
+  }
+  // Drops the first n unsent bytes (sent); a block is freed once all of it was sent.
+  void consume(std::size_t n) noexcept {
+    while (n > 0 && !blocks_.empty()) {
+      const std::size_t left = blocks_.front().size() - head_;
+      if (n < left) {
+        head_ += n;
+        size_ -= n;
+        return;
+      }
+      n -= left;
+      size_ -= left;
+      allocated_ -= blocks_.front().capacity();
+      blocks_.pop_front();
+      head_ = 0;
+    }
+  }
+  // Keeps the first n unsent bytes and drops the rest (a reply that must not be sent).
+  void truncate(std::size_t n) noexcept {
+    while (size_ > n && !blocks_.empty()) {
+      std::string& tail = blocks_.back();
+      const std::size_t from = blocks_.size() == 1 ? head_ : 0;  // bytes of the tail not droppable
+      const std::size_t droppable = tail.size() - from;
+      const std::size_t k = size_ - n < droppable ? size_ - n : droppable;
+      tail.resize(tail.size() - k);
+      size_ -= k;
+      if (tail.size() == from) {
+        allocated_ -= tail.capacity();
+        blocks_.pop_back();
+        if (blocks_.empty()) head_ = 0;
+      }
+    }
+  }
+  // Drops everything unsent and frees the blocks.
+  void clear() noexcept {
+    std::deque<std::string>().swap(blocks_);
+    head_ = size_ = allocated_ = 0;
+    dropping_ = false;
+  }
+  // The unsent bytes in one string (tests, adapters).
+  std::string str() const {
+    std::string s;
+    s.reserve(size_);
+    for (std::size_t i = 0; i < blocks_.size(); ++i) s.append(block(i));
+    return s;
+  }
+
+ private:
+  std::deque<std::string> blocks_;
+  std::size_t head_ = 0;  // bytes of blocks_.front() already sent
+  std::size_t size_ = 0;
+  std::size_t allocated_ = 0;
+  std::size_t limit_ = 0;
+  bool dropping_ = false;
 };
 
 // ==== Integer grammar =========================================================================
@@ -242,6 +452,9 @@ class RequestParser {
   explicit RequestParser(ParserLimits limits) : limits_(limits) {}
 
   const ParserLimits& limits() const noexcept { return limits_; }
+  // New limits (CONFIG SET proto-max-bulk-len / client-query-buffer-limit): they apply from
+  // the next header line or buffer check on, to a request already being assembled too.
+  void set_limits(const ParserLimits& limits) noexcept { limits_ = limits; }
 
   // Appends bytes received from the client. Input after a failure is ignored.
   void feed(const char* data, std::size_t n) {
@@ -311,12 +524,19 @@ class RequestParser {
     std::vector<std::string>().swap(args_);
     pos_ = 0;
     args_bytes_ = 0;
+    in_big_arg_ = false;
   }
   // Drops consumed input once it dominates the buffer (amortised O(1) per byte).
+  // A buffer grown large by one request is given back once it is consumed (Redis trims its
+  // query buffers from its cron).
   void compact() {
     if (pos_ == 0) return;
     if (pos_ == buf_.size()) {
-      buf_.clear();
+      if (buf_.capacity() > kKeepCapacity) {
+        std::string().swap(buf_);
+      } else {
+        buf_.clear();
+      }
       pos_ = 0;
     } else if (pos_ >= 4096 && pos_ * 2 >= buf_.size()) {
       buf_.erase(0, pos_);
@@ -519,10 +739,36 @@ class RequestParser {
         state_ = State::bulk_data;
       }
       // state_ == bulk_data: the payload plus two bytes Redis skips unchecked.
-      if (buf_.size() - pos_ < bulk_len_ + 2) return Status::incomplete;
-      args_.emplace_back(buf_.data() + pos_, bulk_len_);
-      args_bytes_ += bulk_len_;
-      pos_ += bulk_len_ + 2;
+      if (bulk_len_ >= kBigArg) {
+        // A big argument is moved into its own string as it arrives (Redis's big-argument
+        // path), so that the input buffer never holds all of it next to its copy. It grows
+        // geometrically up to its announced length, never past what has arrived.
+        if (!in_big_arg_) {
+          args_.emplace_back();
+          in_big_arg_ = true;
+        }
+        std::string& arg = args_.back();
+        const std::size_t take = std::min(bulk_len_ - arg.size(), buf_.size() - pos_);
+        if (arg.size() + take > arg.capacity()) {
+          // A fresh string gets exactly the capacity asked (reserve() on a used one may round
+          // it up to twice the old capacity, past the argument's length).
+          std::string grown;
+          grown.reserve(std::min(bulk_len_, std::max(arg.size() + take, 2 * arg.capacity())));
+          grown.append(arg);
+          arg.swap(grown);
+        }
+        arg.append(buf_.data() + pos_, take);
+        pos_ += take;
+        args_bytes_ += take;
+        if (arg.size() < bulk_len_ || buf_.size() - pos_ < 2) return Status::incomplete;
+        in_big_arg_ = false;
+        pos_ += 2;
+      } else {
+        if (buf_.size() - pos_ < bulk_len_ + 2) return Status::incomplete;
+        args_.emplace_back(buf_.data() + pos_, bulk_len_);
+        args_bytes_ += bulk_len_;
+        pos_ += bulk_len_ + 2;
+      }
       --remaining_;
       state_ = State::bulk_len;
     }
@@ -542,7 +788,10 @@ class RequestParser {
   std::size_t bulk_len_ = 0;
   std::vector<std::string> args_;
   std::size_t args_bytes_ = 0;
+  bool in_big_arg_ = false;  // args_.back() is a big argument still arriving
   std::string error_;
+  static constexpr std::size_t kBigArg = 32 * 1024;         // Redis PROTO_MBULK_BIG_ARG
+  static constexpr std::size_t kKeepCapacity = 64 * 1024;   // input buffer kept between requests
 };
 
 }  // namespace expiring::redis
