@@ -4,6 +4,7 @@
 // The randomized model test covers the same ground more widely ("model: negative and
 // near-limit clocks with TTL jitter on", tests/test_model.cpp).
 #include <expiring/expiring.hpp>
+#include <expiring/redis/commands.hpp>
 
 #include <cstdint>
 #include <limits>
@@ -64,5 +65,27 @@ TEST_CASE("clock limits: every write and query at INT64_MIN + 1 and INT64_MAX - 
       clk.set(start);
     }
     CHECK(s.check_invariants());
+  }
+}
+
+TEST_CASE("clock limits: the command layer's INFO, TIME and TTL replies at the ends of int64", "[robustness][clock]") {
+  expiring::ManualClock clk(0);
+  expiring::Options o;
+  o.seed = 4;
+  expiring::redis::StringStore<expiring::ManualClock&> store{clk, o};
+  expiring::redis::CommandExecutor<expiring::ManualClock&> ex{store};
+  for (const std::int64_t t : {kMin, kMin + 1, std::int64_t{-1}, kMax - 1, kMax}) {
+    CAPTURE(t);
+    clk.set(t);
+    const std::string info = ex.execute({"INFO", "server"}).str();
+    CHECK(info.find("server_time_usec:") != std::string::npos);
+    CHECK(info.find("uptime_in_seconds:") != std::string::npos);
+    CHECK(ex.execute({"TIME"}).elements().size() == 2);
+    (void)ex.execute({"SET", "k", "v", "PX", "1000"});  // an error where now + 1000 overflows
+    (void)ex.execute({"PEXPIRE", "k", "9223372036854775807"});
+    (void)ex.execute({"EXPIREAT", "k", "-9223372036854775"});
+    (void)ex.execute({"TTL", "k"});
+    (void)ex.execute({"PEXPIRETIME", "k"});
+    (void)ex.execute({"DEBUG", "SET-ACTIVE-EXPIRE", "1"});
   }
 }

@@ -116,7 +116,7 @@ TEST_CASE("hash flood: crafted keys insert within 3x the time of random keys", "
   CHECK(best_crafted <= 3.0 * best_random);
 }
 
-TEST_CASE("hash: the key enters the function; equal keys, equal hashes", "[robustness][hash]") {
+TEST_CASE("hash: the key enters the function, and equal keys hash alike", "[robustness][hash]") {
   const expiring::HashKey a = expiring::HashKey::from_seed(1), b = expiring::HashKey::from_seed(2);
   REQUIRE(a != b);
   const expiring::Hash<std::string> ha{a}, ha2{a}, hb{b};
@@ -152,7 +152,7 @@ TEST_CASE("hash: SipHash matches the reference vectors", "[robustness][hash]") {
   }
 }
 
-TEST_CASE("hash: a seeded store keys its hash from the seed; an unseeded one does not", "[robustness][hash]") {
+TEST_CASE("hash: a seeded store keys its hash from the seed, an unseeded one keeps its own key", "[robustness][hash]") {
   expiring::ManualClock clock{1'000'000};
   expiring::Options o;
   o.seed = 99;

@@ -602,10 +602,14 @@ class CommandExecutor {
       line("redis_mode", "standalone");
       line("arch_bits", std::to_string(sizeof(void*) * 8));
       if (info_hook_) info_hook_(section, out);
+      // Saturated: a ManualClock may read anything in the int64 range.
       const std::int64_t now = store_.now_ms();
-      line("server_time_usec", num(now * 1000));
-      line("uptime_in_seconds", num((now - start_ms_) / 1000));
-      line("uptime_in_days", num((now - start_ms_) / 86400000));
+      namespace ed = ::expiring::detail;
+      const std::int64_t usec = now > ed::kInt64Max / 1000 ? ed::kInt64Max : now < ed::kInt64Min / 1000 ? ed::kInt64Min : now * 1000;
+      const std::int64_t up = ed::saturating_sub(now, start_ms_);
+      line("server_time_usec", num(usec));
+      line("uptime_in_seconds", num(up / 1000));
+      line("uptime_in_days", num(up / 86400000));
       line("hz", num(store_.options().hz));
       line("configured_hz", num(store_.options().hz));
     } else if (section == "clients") {
