@@ -13,6 +13,7 @@
 
 #include "catch.hpp"
 #include "expiring/redis/commands.hpp"
+#include "text.hpp"
 
 using expiring::ManualClock;
 using expiring::redis::Action;
@@ -762,13 +763,7 @@ TEST_CASE("copy: TTL copied, REPLACE, DB 0 only, same key (case 132)", "[redis][
 // ==== INFO / CONFIG / DEBUG / FLUSH ============================================================
 
 namespace {
-std::string info_field(const std::string& info, const std::string& name) {
-  const std::string key = "\r\n" + name + ":";
-  const std::size_t p = info.find(key);
-  if (p == std::string::npos) return "<missing>";
-  const std::size_t b = p + key.size();
-  return info.substr(b, info.find("\r\n", b) - b);
-}
+using redistext::info_field;
 }  // namespace
 
 TEST_CASE("info: Redis's sections and field names", "[redis][info]") {

@@ -30,6 +30,7 @@
 #include "catch.hpp"
 #include "frames.hpp"
 #include "redis_live.hpp"
+#include "text.hpp"
 
 using live::Argv;
 using live::Conn;
@@ -37,26 +38,14 @@ using live::Reply;
 
 namespace {
 
+using redistext::info_field;
+using redistext::printable;
+
 std::int64_t wall_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
-std::string printable(const std::string& s, std::size_t max = 300) {
-  std::string out;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 32 && u < 127 && c != '\\') {
-      out += c;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    }
-    if (out.size() > max) return out + "...";
-  }
-  return out;
-}
 std::string printable(const Argv& a) {
   std::string s;
   for (const std::string& x : a) s += (s.empty() ? "" : " ") + ("'" + printable(x, 80) + "'");
@@ -67,15 +56,6 @@ std::string upper(std::string s) {
   return s;
 }
 
-// "field:value" of an INFO payload, or "" when absent.
-std::string info_field(const std::string& info, const std::string& name) {
-  const std::string key = name + ":";
-  std::size_t p = info.rfind(key, 0) == 0 ? 0 : info.find("\n" + key);
-  if (p == std::string::npos) return "";
-  if (p != 0) ++p;
-  const std::size_t b = p + key.size();
-  return info.substr(b, info.find("\r\n", b) - b);
-}
 // keys=..,expires=.. of "db0:keys=..,expires=..,avg_ttl=..", without avg_ttl (sampled).
 std::string keyspace_counts(const std::string& info) {
   const std::string db0 = info_field(info, "db0");

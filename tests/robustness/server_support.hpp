@@ -15,18 +15,11 @@
 #include <thread>
 
 #include "redis_live.hpp"
+#include "text.hpp"
 
 namespace robust {
 
-// "field:value" of an INFO payload, or "" when absent.
-inline std::string info_field(const std::string& info, const std::string& name) {
-  const std::string key = name + ":";
-  std::size_t p = info.rfind(key, 0) == 0 ? 0 : info.find("\n" + key);
-  if (p == std::string::npos) return "";
-  if (p != 0) ++p;
-  const std::size_t b = p + key.size();
-  return info.substr(b, info.find("\r\n", b) - b);
-}
+using redistext::info_field;
 inline std::uint64_t info_number(live::Conn& c, const std::string& section, const std::string& name) {
   const std::string v = info_field(c.call({"INFO", section}).str(), name);
   return v.empty() ? 0 : std::stoull(v);

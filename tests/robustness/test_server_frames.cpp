@@ -15,8 +15,11 @@
 #include "catch.hpp"
 #include "frames.hpp"
 #include "server_support.hpp"
+#include "text.hpp"
 
 namespace {
+
+using redistext::printable;
 
 std::vector<std::string> oversized_frames() {
   const std::string mb2(2 * 1024 * 1024, 'q');
@@ -38,21 +41,6 @@ std::vector<std::string> oversized_frames() {
   };
 }
 
-std::string printable(const std::string& s, std::size_t max = 200) {
-  std::string out;
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u >= 32 && u < 127 && c != '\\') {
-      out += c;
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    }
-    if (out.size() > max) return out + "...";
-  }
-  return out;
-}
 
 // The bytes a server sends back for `in` (whole, or in three pieces), until it closes.
 std::string exchange(int port, const std::string& in, bool split) {
