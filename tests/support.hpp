@@ -2,14 +2,14 @@
 //
 // namespace support (test_set, test_rename, test_getex_getdel, test_lazy_expiry, test_events
 // bring it in with `using namespace support;`):
-// * The three key spellings of DESIGN §6 for TEMPLATE_TEST_CASE: U64Keys, StringKeys and
+// * The three key spellings for TEMPLATE_TEST_CASE (README, "Tests"): U64Keys, StringKeys and
 //   CollidingKeys (std::string keys whose hash is a constant, so every key collides with every
 //   other). Each makes keys two ways: key("name") from a name, make(i) from a number.
 // * StoreOf<KT>: the store under test, on a ManualClock held by reference.
 // * show(): replies as text; Snapshot / snapshot(store): everything observable about a store.
 //
-// namespace ttltest (test_ttl, test_expire, test_persist, test_stats; SPEC Part B §5 sections
-// A, B, C, D and L), built on the same key spellings and store:
+// namespace ttltest (test_ttl, test_expire, test_persist, test_stats; semantics.md Part B §5
+// sections A, B, C, D and L), built on the same key spellings and store:
 // * Clock starts for relative-time cases: 0, a pseudo-random time drawn from a fixed seed
 //   (reported with CAPTURE in every test), and one minute before INT64_MAX. At the last one a
 //   relative TTL above 60 s overflows; cases with longer TTLs check that the catalogue's
@@ -51,7 +51,7 @@ using expiring::Px;
 using expiring::PxAt;
 using expiring::SetCond;
 
-inline constexpr std::int64_t T0 = 1'000'000;  // SPEC B §5: the clock starts at 1000 s
+inline constexpr std::int64_t T0 = 1'000'000;  // semantics.md B §5: the clock starts at 1000 s
 inline constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 inline constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 
@@ -71,7 +71,7 @@ inline std::string string_key(int i) {
   return s;
 }
 
-// The three key spellings of DESIGN §6; key("name") or make(i) makes a key of that spelling.
+// The three key spellings; key("name") or make(i) makes a key of that spelling.
 struct U64Keys {
   using key_type = std::uint64_t;
   using hash = expiring::Hash<std::uint64_t>;
@@ -169,7 +169,7 @@ typename KT::key_type key(int i) {
 
 // ---- Clock starts ------------------------------------------------------------------------
 
-// The catalogue's T0 (SPEC B §5): 1,000,000 ms = 1000 s.
+// The catalogue's T0 (semantics.md B §5): 1,000,000 ms = 1000 s.
 inline constexpr std::int64_t kT0 = support::T0;
 inline constexpr std::int64_t kStartZero = 0;
 // One minute before the end of time.

@@ -1,5 +1,6 @@
 // tests/test_expire.cpp: EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT and their NX / XX / GT / LT
-// flags, SPEC Part B §5.B (cases 12-36) and §5.C (cases 37-59), §2.1, decisions D3, D6, D13.
+// flags: semantics.md Part B §5.B (cases 12-36) and §5.C (cases 37-59), §2.1, decisions D3,
+// D6, D13.
 //
 // Not expressible in the typed API (they belong to the Redis command layer, tested there):
 //   case 25 (non-integer TTL strings: "", 1.5, +5, 010, -0, abc), the option parsing of case 32
@@ -210,7 +211,7 @@ TEMPLATE_TEST_CASE("expire: a missing key replies 0 with any flag (case 23)", "[
   Fx<TestType> f{t0};
   const auto none = f.key(0);
   if (f.at_end()) {
-    // The overflow error wins over "missing key" (SPEC §2.1 steps 3-4).
+    // The overflow error wins over "missing key" (semantics.md §2.1 steps 3-4).
     for (ExpireFlags fl : {ExpireFlags::None, NX, XX, GT, LT}) {
       f.expect_error_unchanged(none, Errc::invalid_expire_time, [&] { return f.store.expire(none, 100, fl); });
     }
@@ -794,7 +795,7 @@ const char* name(KeyState s) {
   return "?";
 }
 
-// SPEC B §2.1 steps 1, 5 and 6, written out independently of the library.
+// semantics.md B §2.1 steps 1, 5 and 6, written out independently of the library.
 struct Expected {
   std::optional<Errc> error;
   bool reply = false;
@@ -827,7 +828,7 @@ Expected reference(KeyState state, ExpireFlags fl, std::int64_t when, std::int64
 }
 }  // namespace
 
-TEMPLATE_TEST_CASE("pexpireat: every flag set against every key state follows SPEC §2.1", "[pexpireat][C]",
+TEMPLATE_TEST_CASE("pexpireat: every flag set against every key state follows semantics.md §2.1", "[pexpireat][C]",
                    TTLTEST_KEY_FLAVOURS) {
   const std::int64_t t0 = TTLTEST_RELATIVE_START();
   CAPTURE(t0);

@@ -1,5 +1,5 @@
-// tests/test_getex_getdel.cpp: GETEX (SPEC B §5 H, cases 109-124) and GETDEL (§5 I, cases
-// 125-127) through the typed API, over three key spellings (DESIGN §6).
+// tests/test_getex_getdel.cpp: GETEX (semantics.md B §5 H, cases 109-124) and GETDEL (§5 I, cases
+// 125-127) through the typed API, over three key spellings (tests/support.hpp).
 //
 // Command-layer only: 114 (syntax errors: the typed API cannot spell them), 116 (arity),
 // 121 and the WRONGTYPE half of 127 (the store holds one value type).

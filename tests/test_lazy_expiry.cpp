@@ -1,7 +1,7 @@
-// tests/test_lazy_expiry.cpp: lazy expiry and the access paths (SPEC B §5 E, cases 64-73) and
-// the keyspace views of SPEC D10: size() counts stale keys not yet reclaimed; keys(),
+// tests/test_lazy_expiry.cpp: lazy expiry and the access paths (semantics.md B §5 E, cases 64-73)
+// and the keyspace views of semantics.md D10: size() counts stale keys not yet reclaimed; keys(),
 // iteration and random_key() never return one; random_key() reclaims the stale keys it lands
-// on. Over three key spellings (DESIGN §6).
+// on. Over three key spellings (tests/support.hpp).
 //
 // Typed equivalents: MGET is one get() per key (64); EXISTS/DEL with several arguments are
 // one call per argument (67); KEYS * is keys() (68, 69); the SCAN half of 69 is the command
@@ -409,7 +409,7 @@ TEMPLATE_TEST_CASE("random_key: never returns a stale key and reclaims those it 
   CHECK(store.check_invariants());
 }
 
-// ---- Clock starts (DESIGN §6) ------------------------------------------------------------
+// ---- Clock starts (tests/support.hpp) ----------------------------------------------------------
 
 TEST_CASE("lazy expiry: the same behaviour at clock starts 0, T0 and one minute before INT64_MAX", "[lazy][clock]") {
   const std::int64_t start = GENERATE(std::int64_t{0}, T0, kMax - 60000);

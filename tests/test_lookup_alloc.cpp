@@ -1,5 +1,6 @@
 // tests/test_lookup_alloc.cpp: lookups by std::string_view or string literal on a
-// std::string-keyed store allocate nothing (DESIGN §4: transparent hash and equality).
+// std::string-keyed store allocate nothing (transparent hash and equality: see
+// include/expiring/hash.hpp).
 //
 // This file replaces the global operator new/delete for the whole test executable with
 // malloc/free wrappers that count calls while a measuring window is open, and only then. The

@@ -1,8 +1,8 @@
 // tests/test_model.cpp: a randomized model test.
 //
 // Random operations run against an ExpiringStore and against a plain reference model written
-// here from SPEC.md alone (a std::map from key to {value, optional deadline}). Every reply,
-// every key event (cause, key and removed value), the statistics (expired_keys,
+// here from docs/semantics.md alone (a std::map from key to {value, optional deadline}). Every
+// reply, every key event (cause, key and removed value), the statistics (expired_keys,
 // keyspace_hits, keyspace_misses) and the sizes are compared after every operation, together
 // with the store's internal invariants. Periodically the live keys seen through iteration,
 // keys(), scan() and peek() are compared with the model's.
@@ -69,8 +69,8 @@ const char* kind_name(Kind k) {
 
 bool has_time(Kind k) { return k == Kind::ex || k == Kind::px || k == Kind::exat || k == Kind::pxat; }
 
-// SET/GETEX expiry argument to an absolute deadline (SPEC B §2.4 step 1, D5, D6): the value must
-// be positive; seconds are multiplied by 1000 and relative forms added to now, both checked.
+// SET/GETEX expiry argument to an absolute deadline (semantics.md B §2.4 step 1, D5, D6): the
+// value must be positive; seconds are multiplied by 1000 and relative forms added to now, both checked.
 std::optional<std::int64_t> set_deadline(Kind k, std::int64_t v, std::int64_t now) {
   if (v <= 0) return std::nullopt;
   std::int64_t ms = v;
@@ -83,7 +83,8 @@ std::optional<std::int64_t> set_deadline(Kind k, std::int64_t v, std::int64_t no
   return ms;
 }
 
-// EXPIRE-family argument to an absolute deadline (SPEC B §2.1 step 3, D6); any sign allowed.
+// EXPIRE-family argument to an absolute deadline (semantics.md B §2.1 step 3, D6); any sign
+// is allowed.
 std::optional<std::int64_t> expire_deadline(std::int64_t v, bool seconds, bool relative, std::int64_t now) {
   std::int64_t ms = v;
   if (seconds && __builtin_mul_overflow(v, std::int64_t{1000}, &ms)) return std::nullopt;
@@ -91,7 +92,7 @@ std::optional<std::int64_t> expire_deadline(std::int64_t v, bool seconds, bool r
   return ms;
 }
 
-// TTL/EXPIRETIME replies round half up (SPEC B §2.2, D6), for x >= 0.
+// TTL/EXPIRETIME replies round half up (semantics.md B §2.2, D6), for x >= 0.
 std::int64_t round_seconds(std::int64_t x) { return x / 1000 + (x % 1000 >= 500 ? 1 : 0); }
 
 template <class K>
@@ -119,7 +120,7 @@ struct Model {
 
   static bool stale(const Entry& e, std::int64_t now) { return e.deadline && now > *e.deadline; }
 
-  // A lookup with lazy expiry (SPEC B §1.4, D1): a stale key is deleted as an expiry.
+  // A lookup with lazy expiry (semantics.md B §1.4, D1): a stale key is deleted as an expiry.
   Entry* lookup(const K& k, std::int64_t now, bool read) {
     auto it = m.find(k);
     if (it != m.end() && stale(it->second, now)) {
@@ -137,7 +138,7 @@ struct Model {
   }
   void note(KeyEventCause c, const K& k) { events.push_back({c, k, std::nullopt}); }
 
-  // SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT|KEEPTTL] (SPEC B §2.4, D4, D5, D11).
+  // SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT|KEEPTTL] (semantics.md B §2.4, D4, D5, D11).
   Result<bool> set(const K& k, const std::string& v, Kind kind, std::int64_t arg, SetCond cond,
                    std::optional<std::string>* old, std::int64_t now) {
     std::optional<std::int64_t> when;
@@ -164,7 +165,7 @@ struct Model {
     return true;
   }
 
-  // GETEX (SPEC B §2.6).
+  // GETEX (semantics.md B §2.6).
   Result<std::optional<std::string>> getex(const K& k, Kind kind, std::int64_t arg, std::int64_t now) {
     Entry* e = lookup(k, now, true);
     if (e == nullptr) return std::optional<std::string>{};
@@ -189,7 +190,7 @@ struct Model {
     return out;
   }
 
-  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (SPEC B §2.1, D3).
+  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (semantics.md B §2.1, D3).
   Result<bool> expire(const K& k, std::int64_t v, bool seconds, bool relative, ExpireFlags f, std::int64_t now) {
     const bool nx = expiring::has(f, ExpireFlags::NX), xx = expiring::has(f, ExpireFlags::XX);
     const bool gt = expiring::has(f, ExpireFlags::GT), lt = expiring::has(f, ExpireFlags::LT);
@@ -214,7 +215,7 @@ struct Model {
     return true;
   }
 
-  // TTL / PTTL / EXPIRETIME / PEXPIRETIME (SPEC B §2.2).
+  // TTL / PTTL / EXPIRETIME / PEXPIRETIME (semantics.md B §2.2).
   std::int64_t ttl(const K& k, bool absolute, bool seconds, std::int64_t now) {
     Entry* e = lookup(k, now, true);
     if (e == nullptr) return -2;
@@ -225,7 +226,7 @@ struct Model {
     return seconds ? round_seconds(x) : x;
   }
 
-  // RENAME / RENAMENX (SPEC B §2.9): src's value and TTL (or none) move to dst.
+  // RENAME / RENAMENX (semantics.md B §2.9): src's value and TTL (or none) move to dst.
   Result<bool> rename(const K& src, const K& dst, bool nx, std::int64_t now) {
     Entry* s = lookup(src, now, false);
     if (s == nullptr) return Errc::no_such_key;
@@ -356,7 +357,7 @@ class Runner {
 
   std::int64_t base_now() {
     if (cfg_.start) return *cfg_.start;
-    // Fixtures: an ordinary time, 0, one minute before INT64_MAX (DESIGN §6).
+    // Fixtures: an ordinary time, 0, one minute before INT64_MAX (as tests/support.hpp).
     switch (cfg_.seed % 3) {
       case 0: return 1'700'000'000'000;
       case 1: return 0;

@@ -1,4 +1,4 @@
-// tests/test_persist.cpp: PERSIST, SPEC Part B §5.D (cases 60-63) and §2.3.
+// tests/test_persist.cpp: PERSIST, semantics.md Part B §5.D (cases 60-63) and §2.3.
 #include <cstdint>
 #include <string>
 
@@ -91,7 +91,7 @@ TEMPLATE_TEST_CASE("persist: a key at its deadline is still alive and can be kep
   Fx<TestType> f{t0};
   const auto k = f.key(0);
   REQUIRE(f.store.set(k, "v", Px{100}) == true);
-  f.at(100);  // now == deadline: alive (SPEC D1)
+  f.at(100);  // now == deadline: alive (semantics.md D1)
   CHECK(f.store.persist(k) == true);
   f.at(101);
   CHECK(f.store.ttl(k) == -1);

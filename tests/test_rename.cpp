@@ -1,6 +1,6 @@
-// tests/test_rename.cpp: the TTL carried or dropped by other operations (SPEC B §5 J):
+// tests/test_rename.cpp: the TTL carried or dropped by other operations (semantics.md B §5 J):
 // RENAME / RENAMENX (cases 128-131) and the in-place update modify() (case 134: Redis's
-// INCR/APPEND/INCRBYFLOAT keep the TTL). Over three key spellings (DESIGN §6).
+// INCR/APPEND/INCRBYFLOAT keep the TTL). Over three key spellings (tests/support.hpp).
 //
 // Not applicable to the typed store (command layer or no such API): 132 (COPY), 133 (MOVE,
 // one keyspace per store), 135 (SUNIONSTORE), 136 (LPOP); the INCR/APPEND/INCRBYFLOAT

@@ -1,5 +1,5 @@
-// tests/test_set.cpp: SET (SPEC B §5 F, cases 74-101) and SETEX / PSETEX / GETSET / SETNX
-// (§5 G, cases 102-107) through the typed API, over three key spellings (DESIGN §6).
+// tests/test_set.cpp: SET (semantics.md B §5 F, cases 74-101) and SETEX / PSETEX / GETSET / SETNX
+// (§5 G, cases 102-107) through the typed API, over three key spellings (tests/support.hpp).
 //
 // Command-layer only (string parsing; no typed equivalent to write): 81 (EX 1.5), 83 and 84
 // (syntax errors, conflicting options: the typed API cannot express them, see the
@@ -543,7 +543,7 @@ TEMPLATE_TEST_CASE("setnx: a live volatile key blocks it, a stale one does not (
   CHECK(store.stats().expired_keys == 1);
 }
 
-// ---- Clock extremes (DESIGN §6: fixtures at 0 and one minute before INT64_MAX) ----------
+// ---- Clock extremes (fixtures at 0 and one minute before INT64_MAX, as tests/support.hpp) ------
 
 TEST_CASE("set: relative expiry at clock start 0", "[set][clock]") {
   ManualClock clock{0};

@@ -1,5 +1,5 @@
-// tests/test_stats.cpp: statistics, SPEC Part B §5.L (cases 151-152), §3.5 and D12: which calls
-// count keyspace_hits / keyspace_misses (reads do, writes don't, as Redis's lookupKeyRead vs
+// tests/test_stats.cpp: statistics, semantics.md Part B §5.L (cases 151-152), §3.5 and D12: which
+// calls count keyspace_hits / keyspace_misses (reads do, writes don't, as Redis's lookupKeyRead vs
 // lookupKeyWrite), when expired_keys grows, and reset_stats() (CONFIG RESETSTAT).
 // The per-command rules below were checked against redis-server 7.0.15 (INFO stats after each
 // command on a live, a missing and a stale key, with DEBUG SET-ACTIVE-EXPIRE 0).

@@ -1,5 +1,5 @@
-// tests/test_tick.cpp: the active-expire cycle, tick() (SPEC Part B §3, §5 K cases 137-150,
-// Part A D2, D8, D9).
+// tests/test_tick.cpp: the active-expire cycle, tick() (semantics.md Part B §3, §5 K cases
+// 137-150, Part A D2, D8, D9).
 //
 // Every tick here runs against an injected budget clock (Options::budget_clock_us), a lambda
 // over a counter the test controls, so budgets and time-cap exits are deterministic. The store
@@ -43,7 +43,7 @@ constexpr bool kSampled = std::is_same_v<Store<std::string>::expiry_policy, expi
     }                                                                    \
   } while (0)
 
-constexpr std::int64_t kStart = 1'000'000;  // SPEC's T0: Unix ms 1,000,000
+constexpr std::int64_t kStart = 1'000'000;  // T0 of semantics.md B §5: Unix ms 1,000,000
 
 template <class K>
 K key(std::size_t i);
@@ -84,7 +84,7 @@ void add_volatile(Store<K>& store, std::size_t first, std::size_t count, std::in
 
 // ---- §5 K: cases 137-142 ------------------------------------------------------------------
 
-TEMPLATE_TEST_CASE("tick: slow ticks reclaim keys incrementally (SPEC case 137)", "[tick]", std::string,
+TEMPLATE_TEST_CASE("tick: slow ticks reclaim keys incrementally (semantics.md case 137)", "[tick]", std::string,
                    std::uint64_t) {
   ManualClock clock{kStart};
   BudgetClock budget;
@@ -111,7 +111,7 @@ TEMPLATE_TEST_CASE("tick: slow ticks reclaim keys incrementally (SPEC case 137)"
   CHECK(store.stats().expired_keys == 3);
 }
 
-TEST_CASE("tick: with active expiry disabled keys wait for lazy expiry (SPEC case 138)", "[tick]") {
+TEST_CASE("tick: with active expiry disabled keys wait for lazy expiry (semantics.md case 138)", "[tick]") {
   ManualClock clock{kStart};
   BudgetClock budget;
   budget.step = 10;
@@ -158,7 +158,7 @@ TEST_CASE("tick: with active expiry disabled keys wait for lazy expiry (SPEC cas
   }
 }
 
-TEMPLATE_TEST_CASE("tick: never deletes a live or persistent key (SPEC case 139, D2)", "[tick]", std::string,
+TEMPLATE_TEST_CASE("tick: never deletes a live or persistent key (semantics.md case 139, D2)", "[tick]", std::string,
                    std::uint64_t) {
   ManualClock clock{kStart};
   BudgetClock budget;
@@ -214,7 +214,7 @@ TEMPLATE_TEST_CASE("tick: never deletes a live or persistent key (SPEC case 139,
   }
 }
 
-TEST_CASE("tick: a key at its deadline survives the tick, one ms later it goes (SPEC case 140)", "[tick]") {
+TEST_CASE("tick: a key at its deadline survives the tick, one ms later it goes (semantics.md case 140)", "[tick]") {
   ManualClock clock{kStart};
   BudgetClock budget;
   Store<std::string> store{clock, with_budget(Options::redis_exact(), budget)};
@@ -240,7 +240,7 @@ TEST_CASE("tick: a key at its deadline survives the tick, one ms later it goes (
   CHECK(store.stats().expired_keys == 1);
 }
 
-TEMPLATE_TEST_CASE("tick: one slow tick over an all-stale table reclaims it in one pass (SPEC case 141)", "[tick]",
+TEMPLATE_TEST_CASE("tick: one slow tick over an all-stale table reclaims it in one pass (semantics.md case 141)", "[tick]",
                    std::string, std::uint64_t) {
   SAMPLED_POLICY_ONLY();
   ManualClock clock{kStart};
@@ -265,7 +265,7 @@ TEMPLATE_TEST_CASE("tick: one slow tick over an all-stale table reclaims it in o
   CHECK(s.expire_cycle_cpu_microseconds == 0);
 }
 
-TEST_CASE("tick: one slow tick over a barely stale table samples one round (SPEC case 142)", "[tick]") {
+TEST_CASE("tick: one slow tick over a barely stale table samples one round (semantics.md case 142)", "[tick]") {
   SAMPLED_POLICY_ONLY();
   ManualClock clock{kStart};
   BudgetClock budget;
@@ -310,7 +310,7 @@ TEST_CASE("tick: one slow tick over a barely stale table samples one round (SPEC
 
 // ---- §5 K: cases 143-144, the budget and the fast cycle --------------------------------------
 
-TEST_CASE("tick: the time budget stops a slow tick at round 16 and lets a fast tick run (SPEC case 143)",
+TEST_CASE("tick: the time budget stops a slow tick at round 16 and lets a fast tick run (semantics.md case 143)",
           "[tick]") {
   SAMPLED_POLICY_ONLY();
   ManualClock clock{kStart};
@@ -383,7 +383,7 @@ TEST_CASE("tick: the time budget stops a slow tick at round 16 and lets a fast t
   }
 }
 
-TEST_CASE("tick: the fast cycle's gating (SPEC case 144, D8)", "[tick]") {
+TEST_CASE("tick: the fast cycle's gating (semantics.md case 144, D8)", "[tick]") {
   ManualClock clock{kStart};
   BudgetClock budget;
 
@@ -483,7 +483,7 @@ TEST_CASE("tick: the fast cycle's gating (SPEC case 144, D8)", "[tick]") {
 
 // ---- §5 K: cases 145-146, the effort table ---------------------------------------------------
 
-TEST_CASE("cycle_params: the effort table (SPEC case 145)", "[tick]") {
+TEST_CASE("cycle_params: the effort table (semantics.md case 145)", "[tick]") {
   constexpr expiring::CycleParams e1 = expiring::cycle_params(1, 10);
   static_assert(e1.keys_per_loop == 20 && e1.fast_duration_us == 1000, "effort 1");
   CHECK(e1.keys_per_loop == 20);
@@ -504,7 +504,7 @@ TEST_CASE("cycle_params: the effort table (SPEC case 145)", "[tick]") {
   CHECK(e10.acceptable_stale == 1);
 }
 
-TEST_CASE("cycle_params: the slow time limit (SPEC case 146)", "[tick]") {
+TEST_CASE("cycle_params: the slow time limit (semantics.md case 146)", "[tick]") {
   CHECK(expiring::cycle_params(1, 10).slow_time_limit_us == 25'000);
   CHECK(expiring::cycle_params(1, 100).slow_time_limit_us == 2'500);
   CHECK(expiring::cycle_params(1, 500).slow_time_limit_us == 500);
@@ -568,7 +568,7 @@ TEST_CASE("tick: effort 10 samples 65 keys per round and repeats above 1% stale"
 
 // ---- §5 K: cases 147-150, statistics of the cycle -------------------------------------------
 
-TEST_CASE("tick: expired_stale_perc is a 5% moving average of each tick's stale ratio (SPEC case 147)",
+TEST_CASE("tick: expired_stale_perc is a 5% moving average of each tick's stale ratio (semantics.md case 147)",
           "[tick]") {
   SAMPLED_POLICY_ONLY();
   ManualClock clock{kStart};
@@ -598,7 +598,7 @@ TEST_CASE("tick: expired_stale_perc is a 5% moving average of each tick's stale 
   CHECK(store.stats().expired_keys == 0);
 }
 
-TEST_CASE("tick: an empty expiry table samples nothing and leaves avg_ttl 0 (SPEC case 148)", "[tick]") {
+TEST_CASE("tick: an empty expiry table samples nothing and leaves avg_ttl 0 (semantics.md case 148)", "[tick]") {
   ManualClock clock{kStart};
   BudgetClock budget;
   Store<std::string> store{clock, with_budget(Options{}, budget)};
@@ -628,7 +628,7 @@ TEST_CASE("tick: an empty expiry table samples nothing and leaves avg_ttl 0 (SPE
   }
 }
 
-TEST_CASE("tick: avg_ttl estimates the mean remaining TTL of volatile keys (SPEC case 149)", "[tick]") {
+TEST_CASE("tick: avg_ttl estimates the mean remaining TTL of volatile keys (semantics.md case 149)", "[tick]") {
   SAMPLED_POLICY_ONLY();
   ManualClock clock{kStart};
   BudgetClock budget;
@@ -645,11 +645,11 @@ TEST_CASE("tick: avg_ttl estimates the mean remaining TTL of volatile keys (SPEC
   CHECK(store.stats().avg_ttl <= 9'980);
 }
 
-// SPEC case 150 (sparse-dict skip) does not apply: Redis skips an expires dict with > 4 buckets
-// and < 1% of them filled because scanning empty buckets is wasted work. The expiry table here
-// is dense (one slot per volatile key, no empty slots), so there is nothing to skip: a table
+// semantics.md case 150 (sparse-dict skip) does not apply: Redis skips an expires dict with > 4
+// buckets and < 1% of them filled because scanning empty buckets is wasted work. The expiry table
+// here is dense (one slot per volatile key, no empty slots), so there is nothing to skip: a table
 // shrunk by mass deletion is still sampled at once. This test pins that down.
-TEST_CASE("tick: a table shrunk by mass deletion is still sampled (SPEC case 150 does not apply)", "[tick]") {
+TEST_CASE("tick: a table shrunk by mass deletion is still sampled (semantics.md case 150 does not apply)", "[tick]") {
   SAMPLED_POLICY_ONLY();
   ManualClock clock{kStart};
   BudgetClock budget;
@@ -678,7 +678,7 @@ void fill_d9(Store<K>& store) {
 }
 }  // namespace
 
-TEMPLATE_TEST_CASE("tick: Redis-exact sampling leaves most due keys waiting when few are due (SPEC D9)", "[tick]",
+TEMPLATE_TEST_CASE("tick: Redis-exact sampling leaves most due keys waiting when few are due (semantics.md D9)", "[tick]",
                    std::string, std::uint64_t) {
   SAMPLED_POLICY_ONLY();
   ManualClock clock{kStart};
@@ -700,7 +700,7 @@ TEMPLATE_TEST_CASE("tick: Redis-exact sampling leaves most due keys waiting when
   CHECK(store.stats().expired_keys < 100);
 }
 
-TEMPLATE_TEST_CASE("tick: full_pass_ticks = 10 reclaims every due key within 10 slow ticks (SPEC D9)", "[tick]",
+TEMPLATE_TEST_CASE("tick: full_pass_ticks = 10 reclaims every due key within 10 slow ticks (semantics.md D9)", "[tick]",
                    std::string, std::uint64_t) {
   SAMPLED_POLICY_ONLY();
   ManualClock clock{kStart};
@@ -824,7 +824,7 @@ TEMPLATE_TEST_CASE("tick: each reclaimed key raises an `expired` event with its 
   CHECK(seen.empty());
 }
 
-TEST_CASE("tick: lazy and active reclaims count in expired_keys, immediate deletions do not (SPEC cases 151, 152)",
+TEST_CASE("tick: lazy and active reclaims count in expired_keys, immediate deletions do not (semantics.md cases 151, 152)",
           "[tick]") {
   ManualClock clock{kStart};
   BudgetClock budget;

@@ -1,5 +1,5 @@
-// tests/test_ttl.cpp: TTL / PTTL / EXPIRETIME / PEXPIRETIME, SPEC Part B §5.A (cases 1-11),
-// §2.2 and decision D6 (replies at the end of time).
+// tests/test_ttl.cpp: TTL / PTTL / EXPIRETIME / PEXPIRETIME, semantics.md Part B §5.A (cases
+// 1-11), §2.2 and decision D6 (replies at the end of time).
 #include <cstdint>
 #include <string>
 
@@ -204,9 +204,9 @@ TEMPLATE_TEST_CASE("ttl: PTTL, EXPIRETIME and PEXPIRETIME reclaim a stale key to
   CHECK(f.store.stats().expired_keys == 3);
 }
 
-// SPEC D6: after PEXPIREAT k INT64_MAX, redis-server 7.0.15 replies EXPIRETIME 9223372036854776
-// and PEXPIRETIME 9223372036854775807; TTL rounds half up without overflowing.
-TEMPLATE_TEST_CASE("pexpiretime: PEXPIREAT INT64_MAX replies as SPEC D6 at every start", "[ttl][A][D6]",
+// semantics.md D6: after PEXPIREAT k INT64_MAX, redis-server 7.0.15 replies EXPIRETIME
+// 9223372036854776 and PEXPIRETIME 9223372036854775807; TTL rounds half up without overflowing.
+TEMPLATE_TEST_CASE("pexpiretime: PEXPIREAT INT64_MAX replies as semantics.md D6 at every start", "[ttl][A][D6]",
                    TTLTEST_KEY_FLAVOURS) {
   const std::int64_t t0 = TTLTEST_ANY_START();
   CAPTURE(t0);

@@ -1,6 +1,6 @@
 // expiring/clock.hpp: the time sources a store can read.
 //
-// A store reads its clock exactly once per public operation (SPEC D7) and compares every
+// A store reads its clock exactly once per public operation (semantics.md D7) and compares every
 // deadline in that operation against that one reading. A clock is any type with
 //
 //     std::int64_t now_ms() const;   // Unix time in milliseconds

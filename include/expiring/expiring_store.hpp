@@ -3,7 +3,7 @@
 // Overview
 // --------
 // ExpiringStore<K, V> is a hash map whose keys can carry a deadline, with exactly the
-// semantics of Redis 7's TTL commands (see SPEC.md). The contract in one paragraph:
+// semantics of Redis 7's TTL commands (see docs/semantics.md). The contract in one paragraph:
 //
 //   A key whose deadline has passed (`now > deadline`) is invisible at once: every read,
 //   write and query treats it as missing. It is deleted lazily, by the first operation that
@@ -273,8 +273,8 @@ class ExpiringStore {
   // SET key value [NX|XX] [EX|PX|EXAT|PXAT|KEEPTTL].
   // Without an expiry argument the key's TTL is removed, as Redis's SET does; KeepTtl keeps
   // the TTL of a live key. Returns true when the value was stored (Redis "OK"), false when
-  // NX/XX refused it (Redis nil). With ExAt/PxAt at or before now (SPEC D4) an existing key is
-  // deleted (cause `del`), nothing is stored, and the result is true.
+  // NX/XX refused it (Redis nil). With ExAt/PxAt at or before now (semantics.md D4) an existing key
+  // is deleted (cause `del`), nothing is stored, and the result is true.
   // Errors (nothing changes): Errc::invalid_expire_time when an EX/PX/EXAT/PXAT value is not
   // positive or its absolute deadline overflows int64; Errc::out_of_memory when a memory limit
   // is set, used memory is above it and the policy cannot evict (see "Memory limit").
@@ -360,8 +360,8 @@ class ExpiringStore {
     return out;
   }
 
-  // In-place update: calls fn(V&) on the live value and keeps its TTL (SPEC §2.9: "overwrite
-  // clears the TTL, update keeps it"; Redis's APPEND/INCR). Returns false if the key is
+  // In-place update: calls fn(V&) on the live value and keeps its TTL (semantics.md §2.9:
+  // "overwrite clears the TTL, update keeps it"; Redis's APPEND/INCR). Returns false if the key is
   // missing. Cause `update`. fn must not call the store.
   template <class KK, class F>
   bool modify(const KK& key, F&& fn) {
@@ -399,10 +399,10 @@ class ExpiringStore {
   }
 
   // ==== TTL ===============================================================================
-  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT with NX / XX / GT / LT (SPEC B §2.1).
+  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT with NX / XX / GT / LT (semantics.md B §2.1).
   // Returns true when the TTL was set or the key deleted, false when the key is missing or a
   // condition failed (nothing changes). A deadline at or before now deletes the key at once
-  // (cause `del`, not counted as an expiry: SPEC D3). No TTL counts as infinite for GT/LT.
+  // (cause `del`, not counted as an expiry: semantics.md D3). No TTL counts as infinite for GT/LT.
   // Errors, checked before the key is looked up (nothing changes):
   //   Errc::nx_and_xx_gt_lt, Errc::gt_and_lt for invalid flag sets;
   //   Errc::invalid_expire_time when the deadline overflows int64.
@@ -475,7 +475,7 @@ class ExpiringStore {
     return r;
   }
 
-  // DBSIZE: stored keys, including expired ones not yet reclaimed (SPEC D10). O(1).
+  // DBSIZE: stored keys, including expired ones not yet reclaimed (semantics.md D10). O(1).
   std::size_t size() const noexcept { return ks_.size(); }
   bool empty() const noexcept { return ks_.size() == 0; }
   // Stored keys with a TTL (INFO keyspace `expires=`). O(1).
@@ -753,16 +753,16 @@ class ExpiringStore {
 
   // ==== Active expiry =====================================================================
 
-  // One run of Redis's active-expire cycle (SPEC B §3.3): rounds of keys_per_loop samples
+  // One run of Redis's active-expire cycle (semantics.md B §3.3): rounds of keys_per_loop samples
   // taken by a resumable cursor over the expiry table, repeated while more than
   // acceptable_stale% of a round expired, stopping when a full pass completes, and checking
   // the time budget every 16 rounds (slow: slow_time_perc% of 1/hz; fast: fast_duration).
   // A fast cycle runs only if the previous cycle hit its budget or the stale average is at
-  // least acceptable_stale% (SPEC D8: the intended comparison, not Redis's unit defect
+  // least acceptable_stale% (semantics.md D8: the intended comparison, not Redis's unit defect
   // #15410), and not within 2*fast_duration of the previous fast cycle.
   // With Options::full_pass_ticks = N > 0 a slow tick also visits at least
-  // ceil(expires_size / N) positions (SPEC D9), so due keys never wait more than N ticks.
-  // Deletes with the same predicate as reads (now > deadline, SPEC D2). Cause `expired`.
+  // ceil(expires_size / N) positions (semantics.md D9), so due keys never wait more than N ticks.
+  // Deletes with the same predicate as reads (now > deadline, semantics.md D2). Cause `expired`.
   // When a tick leaves the tables at most 1/8 full it shrinks them (O(size)) if that fits in
   // the rest of its budget, so that no later write pays for cleaning up after a mass expiry.
   TickReport tick(CycleKind kind = CycleKind::Slow);
@@ -792,7 +792,7 @@ class ExpiringStore {
   // DEBUG SET-ACTIVE-EXPIRE 0|1.
   void set_active_expire_enabled(bool on) noexcept { options_.active_expire_enabled = on; }
   const Options& options() const noexcept { return options_; }
-  // The parameters the current effort and hz give (SPEC B §3.2).
+  // The parameters the current effort and hz give (semantics.md B §3.2).
   CycleParams cycle() const noexcept { return cycle_params(options_.active_expire_effort, options_.hz); }
 
   // ==== Events and statistics =============================================================
@@ -800,7 +800,7 @@ class ExpiringStore {
   // Receives every key event (see events.hpp); an empty function removes the listener.
   void set_listener(listener_type listener) { listener_ = std::move(listener); }
 
-  // INFO stats and keyspace figures (SPEC D12).
+  // INFO stats and keyspace figures (semantics.md D12).
   Stats stats() const noexcept {
     Stats s = stats_;
     s.expired_stale_perc = stale_fraction_ * 100.0;
@@ -1122,7 +1122,7 @@ class ExpiringStore {
   }
 
   // Resolves an EX/PX/EXAT/PXAT argument of SET or GETEX to an absolute deadline
-  // (SPEC B §2.4 step 1): the value must be positive; the conversion must not overflow.
+  // (semantics.md B §2.4 step 1): the value must be positive; the conversion must not overflow.
   // A relative EX/PX is then jittered (after validation: see Jitter).
   Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
     std::int64_t v = spec.value;
@@ -1229,7 +1229,7 @@ class ExpiringStore {
 // Implementation. Each command is one function below, in the order of the class.
 // =========================================================================================
 
-// SET and its variants (SPEC B §2.4, Part A D4, D5, D11).
+// SET and its variants (semantics.md B §2.4, Part A D4, D5, D11).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK, class VV>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond,
@@ -1348,7 +1348,7 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
   return (e == nullptr || e->is_stale(now)) ? nullptr : &e->value;
 }
 
-// GETEX (SPEC B §2.6).
+// GETEX (semantics.md B §2.6).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
 Result<std::optional<V>> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key, detail::ExpirySpec spec,
@@ -1379,7 +1379,7 @@ Result<std::optional<V>> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key
   return out;
 }
 
-// TTL / PTTL / EXPIRETIME / PEXPIRETIME (SPEC B §2.2, D6).
+// TTL / PTTL / EXPIRETIME / PEXPIRETIME (semantics.md B §2.2, D6).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
 std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, bool absolute, bool seconds) {
@@ -1401,7 +1401,7 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, bool abso
   return out;
 }
 
-// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (SPEC B §2.1, D3, D6).
+// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (semantics.md B §2.1, D3, D6).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative,
@@ -1450,7 +1450,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std:
   return applied;
 }
 
-// COPY (SPEC B §2.9).
+// COPY (semantics.md B §2.9).
 template <class K, class V, class H, class E, class C, class P>
 template <class K1, class K2>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now) {
@@ -1496,7 +1496,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   return true;
 }
 
-// RENAME / RENAMENX (SPEC B §2.9).
+// RENAME / RENAMENX (semantics.md B §2.9).
 template <class K, class V, class H, class E, class C, class P>
 template <class K1, class K2>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2& dst, bool nx, std::int64_t now) {
@@ -1625,8 +1625,8 @@ void ExpiringStore<K, V, H, E, C, P>::dispatch() {
   if (first_error) std::rethrow_exception(first_error);  // unwinding through Reset empties the queue
 }
 
-// The active-expire cycle (SPEC B §3.3, D2, D8, D9): gating and budget, then one sweep of the
-// store's expiry index.
+// The active-expire cycle (semantics.md B §3.3, D2, D8, D9): gating and budget, then one sweep of
+// the store's expiry index.
 template <class K, class V, class H, class E, class C, class P>
 TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   TickReport report;

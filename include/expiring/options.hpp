@@ -174,7 +174,7 @@ constexpr bool has(ExpireFlags set, ExpireFlags flag) noexcept {
 // a due key can be reclaimed (see detail/expiry_index.hpp).
 
 // Redis's design: a dense table of volatile keys, sampled by a resumable cursor in rounds of
-// keys_per_loop (the active-expire cycle, SPEC B §3), plus the guaranteed sweep of
+// keys_per_loop (the active-expire cycle, semantics.md B §3), plus the guaranteed sweep of
 // Options::full_pass_ticks. 4 bytes per volatile key.
 struct SampledExpiry {};
 
@@ -199,7 +199,7 @@ enum class CycleKind : std::uint8_t {
   Fast,  // beforeSleep's cycle: short budget, runs only after a capped or stale cycle
 };
 
-// The parameters Redis derives from `active-expire-effort` (1..10) and `hz` (SPEC B §3.2).
+// The parameters Redis derives from `active-expire-effort` (1..10) and `hz` (semantics.md B §3.2).
 struct CycleParams {
   int keys_per_loop;                 // samples per round: 20 + 5*(effort-1)
   std::int64_t fast_duration_us;     // fast-cycle budget: 1000 + 250*(effort-1)
@@ -284,7 +284,7 @@ struct Options {
   // only when accessed.
   bool active_expire_enabled = true;
 
-  // Guaranteed sweep (SPEC D9), the fix for Redis's known weakness: when few keys are due,
+  // Guaranteed sweep (semantics.md D9), the fix for Redis's known weakness: when few keys are due,
   // Redis's sampling stops after one round and due keys can wait minutes. With N > 0 every
   // slow tick visits at least ceil(expires_size / N) positions of the expiry table, so each
   // pass over all volatile keys takes at most N slow ticks (N / hz seconds), budget

@@ -1,4 +1,4 @@
-// expiring/stats.hpp: counters named as Redis's INFO fields (SPEC D12), and what one tick()
+// expiring/stats.hpp: counters named as Redis's INFO fields (semantics.md D12), and what one tick()
 // did.
 #pragma once
 

@@ -1,6 +1,6 @@
 // tests/redis/test_redis_commands.cpp: the Redis command layer (include/expiring/redis/
 // commands.hpp) on a ManualClock store: exact RESP replies (types and bytes), Redis 7.0's error
-// strings, option parsing, and the SPEC §5 catalogue cases about parsing and errors
+// strings, option parsing, and the semantics.md §5 catalogue cases about parsing and errors
 // (25, 32-34, 36, 49-51, 64, 67-69, 78-85, 104, 114, 116-121, 131, 132, 134).
 // Every expected reply here was checked against redis-server 7.0.15.
 #include <algorithm>
@@ -24,7 +24,7 @@ using expiring::redis::StringStore;
 
 namespace {
 
-constexpr std::int64_t kT0 = 1'000'000;  // SPEC §5: the clock starts at 1,000,000 ms
+constexpr std::int64_t kT0 = 1'000'000;  // semantics.md §5: the clock starts at 1,000,000 ms
 
 expiring::Options seeded() {
   expiring::Options o;
@@ -85,7 +85,7 @@ TEST_CASE("resp reply: every type encodes as RESP2", "[redis][reply]") {
   CHECK(Reply::status("x\ny").to_resp() == "+x y\r\n");
 }
 
-TEST_CASE("integer grammar: string2ll accepts exactly Redis's forms (SPEC §2.0)", "[redis][int]") {
+TEST_CASE("integer grammar: string2ll accepts exactly Redis's forms (semantics.md §2.0)", "[redis][int]") {
   using expiring::redis::parse_int64;
   std::int64_t v = 7;
   CHECK((parse_int64("0", v) && v == 0));

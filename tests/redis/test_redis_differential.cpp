@@ -1,7 +1,7 @@
 // tests/redis/test_redis_differential.cpp: the resp_server example against Debian's real
 // redis-server 7.0.x, side by side over TCP.
 //
-// Both servers get the same command streams: the SPEC §5 catalogue cases that need no fake
+// Both servers get the same command streams: the semantics.md §5 catalogue cases that need no fake
 // clock (absolute times are taken from the wall clock once, far from "now"), a seeded random
 // generator over every supported command with options, edge integers and binary keys, and raw
 // protocol input (errors, inline requests, pipelines, split frames). Replies must be
@@ -10,7 +10,7 @@
 //     execute a moment apart), only when both are non-negative;
 //   * KEYS is compared as a set, SCAN by running full scans, RANDOMKEY / TIME / INFO /
 //     CONFIG GET <pattern> semantically (their order or values legitimately differ);
-//   * SPEC D4: SET with a past EXAT/PXAT stores nothing here, while Redis 7.0 stores a key
+//   * semantics.md D4: SET with a past EXAT/PXAT stores nothing here, while Redis 7.0 stores a key
 //     that is already expired. Both reply the same; the generator then sends EXISTS so that
 //     Redis reclaims its stale key, and the expired_keys statistic is compared net of it.
 // After each random stream the keyspaces (KEYS *, DBSIZE, INFO keyspace) and the statistics
@@ -188,16 +188,16 @@ std::vector<Argv> script(const std::string& text, std::int64_t now_ms) {
 
 }  // namespace
 
-// ==== SPEC catalogue cases that need no fake clock ==============================================
+// ==== semantics.md catalogue cases that need no fake clock ======================================
 
-TEST_CASE("differential: SPEC catalogue cases give redis-server's replies", "[redis][live][differential]") {
+TEST_CASE("differential: semantics.md catalogue cases give redis-server's replies", "[redis][live][differential]") {
   const auto bin = live::redis_server_path();
   if (!bin) {
     WARN(skip_reason());
     return;
   }
   Servers s(*bin);
-  // Case numbers refer to SPEC Part B §5. Absolute times are far from now: {now_s+100} etc.
+  // Case numbers: semantics.md Part B §5. Absolute times are far from now: {now_s+100} etc.
   const std::vector<std::pair<const char*, const char*>> cases = {
       {"1", "SET x hello; TTL x; PTTL x; EXPIRETIME x; PEXPIRETIME x"},
       {"2", "TTL x; PTTL x; EXPIRETIME x; PEXPIRETIME x"},
@@ -576,7 +576,7 @@ class Generator {
  public:
   Generator(std::uint64_t seed, std::int64_t now_ms) : rng_(seed), now_ms_(now_ms) {}
 
-  // The next command; `d4` is set when it is a SET with a past EXAT/PXAT (SPEC D4).
+  // The next command; `d4` is set when it is a SET with a past EXAT/PXAT (semantics.md D4).
   Argv next(bool& d4) {
     d4 = false;
     Argv a = command(d4);

@@ -1,4 +1,4 @@
-// expiring/detail/arith.hpp: overflow-checked time arithmetic (SPEC D6).
+// expiring/detail/arith.hpp: overflow-checked time arithmetic (semantics.md D6).
 //
 // Every conversion from a caller's number to an absolute deadline goes through here. None of
 // these functions can overflow; each reports overflow instead.

@@ -93,7 +93,7 @@ struct Entry : Meta {
       : key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline), exp_pos(kNoPos), hash(h) {}
 
   bool is_volatile() const noexcept { return exp_pos != kNoPos; }
-  // SPEC D1/D2: alive at now == deadline.
+  // semantics.md D1/D2: alive at now == deadline.
   bool is_stale(std::int64_t now) const noexcept { return now > deadline; }
 };
 

@@ -6,9 +6,9 @@
 // std::strings, the command name first), against an
 // `ExpiringStore<std::string, std::string, Hash<std::string>, std::equal_to<>, Clock>` and
 // returns the reply Redis 7.0 would send: the same reply type and, for errors, the same text
-// (SPEC Part B §2, §2.0 integer grammar, §2.10 error strings; arity errors; "unknown command"
-// formatted as redis 7.0.15 formats it). Where SPEC Part A decides otherwise (D4: SET with a
-// past EXAT/PXAT stores nothing) the store's decision stands.
+// (semantics.md Part B §2, §2.0 integer grammar, §2.10 error strings; arity errors; "unknown
+// command" formatted as redis 7.0.15 formats it). Where semantics.md Part A decides otherwise (D4:
+// SET with a past EXAT/PXAT stores nothing) the store's decision stands.
 //
 // Commands: PING ECHO SET SETEX PSETEX SETNX GET GETSET GETEX GETDEL MGET MSET MSETNX DEL
 // UNLINK EXISTS TOUCH TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT EXPIRETIME PEXPIRETIME PERSIST
@@ -1035,7 +1035,7 @@ class CommandExecutor {
   }
   void write_get(const Args& a, Session&, OutputBuffer& out) { write_bulk_or_nil(out, store_.get(a[1])); }
 
-  // Options of SET (get_mode false) and GETEX (get_mode true), SPEC B §2.4 table.
+  // Options of SET (get_mode false) and GETEX (get_mode true), semantics.md B §2.4 table.
   enum class ExpKind : std::uint8_t { none, ex, px, exat, pxat };
   struct StrOpts {
     bool nx = false, xx = false, get = false, keepttl = false, persist = false;
@@ -1266,7 +1266,7 @@ class CommandExecutor {
   Reply cmd_expiretime(const Args& a, Session&) { return Reply::integer(store_.expiretime(a[1])); }
   Reply cmd_pexpiretime(const Args& a, Session&) { return Reply::integer(store_.pexpiretime(a[1])); }
 
-  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (SPEC B §2.1): options, then the number, then
+  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (semantics.md B §2.1): options, then the number, then
   // the store (which checks overflow before looking the key up).
   Reply expire_generic(const Args& a, const char* name, bool seconds, bool relative) {
     bool nx = false, xx = false, gt = false, lt = false;

@@ -395,8 +395,8 @@ class OutputBuffer {
 
 // ==== Integer grammar =========================================================================
 
-// Redis's string2ll (SPEC B §2.0): "0", or an optional '-' then a digit 1-9 and more digits,
-// within int64, at most 20 bytes. No '+', no leading zeros, no "-0", no spaces.
+// Redis's string2ll (semantics.md B §2.0): "0", or an optional '-' then a digit 1-9 and more
+// digits, within int64, at most 20 bytes. No '+', no leading zeros, no "-0", no spaces.
 inline bool parse_int64(std::string_view s, std::int64_t& out) noexcept {
   if (s.empty() || s.size() > 20) return false;
   if (s.size() == 1 && s[0] == '0') {
