@@ -277,7 +277,8 @@ class ExpiringStore {
   // is deleted (cause `del`), nothing is stored, and the result is true.
   // Errors (nothing changes): Errc::invalid_expire_time when an EX/PX/EXAT/PXAT value is not
   // positive or its absolute deadline overflows int64; Errc::out_of_memory when a memory limit
-  // is set, used memory is above it and the policy cannot evict (see "Memory limit").
+  // is set and the new entry's weight does not fit under it after what the policy may evict
+  // (see "Memory limit").
   // Cost: one probe (two with XX or a past deadline). Events: `set`, then `expire` if a TTL
   // was given.
   template <class KK, class VV>
