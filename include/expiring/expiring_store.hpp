@@ -860,8 +860,9 @@ class ExpiringStore {
     }
   }
 
-  // A keyed hash (expiring::Hash, or any with rekey(HashKey)) is keyed from Options::seed when
-  // one is given, so that a seeded store is reproducible; otherwise it keeps its own key.
+  // A keyed hash (expiring::Hash, expiring::SipHash, or any with rekey(HashKey)) is keyed from
+  // Options::seed when one is given, so that a seeded store is reproducible; otherwise it
+  // keeps its own key.
   static Hash keyed(Hash hash, const std::optional<std::uint64_t>& seed) {
     if constexpr (detail::is_rekeyable<Hash>::value) {
       if (seed) hash.rekey(HashKey::from_seed(*seed));

@@ -2,40 +2,45 @@
 //
 // Overview
 // --------
-// `expiring::Hash<K>` is the store's default hash. It is a keyed pseudo-random function,
-// SipHash-1-3 with a 128-bit key (`HashKey`), for std::string, std::string_view, integral and
-// enum keys. Every default-constructed Hash draws a fresh key from the operating system's
-// random source; a store built with Options::seed rekeys its Hash from that seed instead, so
-// that a seeded store is reproducible. Redis keys its dictionaries the same way (SipHash with
-// a random key per process).
+// Two keyed hashes, for std::string, std::string_view, integral and enum keys:
 //
-// What it guarantees: without the key, an attacker cannot choose keys that share a hash (or
-// the hash bits a table uses) more often than random keys do, whatever the key bytes
-// (binary keys included) and whatever replies or timings of other processes they have seen.
-// That is what defeats hash flooding: a table whose probe sequences are aimed at by crafted
-// keys degrades from O(1) to O(n) per operation. The key is never exposed by the store.
+//   expiring::Hash<K>     the default: XXH3 with a 192-byte secret of its own per instance
+//   expiring::SipHash<K>  SipHash-1-3 with a 128-bit key: a pseudo-random function
 //
-// Why the key must enter the function: a fast unkeyed hash followed by a seeded mixer (what
-// this header did before) does not help, because keys with equal unkeyed hashes stay equal
-// under every seed. XXH3's 17-240-byte path, for instance, multiplies by zero when 8 input
-// bytes equal 8 bytes of its public secret, so any number of 32-byte keys can be made to
-// hash alike (tests/robustness/test_hash_flood.cpp builds them).
-//
-// Cost: SipHash-1-3 takes one round per 8 input bytes plus four; bench/bench_hash.cpp measures
-// it against the alternatives below. Transparent: a store keyed by std::string is probed with
+// Both take their key material from a `HashKey` (128 bits). Every default-constructed hash
+// draws a fresh key from the operating system's random source; a store built with
+// Options::seed rekeys its hash from that seed instead, so that a seeded store is
+// reproducible. Both are transparent for strings: a store keyed by std::string is probed with
 // a std::string_view or a literal without building a std::string.
 //
-// `expiring::FastHash<K>` is XXH3 with a random 192-byte secret per instance: about 2-3x
-// faster on short keys, and it defeats the published crafted-key attack (which needs the
-// secret), but it is not a pseudo-random function: fixed pairs of 32-240-byte messages are
-// known to collide for about 2^-27 of random secrets. Use it where keys come from a party you
-// trust, or when you accept that margin; the default stays SipHash.
+// Why the key must enter the function: hash flooding sends keys that share a hash, so that a
+// table degrades from O(1) to O(n) per operation. A fast unkeyed hash followed by a seeded
+// mixer (what this header did before) does not help, because keys with equal unkeyed hashes
+// stay equal under every seed: XXH3's 17-240-byte path multiplies by zero when 8 input bytes
+// equal 8 bytes of its public default secret, so any number of 32-byte keys can be made to
+// hash alike (tests/robustness/test_hash_flood.cpp builds 200,000 of them).
+//
+// What each guarantees (bench/bench_hash.cpp has the figures):
+// * Hash (XXH3 keyed by a random secret). The secret replaces XXH3's public one, so the
+//   multiply-by-zero keys and every other choice of keys made without the secret land as
+//   random keys do: crafted keys insert at random-key speed. XXH3 with a secret is a family
+//   of almost-universal hashes, not a pseudo-random function: a fixed pair of 32-240-byte
+//   messages is known to collide for about 2^-27 of random secrets, the order of chance that
+//   two random keys share the bits a table of 2^20 groups uses, so it gives an attacker who
+//   cannot see the secret nothing to aim with. What it does not promise is that an attacker
+//   who can time very many requests learns nothing about the secret. Its cost is XXH3's:
+//   1.4 ns for a u64, 3-5 ns for 8-64-byte strings here, no slower than unkeyed XXH3.
+// * SipHash (SipHash-1-3). A keyed pseudo-random function (the construction Redis, Rust and
+//   Python key their tables with): even collisions an attacker has observed say nothing
+//   about other keys. Choose it when clients can observe timings at scale. It costs 7 ns for
+//   a u64 and 11-24 ns for 8-64-byte strings, and its longer dependency chain lets fewer
+//   cache misses overlap: a memory-bound get() measured 2-3x slower with it.
 //
 // A hash of your own: the store folds its result with a per-store seed, which scatters probe
 // positions but cannot separate keys whose hashes are equal. If keys may come from an
 // attacker, your hash must be keyed (seeded inside the function, from a secret random key)
 // and collision-resistant without the key. Give it `void rekey(expiring::HashKey)` and a store
-// built with Options::seed will key it from the seed, as it does Hash.
+// built with Options::seed will key it from the seed, as it does Hash and SipHash.
 #pragma once
 
 #include <cstddef>
@@ -227,19 +232,76 @@ constexpr HashKey HashKey::from_seed(std::uint64_t seed) noexcept {
   return HashKey{k0, k1};
 }
 
-// ---- Hash: SipHash-1-3, keyed per instance --------------------------------------------------
+// ---- Hash (the default): XXH3 with a random secret per instance ------------------------------
 
 template <class K, class Enable = void>
 struct Hash;  // no default hash for this key type: supply your own functor
 
+namespace detail {
+// The 192-byte secret, expanded from a 128-bit key (two splitmix64 streams), so that Hash
+// takes the same HashKey as SipHash. A default-constructed one draws a random key.
+class Xxh3Secret {
+ public:
+  Xxh3Secret() noexcept { rekey(HashKey::random()); }
+  explicit Xxh3Secret(HashKey key) noexcept { rekey(key); }
+
+  void rekey(HashKey key) noexcept {
+    key_ = key;
+    std::uint64_t s = key.k0;
+    std::uint64_t t = key.k1 ^ 0x2545F4914F6CDD1Dull;
+    for (std::size_t i = 0; i < sizeof secret_; i += 8) {
+      const std::uint64_t w = splitmix64(s) ^ rotl64(splitmix64(t), 29);
+      std::memcpy(secret_ + i, &w, 8);
+    }
+  }
+  HashKey key() const noexcept { return key_; }
+
+ protected:
+  std::uint64_t hash_bytes(const void* p, std::size_t n) const noexcept {
+    return XXH3_64bits_withSecret(p, n, secret_, sizeof secret_);
+  }
+
+ private:
+  static_assert(XXH3_SECRET_DEFAULT_SIZE >= XXH3_SECRET_SIZE_MIN && XXH3_SECRET_DEFAULT_SIZE % 8 == 0,
+                "expiring: XXH3's default secret size");
+  unsigned char secret_[XXH3_SECRET_DEFAULT_SIZE];
+  HashKey key_;
+};
+}  // namespace detail
+
 // Strings: transparent, so std::string_view and literals probe a std::string store.
 template <class K>
-struct Hash<K, std::enable_if_t<detail::is_string_key_v<K>>> {
+struct Hash<K, std::enable_if_t<detail::is_string_key_v<K>>> : detail::Xxh3Secret {
+  using is_transparent = void;
+  using Xxh3Secret::Xxh3Secret;
+  std::size_t operator()(std::string_view s) const noexcept {
+    return static_cast<std::size_t>(hash_bytes(s.data(), s.size()));
+  }
+};
+
+// Integral and enum keys: the hash of their value as a 64-bit word.
+template <class K>
+struct Hash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> : detail::Xxh3Secret {
+  using Xxh3Secret::Xxh3Secret;
+  std::size_t operator()(K key) const noexcept {
+    const std::uint64_t v = detail::key_word(key);
+    return static_cast<std::size_t>(hash_bytes(&v, sizeof v));
+  }
+};
+
+// ---- SipHash: SipHash-1-3, keyed per instance -----------------------------------------------
+
+template <class K, class Enable = void>
+struct SipHash;  // SipHash-1-3 is offered for strings, integral and enum keys
+
+// Strings: transparent, so std::string_view and literals probe a std::string store.
+template <class K>
+struct SipHash<K, std::enable_if_t<detail::is_string_key_v<K>>> {
   using is_transparent = void;
 
   // A fresh random key (one read of the OS random source).
-  Hash() noexcept : key_(HashKey::random()) {}
-  explicit Hash(HashKey key) noexcept : key_(key) {}
+  SipHash() noexcept : key_(HashKey::random()) {}
+  explicit SipHash(HashKey key) noexcept : key_(key) {}
 
   std::size_t operator()(std::string_view s) const noexcept {
     return static_cast<std::size_t>(detail::SipHash13::bytes(s.data(), s.size(), key_));
@@ -254,9 +316,9 @@ struct Hash<K, std::enable_if_t<detail::is_string_key_v<K>>> {
 
 // Integral and enum keys: the hash of their value as a 64-bit word.
 template <class K>
-struct Hash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> {
-  Hash() noexcept : key_(HashKey::random()) {}
-  explicit Hash(HashKey key) noexcept : key_(key) {}
+struct SipHash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> {
+  SipHash() noexcept : key_(HashKey::random()) {}
+  explicit SipHash(HashKey key) noexcept : key_(key) {}
 
   std::size_t operator()(K key) const noexcept {
     return static_cast<std::size_t>(detail::SipHash13::word(detail::key_word(key), key_));
@@ -267,54 +329,6 @@ struct Hash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> {
 
  private:
   HashKey key_;
-};
-
-// ---- FastHash: XXH3 with a random secret per instance ----------------------------------------
-
-template <class K, class Enable = void>
-struct FastHash;
-
-// The secret is expanded from a 128-bit key, so FastHash takes the same keys as Hash.
-class FastHashSecret {
- public:
-  FastHashSecret() noexcept { rekey(HashKey::random()); }
-  explicit FastHashSecret(HashKey key) noexcept { rekey(key); }
-  void rekey(HashKey key) noexcept {
-    std::uint64_t s = key.k0;
-    std::uint64_t t = key.k1 ^ 0x2545F4914F6CDD1Dull;
-    for (std::size_t i = 0; i < sizeof secret_; i += 8) {
-      const std::uint64_t w = detail::splitmix64(s) ^ detail::rotl64(detail::splitmix64(t), 29);
-      std::memcpy(secret_ + i, &w, 8);
-    }
-  }
-
- protected:
-  std::uint64_t hash_bytes(const void* p, std::size_t n) const noexcept {
-    return XXH3_64bits_withSecret(p, n, secret_, sizeof secret_);
-  }
-
- private:
-  static_assert(XXH3_SECRET_DEFAULT_SIZE >= XXH3_SECRET_SIZE_MIN && XXH3_SECRET_DEFAULT_SIZE % 8 == 0,
-                "expiring: XXH3's default secret size");
-  unsigned char secret_[XXH3_SECRET_DEFAULT_SIZE];
-};
-
-template <class K>
-struct FastHash<K, std::enable_if_t<detail::is_string_key_v<K>>> : FastHashSecret {
-  using is_transparent = void;
-  using FastHashSecret::FastHashSecret;
-  std::size_t operator()(std::string_view s) const noexcept {
-    return static_cast<std::size_t>(hash_bytes(s.data(), s.size()));
-  }
-};
-
-template <class K>
-struct FastHash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> : FastHashSecret {
-  using FastHashSecret::FastHashSecret;
-  std::size_t operator()(K key) const noexcept {
-    const std::uint64_t v = detail::key_word(key);
-    return static_cast<std::size_t>(hash_bytes(&v, sizeof v));
-  }
 };
 
 }  // namespace expiring

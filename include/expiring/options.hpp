@@ -300,9 +300,9 @@ struct Options {
   std::function<std::int64_t()> budget_clock_us;
 
   // Seeds the store's random_key() generator and its hash folding, and keys a keyed hash
-  // (expiring::Hash, or any hash with rekey(HashKey)) with HashKey::from_seed(seed), so that a
-  // seeded store is reproducible. Empty = a fresh random seed, and the hash keeps its own
-  // random key. A seed an attacker can guess gives away the hash key: seed only for tests
+  // (expiring::Hash, expiring::SipHash, or any hash with rekey(HashKey)) with
+  // HashKey::from_seed(seed), so that a seeded store is reproducible. Empty = a fresh random
+  // seed, and the hash keeps its own random key. A seed an attacker can guess gives away the hash key: seed only for tests
   // and benchmarks (hash.hpp).
   std::optional<std::uint64_t> seed;
 
