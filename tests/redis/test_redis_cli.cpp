@@ -39,8 +39,7 @@ std::vector<std::string> lines(const std::string& s) {
 TEST_CASE("redis-cli: one-shot commands print what they print against redis", "[redis][live][cli]") {
   const auto bin = live::redis_cli_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   live::RespServer ours;
   const int port = ours.port();
@@ -104,8 +103,7 @@ TEST_CASE("redis-cli: one-shot commands print what they print against redis", "[
 TEST_CASE("redis-cli: commands on stdin, --pipe, --scan and --bigkeys", "[redis][live][cli]") {
   const auto bin = live::redis_cli_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   live::RespServer ours;
   const int port = ours.port();
@@ -155,8 +153,7 @@ TEST_CASE("redis-cli: commands on stdin, --pipe, --scan and --bigkeys", "[redis]
 TEST_CASE("redis-cli: SHUTDOWN stops the server cleanly", "[redis][live][cli]") {
   const auto bin = live::redis_cli_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   live::RespServer ours;
   live::run_program(cli(*bin, ours.port(), {"SET", "k", "v"}), "");

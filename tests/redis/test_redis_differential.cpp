@@ -193,8 +193,7 @@ std::vector<Argv> script(const std::string& text, std::int64_t now_ms) {
 TEST_CASE("differential: semantics.md catalogue cases give redis-server's replies", "[redis][live][differential]") {
   const auto bin = live::redis_server_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   Servers s(*bin);
   // Case numbers: semantics.md Part B §5. Absolute times are far from now: {now_s+100} etc.
@@ -334,8 +333,7 @@ TEST_CASE("differential: semantics.md catalogue cases give redis-server's replie
 TEST_CASE("differential: errors, arity, unknown commands and server commands", "[redis][live][differential]") {
   const auto bin = live::redis_server_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   Servers s(*bin);
   s.reset();
@@ -398,8 +396,7 @@ TEST_CASE("differential: errors, arity, unknown commands and server commands", "
 TEST_CASE("differential: CONFIG SET / GET of the memory settings and their errors", "[redis][live][differential]") {
   const auto bin = live::redis_server_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   Servers s(*bin);
   s.reset();
@@ -484,8 +481,7 @@ TEST_CASE("differential: CONFIG SET / GET of the memory settings and their error
 TEST_CASE("differential: KEYS glob patterns and full SCANs return the same keys", "[redis][live][differential]") {
   const auto bin = live::redis_server_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   Servers s(*bin);
   s.reset();
@@ -530,8 +526,7 @@ TEST_CASE("differential: KEYS glob patterns and full SCANs return the same keys"
 TEST_CASE("differential: protocol errors, inline requests, pipelines and split frames", "[redis][live][differential]") {
   const auto bin = live::redis_server_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   Servers s(*bin);
   s.reset();
@@ -805,8 +800,7 @@ std::uint64_t redis_expired_keys(Conn& c) {
 TEST_CASE("differential: seeded random command streams", "[redis][live][differential]") {
   const auto bin = live::redis_server_path();
   if (!bin) {
-    WARN(skip_reason());
-    return;
+    EXPIRING_SKIP(skip_reason());
   }
   Servers s(*bin);
   Comparator cmp;

@@ -109,8 +109,7 @@ TEST_CASE("server emfile: out of descriptors at run time, no busy loop, connecte
   // maxclients 10000, or what the machine's open file limit allowed (enough for the test?).
   const long maxclients = std::stol(admin.call({"CONFIG", "GET", "maxclients"}).elements().at(1).str());
   if (maxclients < kClients + 30) {
-    WARN("the open file limit lets the server take only " << maxclients << " clients: skipped");
-    return;
+    EXPIRING_SKIP("the open file limit lets the server take only " << maxclients << " clients");
   }
   // Lower the running server's limit below what 100 clients need.
   rlimit old{};
@@ -118,8 +117,7 @@ TEST_CASE("server emfile: out of descriptors at run time, no busy loop, connecte
   rlimit lim = old;
   lim.rlim_cur = 64;  // the soft limit only: it can be put back without privilege
   if (::prlimit(pid, RLIMIT_NOFILE, &lim, nullptr) != 0) {
-    WARN("prlimit on the server failed: skipped");
-    return;
+    EXPIRING_SKIP("prlimit on the server failed");
   }
   std::vector<int> fds;
   const Outcome o = connect_many(ours.port(), fds);

@@ -166,8 +166,7 @@ TEST_CASE("server output limit: a client that never reads is disconnected at the
 TEST_CASE("server output limit: one reply larger than the hard limit stops at it while built",
           "[server][output][rss]") {
 #ifdef EXPIRING_ROBUST_ASAN
-  WARN("AddressSanitizer build: peak RSS is not meaningful (quarantine); skipped");
-  return;
+  EXPIRING_SKIP("AddressSanitizer build: peak RSS is not meaningful (quarantine)");
 #else
   live::RespServer ours;
   const pid_t pid = ours.process().pid();
@@ -180,8 +179,7 @@ TEST_CASE("server output limit: one reply larger than the hard limit stops at it
   }
   CHECK(admin.raw({"CONFIG", "SET", "client-output-buffer-limit", "normal 8mb 0 0"}) == "+OK\r\n");
   if (!robust::reset_peak_rss(pid)) {
-    WARN("cannot reset the server's peak RSS (/proc/<pid>/clear_refs): skipped");
-    return;
+    EXPIRING_SKIP("cannot reset the server's peak RSS (/proc/<pid>/clear_refs)");
   }
   const std::uint64_t base = robust::proc_status_bytes(pid, "VmRSS");
   Silent hog(ours.port());
@@ -232,8 +230,7 @@ TEST_CASE("server query limit: a request past client-query-buffer-limit closes t
 
 TEST_CASE("server memory: MGET of large values peaks near its reply size, not 2.6x", "[server][memory][rss]") {
 #ifdef EXPIRING_ROBUST_ASAN
-  WARN("AddressSanitizer build: peak RSS is not meaningful (quarantine); skipped");
-  return;
+  EXPIRING_SKIP("AddressSanitizer build: peak RSS is not meaningful (quarantine)");
 #else
   live::RespServer ours;
   const pid_t pid = ours.process().pid();
@@ -246,8 +243,7 @@ TEST_CASE("server memory: MGET of large values peaks near its reply size, not 2.
     mget.push_back(key);
   }
   if (!robust::reset_peak_rss(pid)) {
-    WARN("cannot reset the server's peak RSS (/proc/<pid>/clear_refs): skipped");
-    return;
+    EXPIRING_SKIP("cannot reset the server's peak RSS (/proc/<pid>/clear_refs)");
   }
   const std::uint64_t base = robust::proc_status_bytes(pid, "VmRSS");
   const std::string reply = c.raw(mget);
