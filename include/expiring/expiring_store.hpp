@@ -106,6 +106,14 @@ template <>
 struct expiry_index_for<TimeOrderedExpiry> {
   using type = TimerWheel;
 };
+
+// How a time argument or reply is read: relative to now or absolute; in seconds or ms.
+enum class TimeBase : std::uint8_t { relative, absolute };
+enum class TimeUnit : std::uint8_t { seconds, ms };
+// A lookup counts keyspace hits/misses (Redis lookupKeyRead) or not (lookupKeyWrite), and
+// updates the LRU/LFU access data or not (LOOKUP_NOTOUCH).
+enum class Access : std::uint8_t { read, write };
+enum class Touch : bool { no, yes };
 }  // namespace detail
 
 template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
@@ -181,7 +189,7 @@ class ExpiringStore {
   const V* get(const KK& key) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, true, /*touch=*/false);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, detail::Touch::no);
     if (it == ks_.end()) {
       flush();
       return nullptr;
@@ -205,7 +213,7 @@ class ExpiringStore {
   LookupResult lookup(const KK& key) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
     LookupResult out{nullptr, Freshness::missing, kNoKey};
     if (it != ks_.end()) {
       const entry_type& e = ks_.entry(it);
@@ -237,35 +245,35 @@ class ExpiringStore {
   // EXISTS (one key): whether the key is live. Counts hits/misses like Redis.
   template <class KK>
   bool exists(const KK& key) {
-    return read_probe(key, /*touch=*/false);
+    return read_probe(key, detail::Touch::no);
   }
 
   // TOUCH (one key): whether the key is live; updates its LRU/LFU access data (which
   // exists() and the TTL queries do not, as Redis's LOOKUP_NOTOUCH).
   template <class KK>
   bool touch(const KK& key) {
-    return read_probe(key, /*touch=*/true);
+    return read_probe(key, detail::Touch::yes);
   }
 
   // TTL: remaining seconds rounded half up; -2 missing, -1 no TTL; 0 at the deadline itself.
   template <class KK>
   std::int64_t ttl(const KK& key) {
-    return ttl_query(key, /*absolute=*/false, /*seconds=*/true);
+    return ttl_query(key, detail::TimeBase::relative, detail::TimeUnit::seconds);
   }
   // PTTL: remaining milliseconds; -2 missing, -1 no TTL.
   template <class KK>
   std::int64_t pttl(const KK& key) {
-    return ttl_query(key, false, false);
+    return ttl_query(key, detail::TimeBase::relative, detail::TimeUnit::ms);
   }
   // EXPIRETIME: the absolute deadline in Unix seconds, rounded half up; -2 / -1 as TTL.
   template <class KK>
   std::int64_t expiretime(const KK& key) {
-    return ttl_query(key, true, true);
+    return ttl_query(key, detail::TimeBase::absolute, detail::TimeUnit::seconds);
   }
   // PEXPIRETIME: the absolute deadline in Unix milliseconds; -2 / -1 as TTL.
   template <class KK>
   std::int64_t pexpiretime(const KK& key) {
-    return ttl_query(key, true, false);
+    return ttl_query(key, detail::TimeBase::absolute, detail::TimeUnit::ms);
   }
 
   // ==== Writing ===========================================================================
@@ -345,7 +353,7 @@ class ExpiringStore {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
     std::optional<V> out;
-    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
     if (it != ks_.end()) {
       unaccount(ks_.entry(it));
       out.emplace(std::move(ks_.entry(it).value));
@@ -368,7 +376,7 @@ class ExpiringStore {
   bool modify(const KK& key, F&& fn) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
     bool found = it != ks_.end();
     if (found) {
       entry_type& e = ks_.entry(it);
@@ -414,27 +422,27 @@ class ExpiringStore {
   template <class KK>
   Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None,
                       Jitter jitter = {}) {
-    return expire_generic(key, seconds, true, true, flags, jitter);
+    return expire_generic(key, seconds, detail::TimeUnit::seconds, detail::TimeBase::relative, flags, jitter);
   }
   template <class KK>
   Result<bool> expire(const KK& key, std::int64_t seconds, Jitter jitter) {
-    return expire_generic(key, seconds, true, true, ExpireFlags::None, jitter);
+    return expire_generic(key, seconds, detail::TimeUnit::seconds, detail::TimeBase::relative, ExpireFlags::None, jitter);
   }
   template <class KK>
   Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
-    return expire_generic(key, ms, false, true, flags, jitter);
+    return expire_generic(key, ms, detail::TimeUnit::ms, detail::TimeBase::relative, flags, jitter);
   }
   template <class KK>
   Result<bool> pexpire(const KK& key, std::int64_t ms, Jitter jitter) {
-    return expire_generic(key, ms, false, true, ExpireFlags::None, jitter);
+    return expire_generic(key, ms, detail::TimeUnit::ms, detail::TimeBase::relative, ExpireFlags::None, jitter);
   }
   template <class KK>
   Result<bool> expireat(const KK& key, std::int64_t unix_seconds, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic(key, unix_seconds, true, false, flags);
+    return expire_generic(key, unix_seconds, detail::TimeUnit::seconds, detail::TimeBase::absolute, flags);
   }
   template <class KK>
   Result<bool> pexpireat(const KK& key, std::int64_t unix_ms, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic(key, unix_ms, false, false, flags);
+    return expire_generic(key, unix_ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags);
   }
 
   // PERSIST: removes the TTL of a live key; true if it had one (cause `persist`).
@@ -442,7 +450,7 @@ class ExpiringStore {
   bool persist(const KK& key) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
     bool removed = false;
     if (it != ks_.end()) {
       const std::uint32_t i = it->index;
@@ -461,7 +469,7 @@ class ExpiringStore {
   template <class K1, class K2>
   Result<void> rename(const K1& src, const K2& dst) {
     const std::int64_t now = now_ms();
-    Result<bool> r = rename_at(src, dst, false, now);
+    Result<bool> r = rename_at(src, dst, SetCond::Always, now);
     flush();
     if (!r.ok()) return r.error();
     return {};
@@ -471,7 +479,7 @@ class ExpiringStore {
   template <class K1, class K2>
   Result<bool> renamenx(const K1& src, const K2& dst) {
     const std::int64_t now = now_ms();
-    Result<bool> r = rename_at(src, dst, true, now);
+    Result<bool> r = rename_at(src, dst, SetCond::NX, now);
     flush();
     return r;
   }
@@ -891,14 +899,16 @@ class ExpiringStore {
   // ---- lookups and removal ----
 
   // Finds a live key; a stale one is reclaimed (cause `expired`) and reported missing.
-  // `read` counts keyspace hits/misses (Redis's lookupKeyRead vs lookupKeyWrite).
+  // Access::read counts keyspace hits/misses (Redis's lookupKeyRead vs lookupKeyWrite).
   template <class KK>
-  slot_iterator lookup(const KK& lk, std::uint32_t h, std::int64_t now, bool read, bool touch = true) {
+  slot_iterator lookup(const KK& lk, std::uint32_t h, std::int64_t now, detail::Access access,
+                       detail::Touch touch = detail::Touch::yes) {
+    const bool read = access == detail::Access::read;
     auto it = ks_.find(lk, h);
     if (it != ks_.end()) {
       if (!ks_.entry(it).is_stale(now)) {
         if (read) ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(touch_access_) && touch) return touched(it, now);
+        if (EXPIRING_UNLIKELY(touch_access_) && touch == detail::Touch::yes) return touched(it, now);
         return it;
       }
       expire_entry(it);
@@ -908,10 +918,10 @@ class ExpiringStore {
     return it;
   }
   template <class KK>
-  bool read_probe(const KK& key, bool touch) {
+  bool read_probe(const KK& key, detail::Touch touch) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    const bool found = lookup(lk, ks_.hash_of(lk), now, true, touch) != ks_.end();
+    const bool found = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, touch) != ks_.end();
     flush();
     return found;
   }
@@ -920,7 +930,7 @@ class ExpiringStore {
   bool write_delete(const KK& key, bool lazy) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, false);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
     const bool found = it != ks_.end();
     if (found) remove(it, KeyEventCause::del, lazy);
     flush();
@@ -1179,14 +1189,14 @@ class ExpiringStore {
   template <class KK>
   Result<std::optional<V>> getex_at(const KK& key, detail::ExpirySpec spec, std::int64_t now);
   template <class KK>
-  std::int64_t ttl_query(const KK& key, bool absolute, bool seconds);
+  std::int64_t ttl_query(const KK& key, detail::TimeBase base, detail::TimeUnit unit);
   template <class KK>
-  Result<bool> expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative, ExpireFlags flags,
-                              Jitter jitter = {});
+  Result<bool> expire_generic(const KK& key, std::int64_t v, detail::TimeUnit unit, detail::TimeBase base,
+                              ExpireFlags flags, Jitter jitter = {});
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
   template <class K1, class K2>
-  Result<bool> rename_at(const K1& src, const K2& dst, bool nx, std::int64_t now);
+  Result<bool> rename_at(const K1& src, const K2& dst, SetCond cond, std::int64_t now);
 
   static Result<void> status_of(const Result<bool>& r) {
     if (!r.ok()) return r.error();
@@ -1254,7 +1264,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
 
   // 2. GET: a read lookup (counts a hit or miss, reclaims a stale key).
   if (old != nullptr) {
-    auto it = lookup(lk, h, now, true);
+    auto it = lookup(lk, h, now, detail::Access::read);
     if (it != ks_.end()) *old = ks_.entry(it).value;
   }
 
@@ -1287,7 +1297,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
   // 3-5. XX, or an absolute deadline already past: look up without inserting.
   const bool past = with_deadline && when <= now;
   if (cond == SetCond::XX || past) {
-    auto it = lookup(lk, h, now, false, /*touch=*/false);  // apply() touches once
+    auto it = lookup(lk, h, now, detail::Access::write, detail::Touch::no);  // apply() touches once
     const bool found = it != ks_.end();
     if ((cond == SetCond::XX && !found) || (cond == SetCond::NX && found)) return false;
     if (past) {
@@ -1328,7 +1338,7 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
       if (relative && !detail::checked_add(v, now, v)) return Errc::invalid_expire_time;
     }
     const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, true);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
     // A hit emits no event, so nothing can run between here and the caller.
     if (it != ks_.end() && freshness_of(ks_.entry(it), now) != Freshness::stale) return &ks_.entry(it).value;
     // The write will need room: refuse before loading rather than after. The value is not
@@ -1356,7 +1366,7 @@ template <class KK>
 Result<std::optional<V>> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key, detail::ExpirySpec spec,
                                                                  std::int64_t now) {
   const auto& lk = lookup_key(key);
-  auto it = lookup(lk, ks_.hash_of(lk), now, true);
+  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
   if (it == ks_.end()) return std::optional<V>{};  // missing: the option is not validated
   std::int64_t when = 0;
   const bool with_deadline = has_deadline(spec);
@@ -1384,19 +1394,19 @@ Result<std::optional<V>> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key
 // TTL / PTTL / EXPIRETIME / PEXPIRETIME (semantics.md B §2.2, D6).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
-std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, bool absolute, bool seconds) {
+std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, detail::TimeBase base, detail::TimeUnit unit) {
   const std::int64_t now = now_ms();
   const auto& lk = lookup_key(key);
-  auto it = lookup(lk, ks_.hash_of(lk), now, true, /*touch=*/false);
+  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, detail::Touch::no);
   std::int64_t out = kNoKey;
   if (it != ks_.end()) {
     const entry_type& e = ks_.entry(it);
     if (!e.is_volatile()) {
       out = kNoTtl;
     } else {
-      std::int64_t x = absolute ? e.deadline : detail::saturating_sub(e.deadline, now);
+      std::int64_t x = base == detail::TimeBase::absolute ? e.deadline : detail::saturating_sub(e.deadline, now);
       if (x < 0) x = 0;
-      out = seconds ? detail::ms_to_seconds_rounded(x) : x;
+      out = unit == detail::TimeUnit::seconds ? detail::ms_to_seconds_rounded(x) : x;
     }
   }
   flush();
@@ -1406,8 +1416,9 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, bool abso
 // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (semantics.md B §2.1, D3, D6).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
-Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, bool seconds, bool relative,
-                                                          ExpireFlags flags, Jitter jitter) {
+Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, detail::TimeUnit unit,
+                                                          detail::TimeBase base, ExpireFlags flags, Jitter jitter) {
+  const bool seconds = unit == detail::TimeUnit::seconds, relative = base == detail::TimeBase::relative;
   // 1. Flags, then 2-3. the number: errors win over "missing key".
   const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
   const bool gt = has(flags, ExpireFlags::GT), lt = has(flags, ExpireFlags::LT);
@@ -1424,7 +1435,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std:
 
   // 4. A write lookup.
   const auto& lk = lookup_key(key);
-  auto it = lookup(lk, ks_.hash_of(lk), now, false);
+  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
   bool applied = false;
   if (it != ks_.end()) {
     const std::uint32_t i = it->index;
@@ -1468,9 +1479,9 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
     }
   }
   if (!make_room(now, incoming)) return Errc::out_of_memory;
-  auto sit = lookup(ls, hs, now, true);
+  auto sit = lookup(ls, hs, now, detail::Access::read);
   if (sit == ks_.end()) return false;
-  auto dit = lookup(ld, hd, now, false);
+  auto dit = lookup(ld, hd, now, detail::Access::write);
   sit = ks_.find(ls, hs);  // lookup(ld) may have reclaimed a stale dst and moved entries
   if (dit != ks_.end() && !replace) return false;
   const std::uint32_t s = sit->index;
@@ -1501,14 +1512,16 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
 // RENAME / RENAMENX (semantics.md B §2.9).
 template <class K, class V, class H, class E, class C, class P>
 template <class K1, class K2>
-Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2& dst, bool nx, std::int64_t now) {
+Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2& dst, SetCond cond,
+                                                     std::int64_t now) {
+  const bool nx = cond == SetCond::NX;  // RENAMENX
   const auto& ls = lookup_key(src);
   const auto& ld = lookup_key(dst);
   const std::uint32_t hs = ks_.hash_of(ls);
   const std::uint32_t hd = ks_.hash_of(ld);
-  auto sit = lookup(ls, hs, now, false);
+  auto sit = lookup(ls, hs, now, detail::Access::write);
   if (sit == ks_.end()) return Errc::no_such_key;
-  auto dit = lookup(ld, hd, now, false);
+  auto dit = lookup(ld, hd, now, detail::Access::write);
   // lookup(ld) may have reclaimed a stale dst and moved entries: find src again.
   sit = ks_.find(ls, hs);
   if (dit != ks_.end() && dit->index == sit->index) return !nx;  // the same key

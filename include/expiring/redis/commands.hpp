@@ -1268,7 +1268,8 @@ class CommandExecutor {
 
   // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (semantics.md B §2.1): options, then the number, then
   // the store (which checks overflow before looking the key up).
-  Reply expire_generic(const Args& a, const char* name, bool seconds, bool relative) {
+  enum class ExpireCommand : std::uint8_t { expire, pexpire, expireat, pexpireat };
+  Reply expire_generic(const Args& a, const char* name, ExpireCommand cmd) {
     bool nx = false, xx = false, gt = false, lt = false;
     for (std::size_t j = 3; j < a.size(); ++j) {
       if (detail::is_opt(a[j], "nx")) {
@@ -1292,18 +1293,23 @@ class CommandExecutor {
     if (xx) flags = flags | ExpireFlags::XX;
     if (gt) flags = flags | ExpireFlags::GT;
     if (lt) flags = flags | ExpireFlags::LT;
-    Result<bool> r = seconds ? (relative ? store_.expire(a[1], v, flags) : store_.expireat(a[1], v, flags))
-                             : (relative ? store_.pexpire(a[1], v, flags) : store_.pexpireat(a[1], v, flags));
+    Result<bool> r = false;
+    switch (cmd) {
+      case ExpireCommand::expire: r = store_.expire(a[1], v, flags); break;
+      case ExpireCommand::pexpire: r = store_.pexpire(a[1], v, flags); break;
+      case ExpireCommand::expireat: r = store_.expireat(a[1], v, flags); break;
+      case ExpireCommand::pexpireat: r = store_.pexpireat(a[1], v, flags); break;
+    }
     if (!r.ok()) {
       if (r.error() == Errc::invalid_expire_time) return invalid_expire(name);
       return Reply::error(std::string("ERR ") + to_string(r.error()));
     }
     return Reply::integer(*r ? 1 : 0);
   }
-  Reply cmd_expire(const Args& a, Session&) { return expire_generic(a, "expire", true, true); }
-  Reply cmd_pexpire(const Args& a, Session&) { return expire_generic(a, "pexpire", false, true); }
-  Reply cmd_expireat(const Args& a, Session&) { return expire_generic(a, "expireat", true, false); }
-  Reply cmd_pexpireat(const Args& a, Session&) { return expire_generic(a, "pexpireat", false, false); }
+  Reply cmd_expire(const Args& a, Session&) { return expire_generic(a, "expire", ExpireCommand::expire); }
+  Reply cmd_pexpire(const Args& a, Session&) { return expire_generic(a, "pexpire", ExpireCommand::pexpire); }
+  Reply cmd_expireat(const Args& a, Session&) { return expire_generic(a, "expireat", ExpireCommand::expireat); }
+  Reply cmd_pexpireat(const Args& a, Session&) { return expire_generic(a, "pexpireat", ExpireCommand::pexpireat); }
   Reply cmd_persist(const Args& a, Session&) { return Reply::integer(store_.persist(a[1]) ? 1 : 0); }
 
   Reply cmd_rename(const Args& a, Session&) {
