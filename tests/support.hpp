@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_policy.hpp"
 
 namespace support {
 
@@ -100,7 +101,7 @@ struct CollidingKeys {
 
 template <class KT>
 using StoreOf = expiring::ExpiringStore<typename KT::key_type, std::string, typename KT::hash,
-                                        std::equal_to<>, ManualClock&>;
+                                        std::equal_to<>, ManualClock&, TestPolicy>;
 
 // Replies as text: "(nil)" for a missing value (no test value is spelled that way).
 inline std::string show(const std::string* p) { return p != nullptr ? *p : std::string("(nil)"); }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_policy.hpp"
 
 namespace {
 
@@ -24,9 +25,9 @@ using expiring::Options;
 using expiring::Px;
 
 using IntStore = expiring::ExpiringStore<std::uint64_t, std::uint64_t, expiring::Hash<std::uint64_t>, std::equal_to<>,
-                                         ManualClock&>;
+                                         ManualClock&, TestPolicy>;
 using StrStore = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
-                                         ManualClock&>;
+                                         ManualClock&, TestPolicy>;
 
 constexpr std::int64_t T0 = 1'000'000;
 constexpr std::size_t kW = 16;  // default weight of a uint64 -> uint64 entry

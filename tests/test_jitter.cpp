@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_policy.hpp"
 
 namespace {
 
@@ -26,7 +27,7 @@ using expiring::Px;
 using expiring::PxAt;
 
 using Store = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
-                                      ManualClock&>;
+                                      ManualClock&, TestPolicy>;
 
 constexpr std::int64_t T0 = 1'000'000;
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();

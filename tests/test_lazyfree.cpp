@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_policy.hpp"
 
 namespace {
 
@@ -48,7 +49,7 @@ struct Big {
   }
 };
 
-using Store = expiring::ExpiringStore<std::uint64_t, Big, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&>;
+using Store = expiring::ExpiringStore<std::uint64_t, Big, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&, TestPolicy>;
 
 constexpr std::int64_t T0 = 1'000'000;
 
@@ -95,7 +96,7 @@ struct Tracked {
 };
 
 using TrackedStore =
-    expiring::ExpiringStore<std::uint64_t, Tracked, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&>;
+    expiring::ExpiringStore<std::uint64_t, Tracked, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&, TestPolicy>;
 
 Options background(std::size_t queue) {
   Options o = lazy(queue, true, true, true);

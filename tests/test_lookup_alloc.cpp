@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "catch.hpp"
+#include "test_policy.hpp"
 
 namespace {
 
@@ -78,7 +79,7 @@ Counts count_allocations(F&& f) {
 }
 
 using StringStore = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
-                                            ManualClock&>;
+                                            ManualClock&, TestPolicy>;
 
 constexpr std::string_view kLive = "session:0123456789abcdef:volatile";
 constexpr std::string_view kPlain = "session:0123456789abcdef:persistent";
@@ -109,7 +110,7 @@ TEST_CASE("lookup alloc: the counter sees a long std::string (control)", "[alloc
 
 TEST_CASE("lookup alloc: a store without transparent functors does allocate (control)", "[alloc]") {
   ManualClock clock{T0};
-  expiring::ExpiringStore<std::string, std::string, std::hash<std::string>, std::equal_to<std::string>, ManualClock&>
+  expiring::ExpiringStore<std::string, std::string, std::hash<std::string>, std::equal_to<std::string>, ManualClock&, TestPolicy>
       store{clock};
   REQUIRE(store.set(std::string(kLive), kValue) == true);
   const std::string* found = nullptr;
@@ -255,7 +256,7 @@ TEST_CASE("lookup alloc: a read that reclaims a stale key allocates nothing (no 
 
 TEST_CASE("lookup alloc: integer keys allocate nothing either", "[alloc]") {
   ManualClock clock{T0};
-  expiring::ExpiringStore<std::uint64_t, std::string, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&>
+  expiring::ExpiringStore<std::uint64_t, std::string, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&, TestPolicy>
       store{clock};
   for (std::uint64_t i = 0; i < 50; ++i) REQUIRE(store.set(i, kValue, expiring::Ex{10}) == true);
   const std::string* a = nullptr;

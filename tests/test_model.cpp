@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_policy.hpp"
 
 namespace {
 
@@ -315,7 +316,7 @@ inline std::int64_t reference_jitter(expiring::Jitter j, std::uint64_t draw, std
 template <class K, class Hash>
 class Runner {
  public:
-  using Store = expiring::ExpiringStore<K, std::string, Hash, std::equal_to<>, ManualClock&>;
+  using Store = expiring::ExpiringStore<K, std::string, Hash, std::equal_to<>, ManualClock&, TestPolicy>;
 
   Runner(RunConfig cfg, std::vector<K> keys)
       : cfg_(cfg), rng_(cfg.seed), keys_(std::move(keys)), clock_(base_now()), store_(clock_, make_options()) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_policy.hpp"
 
 namespace {
 
@@ -25,7 +26,7 @@ using expiring::Px;
 using expiring::PxAt;
 
 using Store = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
-                                      ManualClock&>;
+                                      ManualClock&, TestPolicy>;
 
 constexpr std::int64_t T0 = 1'000'000;
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
@@ -239,7 +240,7 @@ TEST_CASE("get_or_load: stores with the store's jitter and the loader may use th
 
 TEST_CASE("get_or_load: integer keys and values", "[soft_ttl][get_or_load]") {
   ManualClock clock{T0};
-  expiring::ExpiringStore<std::uint64_t, int, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&> store{
+  expiring::ExpiringStore<std::uint64_t, int, expiring::Hash<std::uint64_t>, std::equal_to<>, ManualClock&, TestPolicy> store{
       clock};
   auto r = store.get_or_load(std::uint64_t{7}, [] { return 42; }, Px{10});
   CHECK(**r == 42);

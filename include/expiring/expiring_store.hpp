@@ -117,7 +117,7 @@ enum class Touch : bool { no, yes };
 }  // namespace detail
 
 template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
-          class Clock = SystemClock, class ExpiryPolicy = EXPIRING_DEFAULT_EXPIRY_INDEX>
+          class Clock = SystemClock, class ExpiryPolicy = SampledExpiry>
 class ExpiringStore {
   static constexpr bool kWheel = std::is_same_v<ExpiryPolicy, TimeOrderedExpiry>;
   using keyspace_type = detail::Keyspace<K, V, Hash, KeyEqual, typename detail::expiry_index_for<ExpiryPolicy>::type>;

@@ -186,10 +186,6 @@ struct SampledExpiry {};
 struct TimeOrderedExpiry {};
 #define EXPIRING_HAS_TIME_ORDERED_EXPIRY 1
 
-// The default policy; a build may override it (the test suite runs once per policy).
-#ifndef EXPIRING_DEFAULT_EXPIRY_INDEX
-#define EXPIRING_DEFAULT_EXPIRY_INDEX ::expiring::SampledExpiry
-#endif
 
 // ---- Active expiry ----------------------------------------------------------------------
 
