@@ -28,8 +28,8 @@
 //   messages is known to collide for about 2^-27 of random secrets, the order of chance that
 //   two random keys share the bits a table of 2^20 groups uses, so it gives an attacker who
 //   cannot see the secret nothing to aim with. What it does not promise is that an attacker
-//   who can time very many requests learns nothing about the secret. Its cost is XXH3's:
-//   1.6-1.8 ns for a u64, 3.3-5.7 ns for 8-64-byte strings here: what unkeyed XXH3 costs.
+//   who can time very many requests learns nothing about the secret. It costs what unkeyed
+//   XXH3 costs: 1.6-1.8 ns for a u64, 3.3-5.7 ns for 8-64-byte strings here.
 // * SipHash (SipHash-1-3). A keyed pseudo-random function (the construction Redis, Rust and
 //   Python key their tables with): even collisions an attacker has observed say nothing
 //   about other keys. Choose it when clients can observe timings at scale. It costs 8-9 ns
