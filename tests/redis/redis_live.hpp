@@ -469,4 +469,22 @@ class RespServer {
   std::unique_ptr<Process> proc_;
 };
 
+// Sends `in` whole, or (split) in three pieces with pauses so that each arrives as its own
+// read. A server may close midway through refused input: a failed send ends it; reading the
+// reply still works.
+inline void send_maybe_split(Conn& c, const std::string& in, bool split) {
+  if (!split || in.size() < 4) {
+    c.try_send(in);
+    return;
+  }
+  const std::size_t a = in.size() / 3, b = 2 * in.size() / 3;
+  if (c.try_send(in.substr(0, a))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
+    if (c.try_send(in.substr(a, b - a))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(15));
+      c.try_send(in.substr(b));
+    }
+  }
+}
+
 }  // namespace live

@@ -45,18 +45,7 @@ std::vector<std::string> oversized_frames() {
 // The bytes a server sends back for `in` (whole, or in three pieces), until it closes.
 std::string exchange(int port, const std::string& in, bool split) {
   live::Conn c(port);
-  if (!split || in.size() < 4) {
-    c.try_send(in);
-  } else {
-    const std::size_t a = in.size() / 3, b = 2 * in.size() / 3;
-    if (c.try_send(in.substr(0, a))) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(15));
-      if (c.try_send(in.substr(a, b - a))) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(15));
-        c.try_send(in.substr(b));
-      }
-    }
-  }
+  live::send_maybe_split(c, in, split);
   return c.read_to_close();
 }
 
