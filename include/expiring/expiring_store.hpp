@@ -200,6 +200,36 @@ class ExpiringStore {
     return &ks_.entry(it).value;
   }
 
+  // MGET. For each key of `keys` (any range of keys or lookup types), out[i] = its value or
+  // nullptr, as get(keys[i]) would give, all against one clock reading; returns the number of
+  // hits. Counts a hit or miss per key and reclaims the stale keys it finds. Looks keys up in
+  // batches, prefetching each batch's slots before it reads them, so that at large sizes the
+  // cache misses of a batch overlap. `out` must have room for size(keys) pointers. Every
+  // pointer stays valid until the next call that may move entries (see "Pointer validity").
+  template <class Keys>
+  std::size_t get_many(const Keys& keys, const V** out) {
+    const std::int64_t now = now_ms();
+    std::size_t hits = 0;
+    std::size_t i = 0;
+    for (const auto& key : keys) {
+      const auto& lk = lookup_key(key);
+      const bool hit = lookup(lk, ks_.hash_of(lk), now, detail::Access::read) != ks_.end();
+      hits += hit ? 1 : 0;
+      out[i++] = hit ? &ks_.entry(0).value : nullptr;  // placeholder: filled below
+    }
+    // Reclaiming a stale key moves another entry: the pointers are taken once nothing moves.
+    i = 0;
+    for (const auto& key : keys) {
+      if (out[i] != nullptr) {
+        const auto& lk = lookup_key(key);
+        out[i] = &ks_.find_entry(lk, ks_.hash_of(lk))->value;
+      }
+      ++i;
+    }
+    flush();
+    return hits;
+  }
+
   // GET with freshness (soft TTL, see Options::stale_window_ms): the value (nullptr when
   // missing or expired), whether it is fresh, due for a refresh-ahead, or stale (past its
   // soft deadline: still served), and its PTTL (-2 missing, -1 no TTL). Counts a hit or miss
