@@ -209,22 +209,31 @@ class ExpiringStore {
   template <class Keys>
   std::size_t get_many(const Keys& keys, const V** out) {
     const std::int64_t now = now_ms();
+    constexpr std::size_t kBatch = 16;
+    std::uint64_t hashes[kBatch];
     std::size_t hits = 0;
-    std::size_t i = 0;
-    for (const auto& key : keys) {
-      const auto& lk = lookup_key(key);
-      const bool hit = lookup(lk, ks_.hash_of(lk), now, detail::Access::read) != ks_.end();
-      hits += hit ? 1 : 0;
-      out[i++] = hit ? &ks_.entry(0).value : nullptr;  // placeholder: filled below
-    }
-    // Reclaiming a stale key moves another entry: the pointers are taken once nothing moves.
-    i = 0;
-    for (const auto& key : keys) {
-      if (out[i] != nullptr) {
-        const auto& lk = lookup_key(key);
-        out[i] = &ks_.find_entry(lk, ks_.hash_of(lk))->value;
+    std::size_t done = 0;
+    auto it = std::begin(keys);
+    const auto last = std::end(keys);
+    while (it != last) {
+      // Stage 1: hash the batch and prefetch each key's control group.
+      auto first = it;
+      std::size_t n = 0;
+      for (; it != last && n < kBatch; ++it, ++n) {
+        hashes[n] = ks_.hash_of(lookup_key(*it));
+        ks_.prefetch_group(hashes[n]);
       }
-      ++i;
+      // Stage 2: read the groups (now arriving) and prefetch each likely slot.
+      for (std::size_t j = 0; j < n; ++j) ks_.prefetch_slot(hashes[j]);
+      // Stage 3: the lookups proper. Erasure moves no entry, so the pointers of this batch
+      // survive the reclaiming of its stale keys.
+      for (std::size_t j = 0; j < n; ++j, ++first) {
+        const auto& lk = lookup_key(*first);
+        const slot_iterator hit = lookup(lk, hashes[j], now, detail::Access::read);
+        out[done + j] = hit == ks_.end() ? nullptr : &ks_.entry(hit).value;
+        hits += hit == ks_.end() ? 0 : 1;
+      }
+      done += n;
     }
     flush();
     return hits;
@@ -545,13 +554,13 @@ class ExpiringStore {
     return out;
   }
 
-  // RANDOMKEY: a uniformly random live key, nullopt when there is none. Stale keys it lands
-  // on are reclaimed (cause `expired`) and it tries again, as Redis's dbRandomKey.
+  // RANDOMKEY: a random live key (uniform; see Keyspace::random_slot for the one exception),
+  // nullopt when there is none. Stale keys it lands on are reclaimed (cause `expired`) and it tries again, as Redis's dbRandomKey.
   std::optional<K> random_key() {
     const std::int64_t now = now_ms();
     std::optional<K> out;
     while (ks_.size() != 0) {
-      const auto i = static_cast<std::uint32_t>(next_random() % ks_.size());
+      const std::uint32_t i = ks_.random_slot([&] { return next_random(); });
       if (!ks_.entry(i).is_stale(now)) {
         out.emplace(ks_.entry(i).key);
         break;
@@ -562,29 +571,36 @@ class ExpiringStore {
     return out;
   }
 
-  // SCAN: visits up to `count` storage positions from `cursor` (0 starts a scan), calls
-  // fn(const K&, const V&) for each live key, and returns the cursor to continue with (0 when
+  // SCAN: visits up to `count` keys in storage order from `cursor` (0 starts a scan), calls
+  // fn(const K&, const V&) for each live one, and returns the cursor to continue with (0 when
   // the scan is complete). Stale keys it visits are reclaimed (cause `expired`), as Redis's
   // SCAN does. Guarantee, as Redis's: every key present for the whole scan is reported at
-  // least once; a key may be reported twice when keys are deleted during the scan. The scan
-  // walks positions downwards, and erasure only moves the last entry, which an ongoing scan
-  // has already passed. fn must not call the store. O(count).
+  // least once; a key may be reported more than once. Erasure moves no entry, so deletions
+  // during a scan change nothing for the other keys; a rehash between two calls (a growth, or
+  // tick()'s shrink) reorders the table, and the cursor, which carries a tag of the table's
+  // layout, then restarts the scan from the beginning. fn must not call the store. O(count)
+  // plus the empty slots skipped.
   template <class F>
   std::uint64_t scan(std::uint64_t cursor, std::size_t count, F&& fn) {
     const std::int64_t now = now_ms();
-    std::size_t pos = (cursor == 0 || cursor > ks_.size()) ? ks_.size() : static_cast<std::size_t>(cursor);
+    constexpr int kTagShift = 40;  // positions below 2^40; the layout tag above
+    const std::uint64_t tag = (static_cast<std::uint64_t>(ks_.epoch()) & 0xFFFFFFu) + 1;
+    std::size_t pos = 0;
+    if (cursor != 0 && (cursor >> kTagShift) == tag) pos = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << kTagShift) - 1));
     if (count == 0) count = 1;
-    for (std::size_t visited = 0; pos > 0 && visited < count; ++visited) {
-      --pos;
+    const std::size_t slots = ks_.slot_count();
+    pos = ks_.next_occupied(pos);
+    for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
       const auto i = static_cast<std::uint32_t>(pos);
       if (ks_.entry(i).is_stale(now)) {
         expire_entry(ks_.slot_of(i));
       } else {
         fn(static_cast<const K&>(ks_.entry(i).key), static_cast<const V&>(ks_.entry(i).value));
       }
+      pos = ks_.next_occupied(pos + 1);
     }
     flush();
-    return pos;
+    return pos >= slots ? 0 : (tag << kTagShift) | pos;
   }
 
   // COPY src dst [REPLACE]: dst gets a copy of src's value and its TTL (or none). Returns
@@ -653,14 +669,16 @@ class ExpiringStore {
       skip_stale();
     }
     void skip_stale() {
-      while (i_ < store_->ks_.size() && store_->ks_.entry(i_).is_stale(now_)) ++i_;
+      const std::size_t n = store_->ks_.slot_count();
+      i_ = static_cast<std::uint32_t>(store_->ks_.next_occupied(i_));
+      while (i_ < n && store_->ks_.entry(i_).is_stale(now_)) i_ = static_cast<std::uint32_t>(store_->ks_.next_occupied(i_ + 1));
     }
     const ExpiringStore* store_ = nullptr;
     std::uint32_t i_ = 0;
     std::int64_t now_ = 0;
   };
   const_iterator begin() const { return const_iterator(this, 0, now_ms()); }
-  const_iterator end() const { return const_iterator(this, static_cast<std::uint32_t>(ks_.size()), 0); }
+  const_iterator end() const { return const_iterator(this, static_cast<std::uint32_t>(ks_.slot_count()), 0); }
 
   // ==== Memory limit and eviction (Redis maxmemory) ======================================
   // With Options::maxmemory = N > 0 the store tracks used memory, the sum of its weigher over
@@ -931,7 +949,7 @@ class ExpiringStore {
   // Finds a live key; a stale one is reclaimed (cause `expired`) and reported missing.
   // Access::read counts keyspace hits/misses (Redis's lookupKeyRead vs lookupKeyWrite).
   template <class KK>
-  slot_iterator lookup(const KK& lk, std::uint32_t h, std::int64_t now, detail::Access access,
+  slot_iterator lookup(const KK& lk, std::uint64_t h, std::int64_t now, detail::Access access,
                        detail::Touch touch = detail::Touch::yes) {
     const bool read = access == detail::Access::read;
     auto it = ks_.find(lk, h);
@@ -1290,7 +1308,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
   }
   const bool keep_ttl = spec.kind == detail::ExpiryKind::keepttl;
   const auto& lk = lookup_key(key);
-  const std::uint32_t h = ks_.hash_of(lk);
+  const std::uint64_t h = ks_.hash_of(lk);
 
   // 2. GET: a read lookup (counts a hit or miss, reclaims a stale key).
   if (old != nullptr) {
@@ -1499,8 +1517,8 @@ template <class K1, class K2>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now) {
   const auto& ls = lookup_key(src);
   const auto& ld = lookup_key(dst);
-  const std::uint32_t hs = ks_.hash_of(ls);
-  const std::uint32_t hd = ks_.hash_of(ld);
+  const std::uint64_t hs = ks_.hash_of(ls);
+  const std::uint64_t hd = ks_.hash_of(ld);
   if (hs == hd && ks_.keys_equal(ls, ld)) return Errc::same_key;  // checked first, as Redis
   std::size_t incoming = 0;  // the copy's weight: the source's value under the new key
   if (tracking_) {
@@ -1512,7 +1530,6 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   auto sit = lookup(ls, hs, now, detail::Access::read);
   if (sit == ks_.end()) return false;
   auto dit = lookup(ld, hd, now, detail::Access::write);
-  sit = ks_.find(ls, hs);  // lookup(ld) may have reclaimed a stale dst and moved entries
   if (dit != ks_.end() && !replace) return false;
   const std::uint32_t s = sit->index;
   V value(ks_.entry(s).value);
@@ -1547,13 +1564,11 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   const bool nx = cond == SetCond::NX;  // RENAMENX
   const auto& ls = lookup_key(src);
   const auto& ld = lookup_key(dst);
-  const std::uint32_t hs = ks_.hash_of(ls);
-  const std::uint32_t hd = ks_.hash_of(ld);
+  const std::uint64_t hs = ks_.hash_of(ls);
+  const std::uint64_t hd = ks_.hash_of(ld);
   auto sit = lookup(ls, hs, now, detail::Access::write);
   if (sit == ks_.end()) return Errc::no_such_key;
   auto dit = lookup(ld, hd, now, detail::Access::write);
-  // lookup(ld) may have reclaimed a stale dst and moved entries: find src again.
-  sit = ks_.find(ls, hs);
   if (dit != ks_.end() && dit->index == sit->index) return !nx;  // the same key
   if (dit != ks_.end() && nx) return false;
 
@@ -1579,12 +1594,13 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     return true;
   }
   // dst absent: a new entry for dst takes src's value and TTL; then src goes.
-  const std::uint32_t s = sit->index;
+  std::uint32_t s = sit->index;
   const bool was_volatile = ks_.entry(s).is_volatile();
   const std::int64_t deadline = ks_.entry(s).deadline;
   ks_.prepare_deadline(deadline);
   const std::size_t src_weight = tracking_ ? weight(ks_.entry(s)) : 0;
   const std::uint32_t d = ks_.try_emplace(ld, hd, dst, std::move(ks_.entry(s).value)).first;
+  s = ks_.find_index(ls, hs);  // the insertion may have grown the table, moving src
   if (tracking_) used_ -= src_weight;
   account(ks_.entry(d));
   if (touch_access_) ks_.access(d) = ks_.access(s);
@@ -1606,8 +1622,7 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size
   const bool random = policy == EvictionPolicy::allkeys_random || policy == EvictionPolicy::volatile_random;
   // A sample: a uniformly random key of the policy's population.
   auto sample = [&]() -> std::uint32_t {
-    const std::uint64_t r = draw();
-    return allkeys ? static_cast<std::uint32_t>(r % ks_.size()) : ks_.expiry().sample(r);
+    return allkeys ? ks_.random_slot([&] { return draw(); }) : ks_.expiry().sample(draw());
   };
   while (over_limit(incoming)) {
     slot_iterator victim = ks_.end();
@@ -1621,7 +1636,7 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size
         for (int n = 0; n < options_.maxmemory_samples; ++n) {
           const std::uint32_t i = sample();
           const entry_type& e = ks_.entry(i);
-          pool_.offer(eviction_score(i, now), e.hash, e.key);
+          pool_.offer(eviction_score(i, now), ks_.hash_of(e.key), e.key);
         }
         // ... then the best candidate that still exists (in the population) is evicted;
         // candidates deleted (or made persistent) meanwhile are ghosts, dropped.

@@ -77,12 +77,12 @@ class EvictionPool {
  public:
   struct Candidate {
     std::uint64_t idle;
-    std::uint32_t hash;
+    std::uint64_t hash;
     K key;
   };
 
   // Redis evictionPoolPopulate()'s insertion of one sample.
-  void offer(std::uint64_t idle, std::uint32_t hash, const K& key) {
+  void offer(std::uint64_t idle, std::uint64_t hash, const K& key) {
     constexpr int n = kEvictionPoolSize;
     int k = 0;
     while (k < n && slots_[k] && slots_[k]->idle < idle) ++k;

@@ -78,7 +78,7 @@ class DenseExpiryTable {
   template <class Es>
   bool check(const Es& es) const {
     for (std::size_t p = 0; p < table_.size(); ++p) {
-      if (table_[p] >= es.size() || es[table_[p]].exp_pos != p) return false;
+      if (table_[p] >= es.capacity() || es[table_[p]].exp_pos != p) return false;
     }
     return true;
   }
@@ -173,7 +173,7 @@ class TimerWheel {
       const auto& v = buckets_[b];
       if (((occupied_[b >> kLevelBits] & bit(b)) != 0) != !v.empty()) return false;
       for (std::size_t p = 0; p < v.size(); ++p) {
-        if (v[p] >= es.size() || es[v[p]].exp_bucket != b || es[v[p]].exp_pos != p) return false;
+        if (v[p] >= es.capacity() || es[v[p]].exp_bucket != b || es[v[p]].exp_pos != p) return false;
       }
       total += v.size();
     }

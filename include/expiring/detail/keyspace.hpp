@@ -2,40 +2,36 @@
 //
 // Design
 // ------
-// Three structures, each doing one job:
+// Two structures, each doing one job, plus an optional third:
 //
-//   entries_  std::vector<Entry>       dense array of {key, value, deadline, exp_pos, hash}
-//   index_    absl::flat_hash_set<Slot> Swiss table of {32 hash bits, entry index}
-//   expiry_   DenseExpiryTable or TimerWheel: 4-byte handles of the volatile keys
+//   table_    SlotTable<Entry> (table.hpp)  open-addressing table of {key, value, deadline,
+//                                           exp_pos}, stored inline in its slots
+//   expiry_   DenseExpiryTable or TimerWheel (expiry_index.hpp): 4-byte slot handles of the
+//             volatile keys, never a copy of a key
+//   access_   eviction's access data, one uint32 per slot, only while an LRU/LFU limit is set
 //
 // Why this shape:
-// * The deadline sits beside the value, so a read is one hash probe plus one compare against
-//   the operation's `now`. Persistent entries hold INT64_MAX, so the read path has no
-//   "is it volatile?" branch: `now > deadline` is never true for them.
-// * Keys are stored once, in entries_. The index holds 8 bytes per key and never touches a
-//   key when it grows: each slot carries 32 bits of the (seeded) hash, and the table's hash
-//   of a slot is derived from those bits alone.
+// * The deadline sits beside the key and the value, so a hit is one control group, then the
+//   slot it points at, then a compare against the operation's `now`: the accesses of a raw
+//   Swiss-table find and nothing else. Persistent entries hold INT64_MAX, so the read path
+//   has no "is it volatile?" branch: `now > deadline` is never true for them.
 // * The expiry index is Redis's separate `expires` dict reduced to what reclaiming needs:
-//   4 bytes per volatile key, no copy of the key, O(1) removal through the entry's
-//   back-index (exp_pos). Two policies (expiry_index.hpp): a dense table that a resumable
-//   cursor sweeps by position without hashing (Redis's sampled cycle), or a hierarchical
-//   timer wheel that hands tick() exactly the due keys.
+//   4 bytes per volatile key and O(1) removal through the entry's back-index (exp_pos).
 // * Eviction's access data (Redis's robj.lru: an LRU clock or an LFU counter, 4 bytes,
-//   eviction.hpp) lives in a parallel array access_, allocated only while a memory limit
-//   with an LRU/LFU policy is set, so entries do not grow and a store without a limit pays
-//   nothing for it. It follows entries_ exactly (same index, same moves).
-// * Erasing an entry moves the last entry into its place (one extra index probe to repoint
-//   that entry's slot), so entries_ stays dense: iteration is a linear scan, random_key()
-//   is one random index, and memory is never fragmented by deletions.
+//   eviction.hpp) lives in a parallel array indexed by slot, allocated only while a memory
+//   limit with an LRU/LFU policy is set, so entries do not grow for it and a store without a
+//   limit pays nothing.
+// * Entries are addressed by slot index (32 bits). Erasing never moves another entry, so a
+//   pointer to a value survives the erasure (lazy or explicit) of other keys. Only a rehash
+//   moves entries: growth, before an insertion into a full table, and compact(), which
+//   tick() calls after a mass expiry. Each rehash fixes up the expiry index's handles and
+//   the access array as it moves each entry.
 //
 // Invariants (checked by check_invariants(), exercised by the model test):
-//   index_.size() == entries_.size(); each slot points at an entry with the same hash bits;
-//   entry e is volatile iff e.exp_pos != kNoPos, and then the expiry index's handle at
-//   e.exp_pos is e's index; a persistent entry's deadline is INT64_MAX;
-//   expiry_.size() <= entries_.size().
-//
-// Invalidation: any insertion may reallocate entries_ (all value pointers invalidated); any
-// erasure moves the last entry (pointers to it invalidated). The store documents this.
+//   every occupied slot is found from its key's hash; entry e is volatile iff
+//   e.exp_pos != kNoPos, and then the expiry index's handle at e.exp_pos is e's slot; a
+//   persistent entry's deadline is INT64_MAX; expiry_.size() <= size(); access_ has one
+//   element per slot while access is on, none otherwise.
 #pragma once
 
 #include <cstddef>
@@ -47,18 +43,16 @@
 #include <utility>
 #include <vector>
 
-#include <absl/container/flat_hash_set.h>
-
 #include "arith.hpp"
 #include "expiry_index.hpp"
+#include "table.hpp"
 
 namespace expiring::detail {
 
 inline constexpr std::uint32_t kNoPos = kNoExpiryPos;
+static_assert(kNoPos == kNoSlot, "the expiry index and the table reserve the same index");
 inline constexpr std::int64_t kNoDeadline = kInt64Max;
-// Entry indices are 32-bit and kNoPos is reserved.
-inline constexpr std::size_t kMaxEntries = std::numeric_limits<std::uint32_t>::max() - 1;
-// Tables smaller than this are never shrunk: not worth an allocation.
+// Tables with fewer slots than this are never shrunk: not worth an allocation.
 inline constexpr std::size_t kCompactMinCapacity = 4096;
 
 // Heap bytes owned by a key or value beyond its sizeof: std::string's buffer when it is not
@@ -86,64 +80,22 @@ struct Entry : Meta {
   V value;
   std::int64_t deadline;   // absolute Unix ms; kNoDeadline when persistent
   std::uint32_t exp_pos;   // position in the expiry index; kNoPos when persistent
-  std::uint32_t hash;      // the hash bits its index slot carries
 
-  template <class KK, class... Args>
-  Entry(std::uint32_t h, KK&& k, Args&&... args)
-      : key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline), exp_pos(kNoPos), hash(h) {}
+  template <class KK, class... Args, std::enable_if_t<!std::is_same_v<std::decay_t<KK>, Entry>, int> = 0>
+  explicit Entry(KK&& k, Args&&... args)
+      : key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline), exp_pos(kNoPos) {}
 
   bool is_volatile() const noexcept { return exp_pos != kNoPos; }
   // semantics.md D1/D2: alive at now == deadline.
   bool is_stale(std::int64_t now) const noexcept { return now > deadline; }
 };
 
-// One index slot. `index` is mutable because moving an entry repoints its slot in place; the
-// slot's hash depends only on `hash`, so this never breaks the table's invariants.
-struct Slot {
-  std::uint32_t hash;
-  mutable std::uint32_t index;
-};
-
-// A lookup by key: compares hash bits first, then the key in entries_.
-template <class E, class KK, class Eq>
-struct KeyProbe {
-  const KK& key;
-  std::uint32_t hash;
-  const E* entries;
-  const Eq* eq;
-};
-
-// A lookup of the slot that points at a known entry index.
-struct IndexProbe {
-  std::uint32_t hash;
+// A slot, as the store names one it found: `it->index` is its slot index, end() is kNoPos.
+struct SlotRef {
   std::uint32_t index;
-};
-
-// Spreads the 32 stored bits over 64: Swiss tables take control bits from the low 7 bits and
-// the probe start from the bits above.
-constexpr std::size_t expand_hash(std::uint32_t h) noexcept {
-  if constexpr (sizeof(std::size_t) >= 8) {
-    return static_cast<std::size_t>((static_cast<std::uint64_t>(h) << 32) | h);
-  } else {
-    return static_cast<std::size_t>(h);
-  }
-}
-
-struct SlotHash {
-  using is_transparent = void;
-  std::size_t operator()(const Slot& s) const noexcept { return expand_hash(s.hash); }
-  template <class P>
-  std::size_t operator()(const P& p) const noexcept { return expand_hash(p.hash); }
-};
-
-struct SlotEq {
-  using is_transparent = void;
-  bool operator()(const Slot& a, const Slot& b) const noexcept { return a.index == b.index; }
-  bool operator()(const Slot& s, const IndexProbe& p) const noexcept { return s.index == p.index; }
-  template <class E, class KK, class Eq>
-  bool operator()(const Slot& s, const KeyProbe<E, KK, Eq>& p) const {
-    return s.hash == p.hash && (*p.eq)(p.entries[s.index].key, p.key);
-  }
+  const SlotRef* operator->() const noexcept { return this; }
+  friend bool operator==(SlotRef a, SlotRef b) noexcept { return a.index == b.index; }
+  friend bool operator!=(SlotRef a, SlotRef b) noexcept { return a.index != b.index; }
 };
 
 template <class K, class V, class Hash, class KeyEqual, class ExpiryIndex>
@@ -151,117 +103,159 @@ class Keyspace {
  public:
   using expiry_index_type = ExpiryIndex;
   using entry_type = Entry<K, V, typename ExpiryIndex::entry_meta>;
-  using index_type = absl::flat_hash_set<Slot, SlotHash, SlotEq>;
-  using slot_iterator = typename index_type::iterator;
+  using table_type = SlotTable<entry_type>;
+  using slot_iterator = SlotRef;
 
   static_assert(std::is_nothrow_move_constructible_v<K> && std::is_nothrow_move_assignable_v<K>,
-                "expiring: keys must be nothrow-movable (entries are moved on erase)");
+                "expiring: keys must be nothrow-movable (a rehash moves entries)");
   static_assert(std::is_nothrow_move_constructible_v<V> && std::is_nothrow_move_assignable_v<V>,
-                "expiring: values must be nothrow-movable (entries are moved on erase)");
+                "expiring: values must be nothrow-movable (a rehash moves entries)");
 
   Keyspace(Hash hash, KeyEqual eq, std::uint64_t seed) : hasher_(std::move(hash)), eq_(std::move(eq)), seed_(seed) {}
 
   // ---- lookups ----------------------------------------------------------------------
 
-  // The 32 bits a key's slot carries: the user's hash folded with the store's seed.
+  // The 64 bits a key is placed by: the user's hash folded with the store's seed and mixed,
+  // so that the table's fingerprint (low byte) and group (bits above) are usable even from a
+  // weak user hash.
   template <class KK>
-  std::uint32_t hash_of(const KK& key) const {
-    const auto h = static_cast<std::uint64_t>(hasher_(key));
-    return static_cast<std::uint32_t>(((h ^ seed_) * 0x9E3779B97F4A7C15ull) >> 32);
+  std::uint64_t hash_of(const KK& key) const {
+    const std::uint64_t m = (static_cast<std::uint64_t>(hasher_(key)) ^ seed_) * 0x9E3779B97F4A7C15ull;
+    return m ^ (m >> 32);
   }
 
   template <class KK>
-  slot_iterator find(const KK& key, std::uint32_t h) {
-    return index_.find(KeyProbe<entry_type, KK, KeyEqual>{key, h, entries_.data(), &eq_});
+  slot_iterator find(const KK& key, std::uint64_t h) const {
+    return SlotRef{table_.find(h, [&](const entry_type& e) { return eq_(e.key, key); })};
   }
   template <class KK>
-  const entry_type* find_entry(const KK& key, std::uint32_t h) const {
-    auto it = index_.find(KeyProbe<entry_type, KK, KeyEqual>{key, h, entries_.data(), &eq_});
-    return it == index_.end() ? nullptr : &entries_[it->index];
+  const entry_type* find_entry(const KK& key, std::uint64_t h) const {
+    const std::uint32_t i = find(key, h).index;
+    return i == kNoPos ? nullptr : &table_[i];
   }
+  // The slot of a key's entry, or kNoPos.
+  template <class KK>
+  std::uint32_t find_index(const KK& key, std::uint64_t h) const {
+    return find(key, h).index;
+  }
+  // get_many()'s two prefetch stages: the control group, then the likely slot.
+  void prefetch_group(std::uint64_t h) const noexcept { table_.prefetch_group(h); }
+  void prefetch_slot(std::uint64_t h) const noexcept { table_.prefetch_slot(h); }
+
   const Hash& hasher() const noexcept { return hasher_; }
   template <class A, class B>
   bool keys_equal(const A& a, const B& b) const {
     return eq_(a, b);
   }
-  // The index of a key's entry, or kNoPos.
-  template <class KK>
-  std::uint32_t find_index(const KK& key, std::uint32_t h) const {
-    auto it = index_.find(KeyProbe<entry_type, KK, KeyEqual>{key, h, entries_.data(), &eq_});
-    return it == index_.end() ? kNoPos : it->index;
-  }
-  slot_iterator slot_of(std::uint32_t i) { return index_.find(IndexProbe{entries_[i].hash, i}); }
-  slot_iterator end() noexcept { return index_.end(); }
+  static slot_iterator slot_of(std::uint32_t i) noexcept { return SlotRef{i}; }
+  static slot_iterator end() noexcept { return SlotRef{kNoPos}; }
 
-  entry_type& entry(slot_iterator it) noexcept { return entries_[it->index]; }
-  entry_type& entry(std::uint32_t i) noexcept { return entries_[i]; }
-  const entry_type& entry(std::uint32_t i) const noexcept { return entries_[i]; }
-  const std::vector<entry_type>& entries() const noexcept { return entries_; }
-  std::size_t size() const noexcept { return entries_.size(); }
+  entry_type& entry(slot_iterator it) noexcept { return table_[it.index]; }
+  const entry_type& entry(slot_iterator it) const noexcept { return table_[it.index]; }
+  entry_type& entry(std::uint32_t i) noexcept { return table_[i]; }
+  const entry_type& entry(std::uint32_t i) const noexcept { return table_[i]; }
+  std::size_t size() const noexcept { return table_.size(); }
+
+  // Slot indices run over 0 .. slot_count() - 1; occupied(i) says which hold an entry.
+  std::size_t slot_count() const noexcept { return table_.capacity(); }
+  bool occupied(std::uint32_t i) const noexcept { return table_.occupied(i); }
+  // The first occupied slot at or after i, or slot_count().
+  std::size_t next_occupied(std::size_t i) const noexcept { return table_.next_occupied(i); }
+  // A uniformly random occupied slot, drawn from next(), a source of uniform 64-bit values:
+  // random slots until one is occupied (expected slot_count()/size() draws; the table is at
+  // least 1/8 full except between a mass expiry and the tick that shrinks it). After 64
+  // empty draws it takes the first occupied slot after the last one, which is not uniform.
+  // size() != 0.
+  template <class Next>
+  std::uint32_t random_slot(Next&& next) const {
+    const std::size_t cap = table_.capacity();
+    std::size_t i = 0;
+    for (int tries = 0; tries < 64; ++tries) {
+      i = static_cast<std::size_t>(next() % cap);
+      if (table_.occupied(static_cast<std::uint32_t>(i))) return static_cast<std::uint32_t>(i);
+    }
+    i = table_.next_occupied(i);
+    if (i == cap) i = table_.next_occupied(0);
+    return static_cast<std::uint32_t>(i);
+  }
+
+  // The entries in slot order, for range-for.
+  class const_entry_range {
+   public:
+    class iterator {
+     public:
+      iterator(const table_type* t, std::size_t i) : t_(t), i_(i) {}
+      const entry_type& operator*() const noexcept { return (*t_)[static_cast<std::uint32_t>(i_)]; }
+      iterator& operator++() noexcept {
+        i_ = t_->next_occupied(i_ + 1);
+        return *this;
+      }
+      bool operator!=(const iterator& o) const noexcept { return i_ != o.i_; }
+
+     private:
+      const table_type* t_;
+      std::size_t i_;
+    };
+    explicit const_entry_range(const table_type* t) : t_(t) {}
+    iterator begin() const { return iterator(t_, t_->next_occupied(0)); }
+    iterator end() const { return iterator(t_, t_->capacity()); }
+
+   private:
+    const table_type* t_;
+  };
+  const_entry_range entries() const noexcept { return const_entry_range(&table_); }
+
+  // Bumped by every rehash (which moves entries): SCAN's cursors carry it.
+  std::uint32_t epoch() const noexcept { return epoch_; }
 
   // ---- insertion --------------------------------------------------------------------
 
-  // Finds `probe_key`, or inserts an entry built from (key_arg, value_args...) with no TTL,
-  // in one probe. Returns {entry index, inserted}. Strong guarantee: if constructing the
-  // entry throws, nothing changed.
+  // Finds `probe_key`, or inserts an entry built from (key_arg, value_args...) with no TTL.
+  // Returns {slot, inserted}; an insertion may rehash first (moving every entry; the
+  // arguments may still refer into the table). Strong guarantee: if growing the table or
+  // constructing the entry throws, nothing changed.
   template <class KK, class KeyArg, class... ValueArgs>
-  std::pair<std::uint32_t, bool> try_emplace(const KK& probe_key, std::uint32_t h, KeyArg&& key_arg,
+  std::pair<std::uint32_t, bool> try_emplace(const KK& probe_key, std::uint64_t h, KeyArg&& key_arg,
                                              ValueArgs&&... value_args) {
-    if (entries_.size() >= kMaxEntries) throw std::length_error("expiring: too many keys (2^32 - 2 at most)");
-    if (access_on_ && access_.size() == access_.capacity()) access_.reserve(access_.size() < 8 ? 8 : access_.size() * 2);
-    const auto n = static_cast<std::uint32_t>(entries_.size());
-    bool inserted = false;
-    auto it = index_.lazy_emplace(KeyProbe<entry_type, KK, KeyEqual>{probe_key, h, entries_.data(), &eq_},
-                                  [&](const auto& ctor) {
-                                    ctor(Slot{h, n});
-                                    inserted = true;
-                                  });
-    if (!inserted) return {it->index, false};
-    try {
-      entries_.emplace_back(h, std::forward<KeyArg>(key_arg), std::forward<ValueArgs>(value_args)...);
-    } catch (...) {
-      index_.erase(it);
-      throw;
+    const std::uint32_t found = find_index(probe_key, h);
+    if (found != kNoPos) return {found, false};
+    std::uint32_t i = 0;
+    if (table_.insert_grows()) {
+      // The arguments may refer into the table (set(k2, *get(k1))): build the entry before
+      // the growth moves what they refer to.
+      entry_type staged(std::forward<KeyArg>(key_arg), std::forward<ValueArgs>(value_args)...);
+      rehash_to(table_type::groups_for(table_.size() + 1));
+      i = table_.emplace_new(h, std::move(staged));
+    } else {
+      i = table_.emplace_new(h, std::forward<KeyArg>(key_arg), std::forward<ValueArgs>(value_args)...);
     }
-    if (access_on_) access_.push_back(0);  // room reserved above: cannot throw
-    return {n, true};
+    if (access_on_) access_[i] = 0;
+    return {i, true};
   }
 
   // ---- erasure ----------------------------------------------------------------------
 
-  // Removes the entry `it` points at. `sink(entry&)` sees the entry just before it is
-  // overwritten or destroyed and may move its key and value out. The last entry moves into
-  // the hole.
+  // Removes the entry `it` names. `sink(entry&)` sees the entry just before it is destroyed
+  // and may move its key and value out. No other entry moves.
   template <class Sink>
   void erase(slot_iterator it, Sink&& sink) {
-    const std::uint32_t i = it->index;
-    index_.erase(it);
-    entry_type& e = entries_[i];
-    if (e.is_volatile()) expiry_.erase(entries_, i);
+    const std::uint32_t i = it.index;
+    entry_type& e = table_[i];
+    if (e.is_volatile()) expiry_.erase(table_, i);
     sink(e);
-    const auto last = static_cast<std::uint32_t>(entries_.size() - 1);
-    if (i != last) {
-      entry_type& tail = entries_[last];
-      index_.find(IndexProbe{tail.hash, last})->index = i;
-      e = std::move(tail);
-      if (e.is_volatile()) expiry_.moved(entries_, i);
-      if (access_on_) access_[i] = access_[last];
-    }
-    entries_.pop_back();
-    if (access_on_) access_.pop_back();
+    table_.erase(i);
   }
 
   void clear() noexcept {
-    index_.clear();
-    entries_.clear();
+    table_.clear();
     expiry_.clear();
-    access_.clear();
+    if (access_on_) std::vector<std::uint32_t>().swap(access_);
+    ++epoch_;
   }
 
   void reserve(std::size_t n) {
-    entries_.reserve(n);
-    index_.reserve(n);
-    if (access_on_) access_.reserve(n);
+    const std::size_t g = table_type::groups_for(n);
+    if (g > table_.groups()) rehash_to(g);
   }
 
   // ---- access data (eviction) -------------------------------------------------------
@@ -269,9 +263,7 @@ class Keyspace {
   // Allocates the access array (all zero) or frees it.
   void enable_access(bool on) {
     if (on) {
-      std::vector<std::uint32_t> a(entries_.size(), 0);
-      a.reserve(entries_.capacity());
-      access_.swap(a);
+      std::vector<std::uint32_t>(table_.capacity(), 0).swap(access_);
     } else {
       std::vector<std::uint32_t>().swap(access_);
     }
@@ -280,20 +272,21 @@ class Keyspace {
   std::uint32_t& access(std::uint32_t i) noexcept { return access_[i]; }
   std::uint32_t access(std::uint32_t i) const noexcept { return access_[i]; }
 
-  // After a mass expiry: when the tables are at most 1/8 full, shrinks them to fit (which
-  // also clears the Swiss table's tombstones), if the estimated cost fits in `budget_us` (an
-  // empty table always: freeing it is O(1)). tick() pays this, so that no later insert pays
-  // an in-place rehash of a table full of tombstones. Returns whether it shrank anything.
+  // After a mass expiry: when the table is at most 1/8 full, rehashes it into the smallest
+  // table that fits (which also clears its overflow bits), if the estimated cost fits in
+  // `budget_us`; otherwise leaves it for a later call. tick() pays this within its budget,
+  // so that no later insertion pays for it and no tick overruns for it. Returns whether it
+  // shrank the table. The estimate: ~30 ns to move an entry, and ~60 us per MB to release
+  // the old block (freeing touched memory costs page-table work) and touch the new one.
   bool compact(std::int64_t budget_us) {
-    const std::size_t cap = index_.capacity();
-    if (cap < kCompactMinCapacity || entries_.size() * 8 > cap) return false;
-    // A rehash visits every slot (~1 ns each) and moves every key (~30 ns); entries move too.
-    // Not worth starting unless it fits in what is left of the tick's budget.
-    const auto cost_us = static_cast<std::int64_t>(cap / 1000 + entries_.size() * 3 / 100);
-    if (entries_.size() != 0 && cost_us > budget_us) return false;
-    index_.rehash(0);
-    if (entries_.capacity() > 4 * entries_.size()) entries_.shrink_to_fit();
-    if (access_.capacity() > 4 * access_.size()) access_.shrink_to_fit();
+    const std::size_t cap = table_.capacity();
+    if (cap < kCompactMinCapacity || table_.size() * 8 > cap) return false;
+    const std::size_t new_groups = table_.size() == 0 ? 0 : table_type::groups_for(table_.size());
+    if (new_groups >= table_.groups()) return false;
+    const std::size_t released = table_.bytes() + access_.capacity() * sizeof(std::uint32_t);
+    const auto cost_us = static_cast<std::int64_t>(released / 16384 + table_.size() * 3 / 100);
+    if (cost_us > budget_us) return false;
+    rehash_to(new_groups);
     expiry_.compact();
     return true;
   }
@@ -303,7 +296,7 @@ class Keyspace {
   std::size_t expires_size() const noexcept { return expiry_.size(); }
   ExpiryIndex& expiry() noexcept { return expiry_; }
   const ExpiryIndex& expiry() const noexcept { return expiry_; }
-  std::vector<entry_type>& entries_mut() noexcept { return entries_; }
+  table_type& entries_mut() noexcept { return table_; }
 
   // Makes room so that the following set_deadline(.., when) cannot throw.
   void prepare_deadline(std::int64_t when) { expiry_.prepare(when); }
@@ -311,14 +304,14 @@ class Keyspace {
   // Gives entry i the deadline `when` (adding it to the expiry index if it had none). Call
   // prepare_deadline(when) first for the no-throw guarantee.
   void set_deadline(std::uint32_t i, std::int64_t when) {
-    entry_type& e = entries_[i];
+    entry_type& e = table_[i];
     const std::int64_t old = e.deadline;
     e.deadline = when;
     try {
       if (e.is_volatile()) {
-        expiry_.reschedule(entries_, i, old);
+        expiry_.reschedule(table_, i, old);
       } else {
-        expiry_.insert(entries_, i);
+        expiry_.insert(table_, i);
       }
     } catch (...) {
       e.deadline = old;
@@ -328,52 +321,61 @@ class Keyspace {
 
   // Removes entry i's deadline, if any. Returns whether it had one.
   bool clear_deadline(std::uint32_t i) noexcept {
-    entry_type& e = entries_[i];
+    entry_type& e = table_[i];
     if (!e.is_volatile()) return false;
-    expiry_.erase(entries_, i);
+    expiry_.erase(table_, i);
     e.exp_pos = kNoPos;
     e.deadline = kNoDeadline;
     return true;
   }
 
-  // Bytes of the three tables (not counting heap blocks owned by keys and values).
+  // Bytes of the tables (not counting heap blocks owned by keys and values).
   std::size_t table_bytes() const noexcept {
-    // A Swiss table holds one control byte per slot plus a cloned group (16 bytes).
-    const std::size_t cap = index_.capacity();
-    return entries_.capacity() * sizeof(entry_type) + (cap != 0 ? cap * (sizeof(Slot) + 1) + 16 : 0) +
-           expiry_.bytes() + access_.capacity() * sizeof(std::uint32_t);
+    return table_.bytes() + expiry_.bytes() + access_.capacity() * sizeof(std::uint32_t);
   }
 
   // ---- self-check (tests) -----------------------------------------------------------
 
   bool check_invariants() const {
-    if (index_.size() != entries_.size() || expiry_.size() > entries_.size()) return false;
-    if (access_on_ ? access_.size() != entries_.size() : !access_.empty()) return false;
-    for (const Slot& s : index_) {
-      if (s.index >= entries_.size() || entries_[s.index].hash != s.hash) return false;
-    }
+    if (expiry_.size() > table_.size()) return false;
+    if (access_on_ ? access_.size() != table_.capacity() : !access_.empty()) return false;
+    if (!table_.check([&](const entry_type& e) { return hash_of(e.key); })) return false;
     std::size_t volatile_count = 0;
-    for (std::size_t i = 0; i < entries_.size(); ++i) {
-      const entry_type& e = entries_[i];
+    for (const entry_type& e : entries()) {
       if (e.is_volatile()) {
         ++volatile_count;
       } else if (e.deadline != kNoDeadline) {
         return false;
       }
-      if (index_.find(IndexProbe{e.hash, static_cast<std::uint32_t>(i)}) == index_.end()) return false;
     }
-    return volatile_count == expiry_.size() && expiry_.check(entries_);
+    return volatile_count == expiry_.size() && expiry_.check(table_);
   }
 
  private:
-  std::vector<entry_type> entries_;
-  index_type index_;
+  // Moves every entry into a table of `groups` groups, fixing up the expiry index's handles
+  // and the access array. The hash must not throw here (it did not for these keys before):
+  // if it does, the program terminates rather than leave a half-moved table.
+  void rehash_to(std::size_t groups) {
+    std::vector<std::uint32_t> access;
+    if (access_on_) access.assign(groups * kGroupSlots, 0);
+    table_.rehash(
+        groups, [this](const entry_type& e) noexcept { return hash_of(e.key); },
+        [&](entry_type* slots, std::uint32_t to, std::uint32_t from) noexcept {
+          if (slots[to].is_volatile()) expiry_.moved(slots, to);
+          if (access_on_) access[to] = access_[from];
+        });
+    if (access_on_) access_.swap(access);
+    ++epoch_;
+  }
+
+  table_type table_;
   ExpiryIndex expiry_;
   Hash hasher_;
   KeyEqual eq_;
   std::uint64_t seed_;
-  std::vector<std::uint32_t> access_;  // parallel to entries_ while access_on_
+  std::vector<std::uint32_t> access_;  // one per slot while access_on_
   bool access_on_ = false;
+  std::uint32_t epoch_ = 0;
 };
 
 }  // namespace expiring::detail
