@@ -100,7 +100,7 @@ template <class Policy>
 struct expiry_index_for;
 template <>
 struct expiry_index_for<SampledExpiry> {
-  using type = DenseExpiryTable;
+  using type = VolatileBitmap;
 };
 template <>
 struct expiry_index_for<TimeOrderedExpiry> {
@@ -258,7 +258,7 @@ class ExpiringStore {
       const entry_type& e = ks_.entry(it);
       out.value = &e.value;
       out.freshness = freshness_of(e, now);
-      out.pttl = e.is_volatile() ? detail::saturating_sub(e.deadline, now) : kNoTtl;
+      out.pttl = ks_.is_volatile(e) ? detail::saturating_sub(e.deadline, now) : kNoTtl;
     }
     flush();
     return out;
@@ -647,7 +647,7 @@ class ExpiringStore {
     const_iterator() = default;
     reference operator*() const {
       const entry_type& e = store_->ks_.entry(i_);
-      return EntryView{e.key, e.value, e.is_volatile() ? e.deadline : kNoTtl};
+      return EntryView{e.key, e.value, store_->ks_.is_volatile(e) ? e.deadline : kNoTtl};
     }
     pointer operator->() const { return pointer{**this}; }
     const_iterator& operator++() {
@@ -1218,7 +1218,7 @@ class ExpiringStore {
   }
 
   Freshness freshness_of(const entry_type& e, std::int64_t now) const noexcept {
-    if (!e.is_volatile()) return Freshness::fresh;
+    if (!ks_.is_volatile(e)) return Freshness::fresh;
     const std::int64_t left = detail::saturating_sub(e.deadline, now);  // live: >= 0
     if (left < options_.stale_window_ms) return Freshness::stale;
     const std::int64_t refresh = detail::kInt64Max - options_.stale_window_ms < options_.refresh_window_ms
@@ -1449,7 +1449,7 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, detail::T
   std::int64_t out = kNoKey;
   if (it != ks_.end()) {
     const entry_type& e = ks_.entry(it);
-    if (!e.is_volatile()) {
+    if (!ks_.is_volatile(e)) {
       out = kNoTtl;
     } else {
       std::int64_t x = base == detail::TimeBase::absolute ? e.deadline : detail::saturating_sub(e.deadline, now);
@@ -1489,7 +1489,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std:
     const std::uint32_t i = it->index;
     const entry_type& e = ks_.entry(i);
     // 5. Conditions; no TTL counts as infinite.
-    const bool has_ttl = e.is_volatile();
+    const bool has_ttl = ks_.is_volatile(e);
     bool ok = true;
     if (nx && has_ttl) ok = false;
     if (xx && !has_ttl) ok = false;
@@ -1533,7 +1533,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   if (dit != ks_.end() && !replace) return false;
   const std::uint32_t s = sit->index;
   V value(ks_.entry(s).value);
-  const bool was_volatile = ks_.entry(s).is_volatile();
+  const bool was_volatile = ks_.is_volatile(ks_.entry(s));
   const std::int64_t deadline = ks_.entry(s).deadline;
   ks_.prepare_deadline(deadline);
   std::uint32_t d = 0;
@@ -1583,7 +1583,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     replace_value(de.value, std::move(se.value));
     if (touch_access_) ks_.access(d) = ks_.access(s);  // the value keeps its access data, as Redis's rename
     account(de);
-    if (se.is_volatile()) {
+    if (ks_.is_volatile(se)) {
       ks_.set_deadline(d, se.deadline);
     } else {
       ks_.clear_deadline(d);
@@ -1595,7 +1595,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   }
   // dst absent: a new entry for dst takes src's value and TTL; then src goes.
   std::uint32_t s = sit->index;
-  const bool was_volatile = ks_.entry(s).is_volatile();
+  const bool was_volatile = ks_.is_volatile(ks_.entry(s));
   const std::int64_t deadline = ks_.entry(s).deadline;
   ks_.prepare_deadline(deadline);
   const std::size_t src_weight = tracking_ ? weight(ks_.entry(s)) : 0;
@@ -1622,7 +1622,7 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size
   const bool random = policy == EvictionPolicy::allkeys_random || policy == EvictionPolicy::volatile_random;
   // A sample: a uniformly random key of the policy's population.
   auto sample = [&]() -> std::uint32_t {
-    return allkeys ? ks_.random_slot([&] { return draw(); }) : ks_.expiry().sample(draw());
+    return allkeys ? ks_.random_slot([&] { return draw(); }) : ks_.expiry().sample([&] { return draw(); });
   };
   while (over_limit(incoming)) {
     slot_iterator victim = ks_.end();
@@ -1642,7 +1642,7 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size
         // candidates deleted (or made persistent) meanwhile are ghosts, dropped.
         while (auto c = pool_.pop_best()) {
           auto it = ks_.find(c->key, c->hash);
-          if (it != ks_.end() && (allkeys || ks_.entry(it).is_volatile())) {
+          if (it != ks_.end() && (allkeys || ks_.is_volatile(ks_.entry(it)))) {
             victim = it;
             break;
           }
@@ -1736,18 +1736,20 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   return report;
 }
 
-// SampledExpiry: Redis's rounds over a resumable cursor on the dense expiry table.
+// SampledExpiry: Redis's rounds over a resumable cursor on the volatile-slot bitmap (Redis scans
+// its expires dict bucket by bucket from a cursor; here the cursor is a slot position).
 template <class K, class V, class H, class E, class C, class P>
 void ExpiringStore<K, V, H, E, C, P>::sweep_sampled(TickReport& report, const CycleParams& p, bool fast,
                                                      std::int64_t start, std::int64_t timelimit, std::int64_t now) {
-  const auto& table = ks_.expiry();
+  const auto& index = ks_.expiry();
+  const std::size_t slots = ks_.slot_count();
   // D9: the guaranteed sweep of a slow tick. The quota spreads what is left of the current
-  // pass over the slow ticks left of its N, so the pass ends within N ticks even when
-  // reclaiming shrinks the table (which it does without moving the cursor) or keys are added.
+  // pass (the volatile keys after the cursor) over the slow ticks left of its N, so the pass
+  // ends within N ticks even when keys are added.
   std::uint64_t min_visits = 0;
   if (!fast && options_.full_pass_ticks != 0) {
-    if (cursor_ == 0 || cursor_ >= table.size()) pass_ticks_ = 0;
-    const std::uint64_t left = cursor_ < table.size() ? table.size() - cursor_ : table.size();
+    if (cursor_ == 0 || cursor_ >= slots) pass_ticks_ = 0;
+    const std::uint64_t left = cursor_ < slots ? index.count_from(static_cast<std::size_t>(cursor_)) : index.size();
     const std::uint64_t ticks_left =
         pass_ticks_ < options_.full_pass_ticks ? options_.full_pass_ticks - pass_ticks_ : 1;
     min_visits = (left + ticks_left - 1) / ticks_left;
@@ -1759,23 +1761,28 @@ void ExpiringStore<K, V, H, E, C, P>::sweep_sampled(TickReport& report, const Cy
   while (repeat) {
     ++report.rounds;
     ++rounds_since_fold;
-    std::size_t num = table.size();
+    std::size_t num = index.size();
     if (num == 0) {
       avg_ttl_ = 0;
       break;
     }
     if (num > static_cast<std::size_t>(p.keys_per_loop)) num = static_cast<std::size_t>(p.keys_per_loop);
-    if (cursor_ >= table.size()) cursor_ = 0;
+    if (cursor_ >= slots) cursor_ = 0;
 
     std::uint64_t sampled = 0, expired = 0;
     bool pass_done = false;
     while (sampled < num) {
-      const std::uint32_t i = table.at(cursor_);
+      const std::size_t pos = index.next(static_cast<std::size_t>(cursor_));
+      if (pos >= slots) {  // npos: no volatile key after the cursor
+        cursor_ = 0;
+        pass_done = true;
+        break;
+      }
+      const auto i = static_cast<std::uint32_t>(pos);
       const entry_type& e = ks_.entry(i);
       ++sampled;
       if (e.is_stale(now)) {
-        // The table's last element moves into this position: stay on it.
-        expire_entry(ks_.slot_of(i));
+        expire_entry(ks_.slot_of(i));  // moves no other entry
         ++expired;
       } else {
         const std::int64_t ttl = detail::saturating_sub(e.deadline, now);
@@ -1785,9 +1792,9 @@ void ExpiringStore<K, V, H, E, C, P>::sweep_sampled(TickReport& report, const Cy
           ttl_sum += capped;
           ++ttl_samples;
         }
-        ++cursor_;
       }
-      if (cursor_ >= table.size()) {
+      cursor_ = pos + 1;
+      if (cursor_ >= slots || index.next(static_cast<std::size_t>(cursor_)) >= slots) {
         cursor_ = 0;
         pass_done = true;
         break;

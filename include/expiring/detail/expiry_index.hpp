@@ -1,13 +1,18 @@
 // expiring/detail/expiry_index.hpp: the two expiry indexes a store can be built with.
 //
-// Both hold a 4-byte handle (the entry index) per volatile key, never a copy of the key, and
-// both remove in O(1): the last element of a dense array moves into the hole and the moved
-// entry's back-reference (Entry::exp_pos) is fixed up.
+// Both name volatile keys by slot index (table.hpp), never by a copy of the key; both add and
+// remove a key in O(1); and both follow a rehash of the table: the table reports each entry it
+// moves (moved()), into storage staged for the new table (stage()) that adopt() then takes.
+// `Es` below is the table, or the new slot array during a rehash: anything with es[i].
 //
-// DenseExpiryTable (policy SampledExpiry) is Redis's `expires` dict reduced to what the
-// active cycle needs: one dense array swept by a resumable cursor. Sampling it costs nothing
-// per key until a tick looks, but when few keys are due a tick mostly samples keys that are
-// not (the store's guaranteed sweep, Options::full_pass_ticks, bounds how late they get).
+// VolatileBitmap (policy SampledExpiry) is Redis's `expires` dict reduced to what the active
+// cycle needs: one bit per slot, set when the slot's key has a TTL, plus a count. The cycle
+// sweeps it with a resumable cursor by slot position, skipping 64 slots per word, as Redis's
+// cycle scans its expires dict bucket by bucket; no per-entry field and no handle array, so a
+// TTL costs the entry's deadline and 1/8 byte per slot. The bitmap is allocated with the first
+// TTL and freed by clear(). Sampling it costs nothing per key until a tick looks, but when few
+// keys are due a tick mostly samples keys that are not (the store's guaranteed sweep,
+// Options::full_pass_ticks, bounds how late they get).
 //
 // TimerWheel (policy TimeOrderedExpiry) is a hierarchical timing wheel: ten levels of 64
 // buckets, level l spanning 2^(4+6l) ms per bucket, so level 0 has 16 ms slots and the top
@@ -18,8 +23,9 @@
 // reclaimed without looking at anything else; the one slot that contains `now` is scanned key
 // by key. So a tick reclaims every key due at its `now` (budget permitting) and looks at no
 // other key than those of one 16 ms slot. Bitmaps of occupied buckets let the wheel's clock
-// jump over empty time in O(levels). The price is 8 more bytes per entry (the bucket number,
-// with padding) and a re-placement on every TTL change that crosses a bucket.
+// jump over empty time in O(levels). The price is 8 more bytes per entry (its bucket and its
+// position there) and 4 bytes per volatile key in the buckets, and a re-placement on every TTL
+// change that crosses a bucket.
 #pragma once
 
 #include <cstddef>
@@ -31,60 +37,137 @@ namespace expiring::detail {
 
 inline constexpr std::uint32_t kNoExpiryPos = 0xFFFFFFFFu;
 
-// Per-entry fields each index needs beyond Entry::exp_pos.
+// Per-entry fields each index needs.
 struct NoExpiryMeta {};
 struct WheelMeta {
+  std::uint32_t exp_pos = kNoExpiryPos;  // position in its bucket; kNoExpiryPos when persistent
   std::uint16_t exp_bucket = 0;
 };
 
-class DenseExpiryTable {
+inline int lowest_set_bit(std::uint64_t m) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_ctzll(m);
+#else
+  int i = 0;
+  while ((m & 1u) == 0) {
+    m >>= 1;
+    ++i;
+  }
+  return i;
+#endif
+}
+inline int count_bits(std::uint64_t m) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_popcountll(m);
+#else
+  int n = 0;
+  for (; m != 0; m &= m - 1) ++n;
+  return n;
+#endif
+}
+
+class VolatileBitmap {
  public:
   using entry_meta = NoExpiryMeta;
+  using staged = std::vector<std::uint64_t>;
+  static constexpr std::size_t npos = ~std::size_t{0};
 
-  std::size_t size() const noexcept { return table_.size(); }
-  std::uint32_t at(std::size_t pos) const noexcept { return table_[pos]; }
-  // A volatile key chosen by r (uniform when r is): for eviction's sampling. size() != 0.
-  std::uint32_t sample(std::uint64_t r) const noexcept { return table_[r % table_.size()]; }
+  std::size_t size() const noexcept { return size_; }
+  template <class Es>
+  bool contains(const Es&, std::uint32_t i) const noexcept {
+    return !words_.empty() && ((words_[i >> 6] >> (i & 63)) & 1u) != 0;
+  }
 
-  // Makes the next insert() or reschedule() unable to throw.
-  void prepare(std::int64_t /*deadline*/) {
-    if (table_.size() == table_.capacity()) table_.reserve(table_.size() < 8 ? 8 : table_.size() * 2);
+  // The first volatile slot at or after pos, or npos.
+  std::size_t next(std::size_t pos) const noexcept {
+    std::size_t w = pos >> 6;
+    if (w >= words_.size()) return npos;
+    std::uint64_t m = words_[w] & (~std::uint64_t{0} << (pos & 63));
+    while (m == 0) {
+      if (++w == words_.size()) return npos;
+      m = words_[w];
+    }
+    return (w << 6) + static_cast<std::size_t>(lowest_set_bit(m));
+  }
+  // Volatile slots at or after pos. O(slots / 64).
+  std::size_t count_from(std::size_t pos) const noexcept {
+    std::size_t w = pos >> 6;
+    if (w >= words_.size()) return 0;
+    std::size_t n = static_cast<std::size_t>(count_bits(words_[w] & (~std::uint64_t{0} << (pos & 63))));
+    for (++w; w < words_.size(); ++w) n += static_cast<std::size_t>(count_bits(words_[w]));
+    return n;
+  }
+
+  // A volatile slot chosen by next() (uniform 64-bit draws): for eviction's sampling, size()
+  // != 0. Uniform random slots until one is volatile; after 64 misses (fewer than ~1 in 20
+  // slots volatile), the first volatile slot after the last draw, which is not uniform.
+  template <class Next>
+  std::uint32_t sample(Next&& next_draw) const noexcept {
+    const std::size_t slots = words_.size() * 64;
+    std::size_t i = 0;
+    for (int tries = 0; tries < 64; ++tries) {
+      i = static_cast<std::size_t>(next_draw() % slots);
+      if (((words_[i >> 6] >> (i & 63)) & 1u) != 0) return static_cast<std::uint32_t>(i);
+    }
+    std::size_t j = next(i);
+    if (j == npos) j = next(0);
+    return static_cast<std::uint32_t>(j);
+  }
+
+  // Makes the next insert() unable to throw: allocates the bitmap for the table's `slots`
+  // slots, or, for a table with none yet, makes the rehash that will give it slots allocate.
+  void prepare(std::int64_t /*deadline*/, std::size_t slots) {
+    if (words_.empty() && slots != 0) words_.assign((slots + 63) / 64, 0);
+    armed_ = true;
   }
   template <class Es>
-  void insert(Es& es, std::uint32_t i) {
-    table_.push_back(i);
-    es[i].exp_pos = static_cast<std::uint32_t>(table_.size() - 1);
+  void insert(Es&, std::uint32_t i) noexcept {
+    words_[i >> 6] |= std::uint64_t{1} << (i & 63);
+    ++size_;
   }
   template <class Es>
   void reschedule(Es&, std::uint32_t, std::int64_t /*old_deadline*/) noexcept {}
   template <class Es>
-  void erase(Es& es, std::uint32_t i) noexcept {
-    const std::uint32_t pos = es[i].exp_pos;
-    const std::uint32_t moved = table_.back();
-    table_[pos] = moved;
-    es[moved].exp_pos = pos;
-    table_.pop_back();
+  void erase(Es&, std::uint32_t i) noexcept {
+    words_[i >> 6] &= ~(std::uint64_t{1} << (i & 63));
+    --size_;
   }
-  // Entry `to` was moved from another index: repoint its handle.
+
+  // Rehash: storage for the new table, filled by moved() for each entry the table moves, then
+  // adopted. Nothing is allocated while no key has a TTL.
+  staged stage(std::size_t new_slots) const {
+    return words_.empty() && !armed_ ? staged{} : staged((new_slots + 63) / 64, 0);
+  }
   template <class Es>
-  void moved(Es& es, std::uint32_t to) noexcept {
-    table_[es[to].exp_pos] = to;
+  void moved(staged& st, Es&, std::uint32_t to, std::uint32_t from) const noexcept {
+    if (!words_.empty() && ((words_[from >> 6] >> (from & 63)) & 1u) != 0) st[to >> 6] |= std::uint64_t{1} << (to & 63);
   }
-  void clear() noexcept { table_.clear(); }
-  void compact() {
-    if (table_.capacity() > 4 * table_.size()) table_.shrink_to_fit();
+  void adopt(staged& st) noexcept { words_.swap(st); }
+  // Nothing to do: the rehash that shrank the table sized the bitmap to it.
+  void compact() noexcept {}
+
+  void clear() noexcept {
+    std::vector<std::uint64_t>().swap(words_);
+    size_ = 0;
+    armed_ = false;
   }
-  std::size_t bytes() const noexcept { return table_.capacity() * sizeof(std::uint32_t); }
+  std::size_t bytes() const noexcept { return words_.capacity() * sizeof(std::uint64_t); }
+  // The count matches the bits; every bit is an occupied slot whose entry has a deadline
+  // set (a TTL of INT64_MAX keeps kNoDeadline's value: its bit alone says it is volatile).
   template <class Es>
   bool check(const Es& es) const {
-    for (std::size_t p = 0; p < table_.size(); ++p) {
-      if (table_[p] >= es.capacity() || es[table_[p]].exp_pos != p) return false;
+    std::size_t n = 0;
+    for (std::size_t i = next(0); i != npos; i = next(i + 1)) {
+      if (i >= es.capacity() || !es.occupied(static_cast<std::uint32_t>(i))) return false;
+      ++n;
     }
-    return true;
+    return n == size_ && (words_.empty() || words_.size() == (es.capacity() + 63) / 64);
   }
 
  private:
-  std::vector<std::uint32_t> table_;
+  std::vector<std::uint64_t> words_;
+  std::size_t size_ = 0;
+  bool armed_ = false;  // prepare() was called: the next rehash allocates even if words_ is empty
 };
 
 class TimerWheel {
@@ -106,8 +189,9 @@ class TimerWheel {
 
   // A volatile key chosen by r (uniform when r is): for eviction's sampling. size() != 0.
   // O(occupied buckets).
-  std::uint32_t sample(std::uint64_t r) const noexcept {
-    std::uint64_t pos = r % size_;
+  template <class Next>
+  std::uint32_t sample(Next&& next_draw) const noexcept {
+    std::uint64_t pos = next_draw() % size_;
     for (int l = 0; l < kLevels; ++l) {
       for (std::uint64_t m = occupied_[l]; m != 0; m &= m - 1) {
         const std::vector<std::uint32_t>& v = buckets_[l * kBucketsPerLevel + lowest_bit(m)];
@@ -123,7 +207,11 @@ class TimerWheel {
     if (size_ == 0) advance_clock(bias(now));
   }
 
-  void prepare(std::int64_t deadline) {
+  template <class Es>
+  bool contains(const Es& es, std::uint32_t i) const noexcept {
+    return es[i].exp_pos != kNoExpiryPos;
+  }
+  void prepare(std::int64_t deadline, std::size_t /*slots*/) {
     std::vector<std::uint32_t>& v = buckets_[bucket_for(bias(deadline))];
     if (v.size() == v.capacity()) v.reserve(v.size() < 8 ? 8 : v.size() * 2);
   }
@@ -145,11 +233,17 @@ class TimerWheel {
   template <class Es>
   void erase(Es& es, std::uint32_t i) noexcept {
     remove_at(es, es[i].exp_bucket, es[i].exp_pos);
+    es[i].exp_pos = kNoExpiryPos;
   }
+  // Rehash: the entries carry their bucket and position, so each moved one is repointed in
+  // place; nothing is staged.
+  struct staged {};
+  staged stage(std::size_t /*new_slots*/) const noexcept { return {}; }
   template <class Es>
-  void moved(Es& es, std::uint32_t to) noexcept {
-    buckets_[es[to].exp_bucket][es[to].exp_pos] = to;
+  void moved(staged&, Es& es, std::uint32_t to, std::uint32_t /*from*/) noexcept {
+    if (es[to].exp_pos != kNoExpiryPos) buckets_[es[to].exp_bucket][es[to].exp_pos] = to;
   }
+  void adopt(staged&) noexcept {}
   void clear() noexcept {
     for (auto& b : buckets_) b.clear();
     for (auto& o : occupied_) o = 0;

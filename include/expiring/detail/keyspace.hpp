@@ -4,10 +4,10 @@
 // ------
 // Two structures, each doing one job, plus an optional third:
 //
-//   table_    SlotTable<Entry> (table.hpp)  open-addressing table of {key, value, deadline,
-//                                           exp_pos}, stored inline in its slots
-//   expiry_   DenseExpiryTable or TimerWheel (expiry_index.hpp): 4-byte slot handles of the
-//             volatile keys, never a copy of a key
+//   table_    SlotTable<Entry> (table.hpp)  open-addressing table of {key, value, deadline},
+//                                           stored inline in its slots
+//   expiry_   VolatileBitmap or TimerWheel (expiry_index.hpp): the volatile keys by slot
+//             index, never a copy of a key
 //   access_   eviction's access data, one uint32 per slot, only while an LRU/LFU limit is set
 //
 // Why this shape:
@@ -15,8 +15,8 @@
 //   slot it points at, then a compare against the operation's `now`: the accesses of a raw
 //   Swiss-table find and nothing else. Persistent entries hold INT64_MAX, so the read path
 //   has no "is it volatile?" branch: `now > deadline` is never true for them.
-// * The expiry index is Redis's separate `expires` dict reduced to what reclaiming needs:
-//   4 bytes per volatile key and O(1) removal through the entry's back-index (exp_pos).
+// * The expiry index is Redis's separate `expires` dict reduced to what reclaiming needs: a
+//   bit per slot (sampled policy) or a timer wheel of slot handles (time-ordered policy).
 // * Eviction's access data (Redis's robj.lru: an LRU clock or an LFU counter, 4 bytes,
 //   eviction.hpp) lives in a parallel array indexed by slot, allocated only while a memory
 //   limit with an LRU/LFU policy is set, so entries do not grow for it and a store without a
@@ -28,9 +28,9 @@
 //   the access array as it moves each entry.
 //
 // Invariants (checked by check_invariants(), exercised by the model test):
-//   every occupied slot is found from its key's hash; entry e is volatile iff
-//   e.exp_pos != kNoPos, and then the expiry index's handle at e.exp_pos is e's slot; a
-//   persistent entry's deadline is INT64_MAX; expiry_.size() <= size(); access_ has one
+//   every occupied slot is found from its key's hash; the expiry index holds exactly the
+//   volatile entries (checked by the index itself); a persistent entry's deadline is
+//   INT64_MAX; expiry_.size() <= size(); access_ has one
 //   element per slot while access is on, none otherwise.
 #pragma once
 
@@ -74,18 +74,17 @@ std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
   return inline_buffer ? 0 : (s.capacity() + 1) * sizeof(Ch);
 }
 
+// One slot's content. Meta is what the expiry index keeps per entry (nothing for the bitmap).
 template <class K, class V, class Meta>
 struct Entry : Meta {
   K key;
   V value;
-  std::int64_t deadline;   // absolute Unix ms; kNoDeadline when persistent
-  std::uint32_t exp_pos;   // position in the expiry index; kNoPos when persistent
+  std::int64_t deadline;  // absolute Unix ms; kNoDeadline when persistent
 
   template <class KK, class... Args, std::enable_if_t<!std::is_same_v<std::decay_t<KK>, Entry>, int> = 0>
   explicit Entry(KK&& k, Args&&... args)
-      : key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline), exp_pos(kNoPos) {}
+      : key(std::forward<KK>(k)), value(std::forward<Args>(args)...), deadline(kNoDeadline) {}
 
-  bool is_volatile() const noexcept { return exp_pos != kNoPos; }
   // semantics.md D1/D2: alive at now == deadline.
   bool is_stale(std::int64_t now) const noexcept { return now > deadline; }
 };
@@ -241,7 +240,7 @@ class Keyspace {
   void erase(slot_iterator it, Sink&& sink) {
     const std::uint32_t i = it.index;
     entry_type& e = table_[i];
-    if (e.is_volatile()) expiry_.erase(table_, i);
+    if (is_volatile(i)) expiry_.erase(table_, i);
     sink(e);
     table_.erase(i);
   }
@@ -299,16 +298,24 @@ class Keyspace {
   table_type& entries_mut() noexcept { return table_; }
 
   // Makes room so that the following set_deadline(.., when) cannot throw.
-  void prepare_deadline(std::int64_t when) { expiry_.prepare(when); }
+  void prepare_deadline(std::int64_t when) { expiry_.prepare(when, table_.capacity()); }
+
+  // Whether entry i has a TTL. Every entry with a deadline other than kNoDeadline has one; a
+  // TTL of exactly INT64_MAX is told apart by the expiry index.
+  bool is_volatile(std::uint32_t i) const noexcept {
+    return table_[i].deadline != kNoDeadline || expiry_.contains(table_, i);
+  }
+  bool is_volatile(const entry_type& e) const noexcept { return is_volatile(table_.index_of(e)); }
 
   // Gives entry i the deadline `when` (adding it to the expiry index if it had none). Call
   // prepare_deadline(when) first for the no-throw guarantee.
   void set_deadline(std::uint32_t i, std::int64_t when) {
     entry_type& e = table_[i];
     const std::int64_t old = e.deadline;
+    const bool had = is_volatile(i);
     e.deadline = when;
     try {
-      if (e.is_volatile()) {
+      if (had) {
         expiry_.reschedule(table_, i, old);
       } else {
         expiry_.insert(table_, i);
@@ -321,11 +328,9 @@ class Keyspace {
 
   // Removes entry i's deadline, if any. Returns whether it had one.
   bool clear_deadline(std::uint32_t i) noexcept {
-    entry_type& e = table_[i];
-    if (!e.is_volatile()) return false;
+    if (!is_volatile(i)) return false;
     expiry_.erase(table_, i);
-    e.exp_pos = kNoPos;
-    e.deadline = kNoDeadline;
+    table_[i].deadline = kNoDeadline;
     return true;
   }
 
@@ -342,7 +347,7 @@ class Keyspace {
     if (!table_.check([&](const entry_type& e) { return hash_of(e.key); })) return false;
     std::size_t volatile_count = 0;
     for (const entry_type& e : entries()) {
-      if (e.is_volatile()) {
+      if (expiry_.contains(table_, table_.index_of(e))) {
         ++volatile_count;
       } else if (e.deadline != kNoDeadline) {
         return false;
@@ -358,12 +363,14 @@ class Keyspace {
   void rehash_to(std::size_t groups) {
     std::vector<std::uint32_t> access;
     if (access_on_) access.assign(groups * kGroupSlots, 0);
+    auto staged = expiry_.stage(groups * kGroupSlots);
     table_.rehash(
         groups, [this](const entry_type& e) noexcept { return hash_of(e.key); },
         [&](entry_type* slots, std::uint32_t to, std::uint32_t from) noexcept {
-          if (slots[to].is_volatile()) expiry_.moved(slots, to);
+          expiry_.moved(staged, slots, to, from);
           if (access_on_) access[to] = access_[from];
         });
+    expiry_.adopt(staged);
     if (access_on_) access_.swap(access);
     ++epoch_;
   }
