@@ -860,3 +860,30 @@ TEST_CASE("tick: lazy and active reclaims count in expired_keys, immediate delet
   CHECK(store.stats().expired_keys == 2);
   CHECK(store.size() == 0);
 }
+
+// Engine issue, item 5: shrinking the table after a mass expiry is budgeted work. The tick that
+// empties the table shrinks it only if the estimated cost (moving the survivors and releasing
+// the old block) fits in what is left of its budget; otherwise a later tick with more budget
+// does. The budget clock does not move here, so each tick has its whole budget left.
+TEST_CASE("tick: the shrink after a mass expiry waits for a tick whose budget it fits", "[tick][engine]") {
+  ManualClock clock{kStart};
+  BudgetClock budget;
+  Options o;
+  o.hz = 500;  // slow budget: 25% of 2 ms = 500 us, less than releasing a table of 400k keys
+  Store<std::uint64_t> store{clock, with_budget(o, budget)};
+  add_volatile(store, 0, 400'000, 100);
+  add_volatile(store, 400'000, 10, 3'600'000);
+  const std::size_t full = store.memory_usage();
+  clock.advance(101);
+  for (int n = 0; n < 1000 && store.size() > 10; ++n) store.tick(CycleKind::Slow);
+  REQUIRE(store.size() == 10);
+  for (int n = 0; n < 5; ++n) store.tick(CycleKind::Slow);
+  CHECK(store.memory_usage() == full);  // the release (~6 MB) does not fit in 500 us
+  store.set_hz(10);                      // 25 ms: it fits
+  store.tick(CycleKind::Slow);
+  CHECK(store.memory_usage() < full / 100);
+  CHECK(store.size() == 10);
+  CHECK(store.expires_size() == 10);
+  for (std::size_t i = 400'000; i < 400'010; ++i) CHECK(store.pttl(key<std::uint64_t>(i)) > 0);
+  CHECK(store.check_invariants());
+}

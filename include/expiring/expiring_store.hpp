@@ -15,9 +15,13 @@
 // "One probe" means one hash-table lookup; all operations are O(1) expected except where
 // noted.
 //
-// Invalidation: pointers returned by get() and peek() stay valid until the next call of a
-// non-const member. Any non-const member may reclaim stale keys it touches (lazy expiry);
-// tick(), random_key() and every write may move entries in memory.
+// Pointer validity: entries live inline in an open-addressing table (detail/table.hpp) and
+// move only when the table is rehashed. A pointer returned by get(), get_many(), peek() or
+// lookup() stays valid until one of these runs: a call that inserts a new key (the set()
+// family, get_or_load(), copy(), rename(), which may grow the table), reserve(), tick()
+// (which may shrink the table after a mass expiry), clear() or assignment of the store; or
+// the key itself is removed (del(), expiry, eviction). Removing other keys, including lazy
+// reclaiming of stale keys by reads and writes, never moves an entry.
 //
 // Events: a listener set with set_listener() receives each change with its cause. Events are
 // queued while an operation runs and dispatched when the store is consistent again, just
@@ -1069,15 +1073,8 @@ class ExpiringStore {
   void unaccount(const entry_type& e) {
     if (tracking_) used_ -= weight(e);
   }
-  // An erased entry's key and value are destroyed before the last entry moves into its place,
-  // so that the moved entry's weight is what it was (a string that keeps its heap buffer when
-  // assigned a short one would otherwise change weight).
-  void discard(entry_type& e) noexcept {
-    if (tracking_) {
-      [[maybe_unused]] K k(std::move(e.key));
-      [[maybe_unused]] V v(std::move(e.value));
-    }
-  }
+  // The sink of an erasure that keeps nothing: the table destroys the key and the value.
+  static void discard(entry_type&) noexcept {}
   // Whether used memory plus `incoming` bytes is above the limit (no overflow: each term is
   // compared against what is left of the limit).
   bool over_limit(std::size_t incoming = 0) const noexcept {
@@ -1723,8 +1720,9 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   if (report.time_cap_hit) {
     timelimit_exit_ = true;
     ++stats_.expired_time_cap_reached_count;
-  } else if (report.expired != 0) {
-    // After a mass expiry, shrink here rather than in a later write, within the budget.
+  } else {
+    // After a mass expiry, shrink here rather than in a later write, and only if it fits in
+    // what is left of this tick's budget (else a later tick, with its whole budget, does).
     ks_.compact(timelimit - (budget_now() - start));
   }
   report.elapsed_us = budget_now() - start;

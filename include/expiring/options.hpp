@@ -173,15 +173,16 @@ constexpr bool has(ExpireFlags set, ExpireFlags flag) noexcept {
 // tick(). Both give identical command semantics; they differ in what tick() costs and how late
 // a due key can be reclaimed (see detail/expiry_index.hpp).
 
-// Redis's design: a dense table of volatile keys, sampled by a resumable cursor in rounds of
+// Redis's design: the volatile keys, swept in storage order by a resumable cursor in rounds of
 // keys_per_loop (the active-expire cycle, semantics.md B §3), plus the guaranteed sweep of
-// Options::full_pass_ticks. 4 bytes per volatile key.
+// Options::full_pass_ticks. A bit per table slot marks the volatile keys; a TTL costs only the
+// entry's deadline and that bit.
 struct SampledExpiry {};
 
 // A hierarchical timer wheel (16 ms slots, ten levels): every tick reclaims all keys due at its
 // `now` (budget permitting), looking at no key that is not due except those of the 16 ms slot
 // `now` falls in; O(1) insert/update/remove and work per tick bounded by the same budgets.
-// 4 bytes per volatile key plus 8 per entry. The sampling parameters (keys_per_loop, acceptable_stale,
+// 4 bytes per volatile key plus 8 per entry (its bucket and position there). The sampling parameters (keys_per_loop, acceptable_stale,
 // full_pass_ticks) do not apply; the budgets do, and avg_ttl is not estimated (0).
 struct TimeOrderedExpiry {};
 #define EXPIRING_HAS_TIME_ORDERED_EXPIRY 1
