@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "detail/active_expire.hpp"
 #include "detail/arith.hpp"
 #include "detail/eviction.hpp"
 #include "detail/keyspace.hpp"
@@ -539,9 +540,7 @@ class ExpiringStore {
     free_queue_.clear();  // FLUSHDB (synchronous): pending lazy-free values go too
     used_ = 0;
     pool_.clear();
-    cursor_ = 0;
-    pass_ticks_ = 0;
-    avg_ttl_ = 0;
+    active_.on_clear();
   }
 
   // Reserves room for n keys.
@@ -864,8 +863,8 @@ class ExpiringStore {
   // INFO stats and keyspace figures (semantics.md D12).
   Stats stats() const noexcept {
     Stats s = stats_;
-    s.expired_stale_perc = stale_fraction_ * 100.0;
-    s.avg_ttl = avg_ttl_;
+    s.expired_stale_perc = active_.stale_fraction() * 100.0;
+    s.avg_ttl = active_.avg_ttl();
     s.keys = ks_.size();
     s.expires = ks_.expires_size();
     s.lazyfree_pending_objects = free_queue_.size();
@@ -878,7 +877,7 @@ class ExpiringStore {
   // CONFIG RESETSTAT: zeroes the counters and the stale average.
   void reset_stats() noexcept {
     stats_ = Stats{};
-    stale_fraction_ = 0.0;
+    active_.reset_stats();
     if (reclaimer_) reclaimer_freed_base_ = reclaimer_->freed();
   }
 
@@ -1248,22 +1247,12 @@ class ExpiringStore {
     return {};
   }
 
-  void sweep_sampled(TickReport& report, const CycleParams& p, bool fast, std::int64_t start, std::int64_t timelimit,
-                     std::int64_t now);
-  void sweep_wheel(TickReport& report, const CycleParams& p, std::int64_t start, std::int64_t timelimit,
-                   std::int64_t now);
-  void fold_avg_ttl(std::int64_t ttl_sum, std::int64_t ttl_samples, std::uint32_t rounds);
 
   Clock clock_;
   keyspace_type ks_;
   Options options_;
   Stats stats_{};
-  double stale_fraction_ = 0.0;        // Redis stat_expired_stale_perc (a fraction)
-  std::int64_t avg_ttl_ = 0;           // Redis db->avg_ttl (ms)
-  std::size_t cursor_ = 0;             // the sampled cycle's position in the expiry table
-  std::uint32_t pass_ticks_ = 0;       // slow ticks spent on the current pass (D9)
-  bool timelimit_exit_ = false;        // did the previous cycle stop on its budget?
-  std::int64_t last_fast_cycle_us_ = detail::kInt64Min / 2;
+  detail::ActiveExpire active_;  // the active-expire cycle's state
   std::uint64_t rng_ = 0;
   listener_type listener_;
   std::vector<Pending> pending_;
@@ -1682,192 +1671,25 @@ void ExpiringStore<K, V, H, E, C, P>::dispatch() {
   if (first_error) std::rethrow_exception(first_error);  // unwinding through Reset empties the queue
 }
 
-// The active-expire cycle (semantics.md B §3.3, D2, D8, D9): gating and budget, then one sweep of
-// the store's expiry index.
+// TICK: lazy free first, then the active-expire cycle (detail/active_expire.hpp).
 template <class K, class V, class H, class E, class C, class P>
 TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   TickReport report;
   const CycleParams p = cycle();
   const bool fast = kind == CycleKind::Fast;
-  // Lazy free first: hand queued values to the background reclaimer, or destroy them within
-  // this tick's budget.
+  // Hand queued values to the background reclaimer, or destroy them within this tick's budget.
   if (reclaimer_) {
     reclaimer_->try_hand_off(free_queue_);
   } else if (!free_queue_.empty()) {
     report.lazyfreed = drain_free_queue(budget_now(), fast ? p.fast_duration_us : p.slow_time_limit_us);
   }
-  if (!options_.active_expire_enabled) return report;
-  const std::int64_t start = budget_now();
-
-  if (fast) {
-    // D8: Redis compares the stale *fraction* with a percentage (#15410), so in Redis a fast
-    // cycle effectively runs only after a capped one. We compare percentages, as intended.
-    if (!timelimit_exit_ && stale_fraction_ * 100.0 < static_cast<double>(p.acceptable_stale)) return report;
-    if (start < last_fast_cycle_us_ + 2 * p.fast_duration_us) return report;
-    last_fast_cycle_us_ = start;
+  if (options_.active_expire_enabled) {
+    active_.run(
+        report, ks_, options_, p, fast, stats_, [&] { return now_ms(); }, [&] { return budget_now(); },
+        [&](slot_iterator it) { expire_entry(it); });
   }
-  report.ran = true;
-  const std::int64_t timelimit = fast ? p.fast_duration_us : p.slow_time_limit_us;
-  timelimit_exit_ = false;
-  const std::int64_t now = now_ms();  // D7: one reading for the whole tick
-
-  if constexpr (kWheel) {
-    sweep_wheel(report, p, start, timelimit, now);
-  } else {
-    sweep_sampled(report, p, fast, start, timelimit, now);
-  }
-
-  if (report.time_cap_hit) {
-    timelimit_exit_ = true;
-    ++stats_.expired_time_cap_reached_count;
-  } else {
-    // After a mass expiry, shrink here rather than in a later write, and only if it fits in
-    // what is left of this tick's budget (else a later tick, with its whole budget, does).
-    ks_.compact(timelimit - (budget_now() - start));
-  }
-  report.elapsed_us = budget_now() - start;
-  if (report.elapsed_us > 0) stats_.expire_cycle_cpu_microseconds += static_cast<std::uint64_t>(report.elapsed_us);
-  const double current =
-      report.sampled != 0 ? static_cast<double>(report.expired) / static_cast<double>(report.sampled) : 0.0;
-  stale_fraction_ = current * 0.05 + stale_fraction_ * 0.95;
   flush();
   return report;
-}
-
-// SampledExpiry: Redis's rounds over a resumable cursor on the volatile-slot bitmap (Redis scans
-// its expires dict bucket by bucket from a cursor; here the cursor is a slot position).
-template <class K, class V, class H, class E, class C, class P>
-void ExpiringStore<K, V, H, E, C, P>::sweep_sampled(TickReport& report, const CycleParams& p, bool fast,
-                                                     std::int64_t start, std::int64_t timelimit, std::int64_t now) {
-  const auto& index = ks_.expiry();
-  const std::size_t slots = ks_.slot_count();
-  // D9: the guaranteed sweep of a slow tick. The quota spreads what is left of the current
-  // pass (the volatile keys after the cursor) over the slow ticks left of its N, so the pass
-  // ends within N ticks even when keys are added.
-  std::uint64_t min_visits = 0;
-  if (!fast && options_.full_pass_ticks != 0) {
-    if (cursor_ == 0 || cursor_ >= slots) pass_ticks_ = 0;
-    const std::uint64_t left = cursor_ < slots ? index.count_from(static_cast<std::size_t>(cursor_)) : index.size();
-    const std::uint64_t ticks_left =
-        pass_ticks_ < options_.full_pass_ticks ? options_.full_pass_ticks - pass_ticks_ : 1;
-    min_visits = (left + ticks_left - 1) / ticks_left;
-    ++pass_ticks_;
-  }
-  std::int64_t ttl_sum = 0, ttl_samples = 0;
-  std::uint32_t rounds_since_fold = 0;
-  bool repeat = true;
-  while (repeat) {
-    ++report.rounds;
-    ++rounds_since_fold;
-    std::size_t num = index.size();
-    if (num == 0) {
-      avg_ttl_ = 0;
-      break;
-    }
-    if (num > static_cast<std::size_t>(p.keys_per_loop)) num = static_cast<std::size_t>(p.keys_per_loop);
-    if (cursor_ >= slots) cursor_ = 0;
-
-    std::uint64_t sampled = 0, expired = 0;
-    bool pass_done = false;
-    while (sampled < num) {
-      const std::size_t pos = index.next(static_cast<std::size_t>(cursor_));
-      if (pos >= slots) {  // npos: no volatile key after the cursor
-        cursor_ = 0;
-        pass_done = true;
-        break;
-      }
-      const auto i = static_cast<std::uint32_t>(pos);
-      const entry_type& e = ks_.entry(i);
-      ++sampled;
-      if (e.is_stale(now)) {
-        expire_entry(ks_.slot_of(i));  // moves no other entry
-        ++expired;
-      } else {
-        const std::int64_t ttl = detail::saturating_sub(e.deadline, now);
-        if (ttl > 0) {
-          // Keep the sum from overflowing: deadlines near INT64_MAX would.
-          const std::int64_t capped = ttl > (detail::kInt64Max >> 8) ? (detail::kInt64Max >> 8) : ttl;
-          ttl_sum += capped;
-          ++ttl_samples;
-        }
-      }
-      cursor_ = pos + 1;
-      if (cursor_ >= slots || index.next(static_cast<std::size_t>(cursor_)) >= slots) {
-        cursor_ = 0;
-        pass_done = true;
-        break;
-      }
-    }
-    report.sampled += sampled;
-    report.expired += expired;
-    report.pass_completed = report.pass_completed || pass_done;
-
-    repeat = !pass_done && (sampled == 0 || expired * 100 / sampled > static_cast<std::uint64_t>(p.acceptable_stale));
-    if (!pass_done && report.sampled < min_visits) repeat = true;
-
-    if (report.rounds % 16 == 0 || !repeat) {
-      fold_avg_ttl(ttl_sum, ttl_samples, rounds_since_fold);
-      ttl_sum = ttl_samples = 0;
-      rounds_since_fold = 0;
-    }
-    if (repeat && report.rounds % 16 == 0 && budget_now() - start > timelimit) {
-      report.time_cap_hit = true;
-      break;
-    }
-    if (repeat && options_.max_rounds_per_tick != 0 && report.rounds >= options_.max_rounds_per_tick) {
-      report.time_cap_hit = true;
-      break;
-    }
-  }
-}
-
-// TimeOrderedExpiry: the wheel hands over exactly the due keys. A "round" is keys_per_loop
-// keys of work (reclaims and cascade moves); the budget is checked every 16 rounds, as in
-// the sampled cycle.
-template <class K, class V, class H, class E, class C, class P>
-void ExpiringStore<K, V, H, E, C, P>::sweep_wheel(TickReport& report, const CycleParams& p, std::int64_t start,
-                                                   std::int64_t timelimit, std::int64_t now) {
-  const auto per_round = static_cast<std::uint64_t>(p.keys_per_loop);
-  std::uint64_t work = 0;
-  auto budget = [&]() {
-    if (work % per_round == 0 && work != 0) {
-      const auto rounds = work / per_round;
-      if (options_.max_rounds_per_tick != 0 && rounds >= options_.max_rounds_per_tick) {
-        report.time_cap_hit = true;
-        return false;
-      }
-      if (rounds % 16 == 0 && budget_now() - start > timelimit) {
-        report.time_cap_hit = true;
-        return false;
-      }
-    }
-    ++work;
-    return true;
-  };
-  auto reclaim = [&](std::uint32_t i) {
-    expire_entry(ks_.slot_of(i));
-    ++report.expired;
-  };
-  ks_.expiry().advance(ks_.entries_mut(), now, reclaim, budget);
-  report.sampled = work;
-  report.rounds = static_cast<std::uint32_t>((work + per_round - 1) / per_round);
-  if (ks_.expires_size() == 0) avg_ttl_ = 0;
-}
-
-// avg_ttl as Redis 7.4: the first estimate is taken as is; later ones are blended in with
-// weight 1 - 0.98^rounds (2% per sampling round).
-template <class K, class V, class H, class E, class C, class P>
-void ExpiringStore<K, V, H, E, C, P>::fold_avg_ttl(std::int64_t ttl_sum, std::int64_t ttl_samples,
-                                                std::uint32_t rounds) {
-  if (ttl_samples == 0) return;
-  const std::int64_t sample = ttl_sum / ttl_samples;
-  if (avg_ttl_ == 0) {
-    avg_ttl_ = sample;
-    return;
-  }
-  double keep = 1.0;
-  for (std::uint32_t r = 0; r < rounds && keep > 1e-9; ++r) keep *= 0.98;
-  avg_ttl_ = static_cast<std::int64_t>(static_cast<double>(avg_ttl_) * keep + static_cast<double>(sample) * (1.0 - keep));
 }
 
 }  // namespace expiring
