@@ -2,10 +2,10 @@
 # scripts/bench.sh: build the benchmarks in Release, run the suite, print the table of G1-G7
 # and the table of the engine goals E1-E6 (bench_engine).
 #
-#   bash scripts/bench.sh            quick mode: 1e4 and 1e6 keys (about eight minutes on 2 cores,
-#                                    bench_engine about three of them)
-#   bash scripts/bench.sh --full     full mode: adds 1e7 keys and repetitions (about 40 minutes,
-#                                    bench_engine about 25 of them; needs ~12 GB of free memory)
+#   bash scripts/bench.sh            quick mode: 1e4 and 1e6 keys (about seven minutes on 2 cores,
+#                                    bench_engine about two of them)
+#   bash scripts/bench.sh --full     full mode: adds 1e7 keys and repetitions (about 30 minutes,
+#                                    bench_engine about 16 of them; needs ~12 GB of free memory)
 #
 # Writes the raw results to build/bench/results/ (ops.json from Google Benchmark; memory.csv,
 # memory_summary.csv, reclaim_summary.csv, reclaim_series.csv; get_cost.csv; cache.txt;

@@ -682,7 +682,7 @@ def engine_report(res, docs, machine):
     # What this run covered, from the data itself.
     sizes = sorted({n for (g, k, n, c, m) in d if g in ("E1", "E2")})
     e3 = "; ".join("%s keys over %d log-spaced sizes %s..%s" % (k, len(v), sci(v[0][0]), sci(v[-1][0]))
-                   for k, v in sorted(mem.items()))
+                   for k, v in sorted(mem.items(), key=lambda kv: kv[0] != "u64"))
     e6 = "; ".join("%s at %s" % (k, ", ".join(size_label(n) for n in engine_sizes(d, "E6", k)))
                    for k in engine_keys(d, "E6"))
     drains = [v.get(0) for (g, k, n, c, m), v in d.items() if g == "E5" and m == "drains"]
