@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# scripts/bench.sh: build the benchmarks in Release, run the suite, print one table of G1-G7.
+# scripts/bench.sh: build the benchmarks in Release, run the suite, print the table of G1-G7
+# and the table of the engine goals E1-E6 (bench_engine).
 #
-#   bash scripts/bench.sh            quick mode: 1e4 and 1e6 keys (about five minutes on 2 cores)
-#   bash scripts/bench.sh --full     full mode: adds 1e7 keys and repetitions (about 15 minutes,
-#                                    needs ~12 GB of free memory)
+#   bash scripts/bench.sh            quick mode: 1e4 and 1e6 keys (about seven minutes on 2 cores,
+#                                    bench_engine about two of them)
+#   bash scripts/bench.sh --full     full mode: adds 1e7 keys and repetitions (about 30 minutes,
+#                                    bench_engine about 16 of them; needs ~12 GB of free memory)
 #
 # Writes the raw results to build/bench/results/ (ops.json from Google Benchmark; memory.csv,
 # memory_summary.csv, reclaim_summary.csv, reclaim_series.csv; get_cost.csv; cache.txt;
-# machine.txt) and the report to
+# engine.csv, engine_memory.csv, engine_ticks.csv; machine.txt) and the report to
 # docs/bench/: table.md (goal, target, measured, pass/fail), reclaim.svg (stale keys left
-# against ticks, per policy and preset) and memory.svg (bytes per key against table size).
+# against ticks, per policy and preset), memory.svg (bytes per key against table size),
+# engine.md (E1-E6: goal, target, measured, pass/fail) and engine_memory.svg (E3: bytes per key
+# over the raw map against table size).
 # Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark and python3 (standard
 # library only). Timing is real: run it on a quiet machine, and read the ratios, not the ns.
 set -euo pipefail
@@ -20,7 +24,7 @@ for arg in "$@"; do
   case "$arg" in
     --full) mode=full ;;
     --quick) mode=quick ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$arg' (use --quick or --full)" >&2; exit 2 ;;
   esac
 done
@@ -35,7 +39,7 @@ echo "=== bench.sh: configure and build (Release) in $build ==="
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXPIRING_BUILD_BENCH=ON \
   -DEXPIRING_BUILD_TESTS=OFF -DEXPIRING_BUILD_EXAMPLES=OFF -DEXPIRING_INSTALL=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target bench_ops bench_memory bench_reclaim bench_cache \
-  bench_get_cost
+  bench_get_cost bench_engine
 
 mkdir -p "$results"
 rm -f "$results"/*.json "$results"/*.csv "$results"/*.txt
@@ -68,6 +72,9 @@ echo "=== bench_get_cost ($mode): get() with the cache features unused and used 
 "$build/bench/bench_get_cost" --"$mode" | tee "$results/get_cost.csv"
 echo "=== bench_cache ($mode) ==="
 "$build/bench/bench_cache" --"$mode" | tee "$results/cache.txt"
+
+echo "=== bench_engine ($mode): engine goals E1-E6 ==="
+"$build/bench/bench_engine" --"$mode" --out="$results"
 
 echo "=== report ==="
 python3 scripts/bench_report.py "$results" "$docs"
