@@ -66,6 +66,7 @@
 #include "clock.hpp"
 #include "detail/active_expire.hpp"
 #include "detail/arith.hpp"
+#include "detail/event_queue.hpp"
 #include "detail/eviction.hpp"
 #include "detail/keyspace.hpp"
 #include "detail/reclaimer.hpp"
@@ -402,8 +403,8 @@ class ExpiringStore {
       unaccount(ks_.entry(it));
       out.emplace(std::move(ks_.entry(it).value));
       ks_.erase(it, [&](entry_type& e) {
-        if (listener_) {
-          pending_.push_back(Pending{KeyEventCause::del, std::move(e.key), out});
+        if (events_.active()) {
+          events_.push_removed(KeyEventCause::del, std::move(e.key), out, false);
         } else {
           discard(e);
         }
@@ -858,7 +859,7 @@ class ExpiringStore {
   // ==== Events and statistics =============================================================
 
   // Receives every key event (see events.hpp); an empty function removes the listener.
-  void set_listener(listener_type listener) { listener_ = std::move(listener); }
+  void set_listener(listener_type listener) { events_.set_listener(std::move(listener)); }
 
   // INFO stats and keyspace figures (semantics.md D12).
   Stats stats() const noexcept {
@@ -899,13 +900,6 @@ class ExpiringStore {
   bool check_invariants() const { return ks_.check_invariants(); }
 
  private:
-  struct Pending {
-    KeyEventCause cause;
-    K key;
-    std::optional<V> value;
-    bool lazy = false;  // hand the value to the lazy-free queue after the listener saw it
-  };
-
   static constexpr bool kTransparent = detail::is_transparent<Hash>::value && detail::is_transparent<KeyEqual>::value;
 
   // The key to probe with: the caller's own object when the functors are transparent (or it
@@ -939,13 +933,10 @@ class ExpiringStore {
   }
 
   // ---- events ----
-  void emit(KeyEventCause cause, const K& key) {
-    if (listener_) pending_.push_back(Pending{cause, key, std::nullopt});
-  }
+  void emit(KeyEventCause cause, const K& key) { events_.push(cause, key); }
   void flush() {
-    if (!pending_.empty()) dispatch();
+    events_.flush([this](V& v) { lazy_free(v); });
   }
-  void dispatch();
 
   // ---- lookups and removal ----
 
@@ -1006,8 +997,8 @@ class ExpiringStore {
     lazy = lazy && options_.lazyfree_queue_max != 0;
     ks_.erase(it, [&](entry_type& e) {
       unaccount(e);
-      if (listener_) {
-        pending_.push_back(Pending{cause, std::move(e.key), std::move(e.value), lazy});
+      if (events_.active()) {
+        events_.push_removed(cause, std::move(e.key), std::optional<V>(std::move(e.value)), lazy);
       } else {
         if (lazy) lazy_free(e.value);
         discard(e);
@@ -1254,9 +1245,7 @@ class ExpiringStore {
   Stats stats_{};
   detail::ActiveExpire active_;  // the active-expire cycle's state
   std::uint64_t rng_ = 0;
-  listener_type listener_;
-  std::vector<Pending> pending_;
-  bool dispatching_ = false;
+  detail::EventQueue<K, V> events_;
   bool tracking_ = false;      // a memory limit is set: used_ is kept
   bool touch_access_ = false;  // ... and the policy reads the access data
   bool in_command_ = false;    // inside as_one_command(): memory was checked already
@@ -1639,36 +1628,6 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size
     remove(victim, KeyEventCause::evicted, options_.lazyfree_lazy_eviction);
   }
   return true;
-}
-
-template <class K, class V, class H, class E, class C, class P>
-void ExpiringStore<K, V, H, E, C, P>::dispatch() {
-  if (dispatching_ || !listener_) {
-    if (!listener_) pending_.clear();
-    return;
-  }
-  dispatching_ = true;
-  struct Reset {
-    ExpiringStore* s;
-    ~Reset() {
-      s->dispatching_ = false;
-      s->pending_.clear();
-    }
-  } reset{this};
-  // A throwing listener still gets every event (the store is consistent, so nothing is left
-  // half done); the first exception is rethrown once all were delivered.
-  std::exception_ptr first_error;
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    Pending ev = std::move(pending_[i]);
-    try {
-      listener_(event_type{ev.cause, ev.key, ev.value ? &*ev.value : nullptr});
-    } catch (...) {
-      if (!first_error) first_error = std::current_exception();
-    }
-    if (ev.lazy && ev.value) lazy_free(*ev.value);
-    if (!listener_) break;
-  }
-  if (first_error) std::rethrow_exception(first_error);  // unwinding through Reset empties the queue
 }
 
 // TICK: lazy free first, then the active-expire cycle (detail/active_expire.hpp).

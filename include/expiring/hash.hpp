@@ -205,6 +205,13 @@ using SipHash24 = SipHasher<2, 4>;
 template <class K>
 constexpr bool is_string_key_v = std::is_same_v<K, std::string> || std::is_same_v<K, std::string_view>;
 
+// A hash marked `using is_avalanching = void;` promises well-mixed output: the store then
+// places keys by its bits directly instead of mixing them once more.
+template <class H, class = void>
+struct is_avalanching : std::false_type {};
+template <class H>
+struct is_avalanching<H, std::void_t<typename H::is_avalanching>> : std::true_type {};
+
 // Detects `h.rekey(HashKey)`: a keyed hash the store keys from Options::seed.
 template <class H, class = void>
 struct is_rekeyable : std::false_type {};
@@ -272,6 +279,7 @@ class Xxh3Secret {
 // Strings: transparent, so std::string_view and literals probe a std::string store.
 template <class K>
 struct Hash<K, std::enable_if_t<detail::is_string_key_v<K>>> : detail::Xxh3Secret {
+  using is_avalanching = void;  // every output bit depends on every key bit: the table uses it as is
   using is_transparent = void;
   using Xxh3Secret::Xxh3Secret;
   std::size_t operator()(std::string_view s) const noexcept {
@@ -282,6 +290,7 @@ struct Hash<K, std::enable_if_t<detail::is_string_key_v<K>>> : detail::Xxh3Secre
 // Integral and enum keys: the hash of their value as a 64-bit word.
 template <class K>
 struct Hash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> : detail::Xxh3Secret {
+  using is_avalanching = void;  // every output bit depends on every key bit: the table uses it as is
   using Xxh3Secret::Xxh3Secret;
   std::size_t operator()(K key) const noexcept {
     const std::uint64_t v = detail::key_word(key);
@@ -297,6 +306,7 @@ struct SipHash;  // SipHash-1-3 is offered for strings, integral and enum keys
 // Strings: transparent, so std::string_view and literals probe a std::string store.
 template <class K>
 struct SipHash<K, std::enable_if_t<detail::is_string_key_v<K>>> {
+  using is_avalanching = void;  // every output bit depends on every key bit: the table uses it as is
   using is_transparent = void;
 
   // A fresh random key (one read of the OS random source).
@@ -317,6 +327,7 @@ struct SipHash<K, std::enable_if_t<detail::is_string_key_v<K>>> {
 // Integral and enum keys: the hash of their value as a 64-bit word.
 template <class K>
 struct SipHash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> {
+  using is_avalanching = void;  // every output bit depends on every key bit: the table uses it as is
   SipHash() noexcept : key_(HashKey::random()) {}
   explicit SipHash(HashKey key) noexcept : key_(key) {}
 

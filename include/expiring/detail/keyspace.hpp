@@ -43,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "../hash.hpp"
 #include "arith.hpp"
 #include "expiry_index.hpp"
 #include "table.hpp"
@@ -114,13 +115,18 @@ class Keyspace {
 
   // ---- lookups ----------------------------------------------------------------------
 
-  // The 64 bits a key is placed by: the user's hash folded with the store's seed and mixed,
-  // so that the table's fingerprint (low byte) and group (bits above) are usable even from a
-  // weak user hash.
+  // The 64 bits a key is placed by. An avalanching hash (expiring::Hash, expiring::SipHash:
+  // keyed, so seeded already) is used as is; any other is folded with the store's seed and
+  // mixed, so that the table's fingerprint (low byte) and group (bits above) are usable even
+  // from a weak user hash.
   template <class KK>
   std::uint64_t hash_of(const KK& key) const {
-    const std::uint64_t m = (static_cast<std::uint64_t>(hasher_(key)) ^ seed_) * 0x9E3779B97F4A7C15ull;
-    return m ^ (m >> 32);
+    if constexpr (is_avalanching<Hash>::value && sizeof(decltype(hasher_(key))) >= 8) {
+      return static_cast<std::uint64_t>(hasher_(key));
+    } else {
+      const std::uint64_t m = (static_cast<std::uint64_t>(hasher_(key)) ^ seed_) * 0x9E3779B97F4A7C15ull;
+      return m ^ (m >> 32);
+    }
   }
 
   template <class KK>

@@ -39,6 +39,10 @@
 #include <type_traits>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
 #include <emmintrin.h>
 #define EXPIRING_TABLE_SSE2 1
@@ -289,7 +293,9 @@ class SlotTable {
       return;
     }
     const std::size_t ctrl_bytes = new_groups * kGroupBytes;
-    void* block = ::operator new(ctrl_bytes + new_groups * kGroupSlots * sizeof(Entry));
+    const std::size_t block_bytes = ctrl_bytes + new_groups * kGroupSlots * sizeof(Entry);
+    void* block = ::operator new(block_bytes);
+    advise_huge_pages(block, block_bytes);
     auto* new_ctrl = static_cast<unsigned char*>(block);
     std::memset(new_ctrl, 0, ctrl_bytes);
     auto* new_slots = reinterpret_cast<Entry*>(new_ctrl + ctrl_bytes);
@@ -354,6 +360,23 @@ class SlotTable {
   std::size_t home(std::uint64_t h) const noexcept { return static_cast<std::size_t>(h >> 8) & mask_; }
   static std::size_t ctrl_index(std::uint32_t i) noexcept {
     return (i / kGroupSlots) * kGroupBytes + i % kGroupSlots;
+  }
+
+  // A large table is read at random: with 4 KB pages nearly every lookup also misses the TLB.
+  // On Linux, ask for transparent huge pages over the block's 2 MB-aligned interior (honoured
+  // when THP is in "madvise" or "always" mode; a hint, so failure changes nothing).
+  static void advise_huge_pages(void* block, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+    if (bytes < 2 * kHuge) return;
+    const auto begin = reinterpret_cast<std::uintptr_t>(block);
+    const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
+    const std::uintptr_t last = (begin + bytes) & ~(kHuge - 1);
+    if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#else
+    (void)block;
+    (void)bytes;
+#endif
   }
 
   void destroy_all() noexcept {
