@@ -69,7 +69,7 @@
 #include "detail/event_queue.hpp"
 #include "detail/eviction.hpp"
 #include "detail/keyspace.hpp"
-#include "detail/reclaimer.hpp"
+#include "detail/lazyfree.hpp"
 #include "error.hpp"
 #include "events.hpp"
 #include "hash.hpp"
@@ -171,10 +171,7 @@ class ExpiringStore {
       throw std::invalid_argument("expiring: lazyfree_background needs lazyfree_queue_max > 0");
     }
     update_eviction_flags();
-    if (options_.lazyfree_queue_max != 0) free_queue_.reserve(options_.lazyfree_queue_max);
-    if (options_.lazyfree_background) {
-      reclaimer_ = std::make_shared<detail::Reclaimer<V>>(options_.lazyfree_queue_max);
-    }
+    lazy_.configure(options_.lazyfree_queue_max, options_.lazyfree_background);
     set_hz(options_.hz);
     rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : detail::random_u64();
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
@@ -538,7 +535,7 @@ class ExpiringStore {
   // FLUSHDB: removes everything, with no per-key events. Statistics are kept.
   void clear() noexcept {
     ks_.clear();
-    free_queue_.clear();  // FLUSHDB (synchronous): pending lazy-free values go too
+    lazy_.clear();  // FLUSHDB (synchronous): pending lazy-free values go too
     used_ = 0;
     pool_.clear();
     active_.on_clear();
@@ -868,18 +865,15 @@ class ExpiringStore {
     s.avg_ttl = active_.avg_ttl();
     s.keys = ks_.size();
     s.expires = ks_.expires_size();
-    s.lazyfree_pending_objects = free_queue_.size();
-    if (reclaimer_) {
-      s.lazyfree_pending_objects += reclaimer_->pending();
-      s.lazyfreed_objects += reclaimer_->freed() - reclaimer_freed_base_;
-    }
+    s.lazyfree_pending_objects = lazy_.pending();
+    s.lazyfreed_objects += lazy_.reclaimed();
     return s;
   }
   // CONFIG RESETSTAT: zeroes the counters and the stale average.
   void reset_stats() noexcept {
     stats_ = Stats{};
     active_.reset_stats();
-    if (reclaimer_) reclaimer_freed_base_ = reclaimer_->freed();
+    lazy_.reset_stats();
   }
 
   // ==== Inspection (a quiet side door) ====================================================
@@ -994,7 +988,7 @@ class ExpiringStore {
   }
   // `lazy`: the value goes to the lazy-free queue (if lazy free is enabled).
   void remove(slot_iterator it, KeyEventCause cause, bool lazy = false) {
-    lazy = lazy && options_.lazyfree_queue_max != 0;
+    lazy = lazy && lazy_.enabled();
     ks_.erase(it, [&](entry_type& e) {
       unaccount(e);
       if (events_.active()) {
@@ -1005,39 +999,19 @@ class ExpiringStore {
       }
     });
   }
-  // Queues a value for destruction by tick() or the background reclaimer. When the queue is
-  // full it is handed to an idle reclaimer, or else the value is destroyed at once. Never
-  // allocates (the queue's room is reserved), so it is safe inside an erase.
-  void lazy_free(V& v) noexcept {
-    if (free_queue_.size() == free_queue_.capacity() && reclaimer_) reclaimer_->try_hand_off(free_queue_);
-    if (free_queue_.size() < free_queue_.capacity()) {
-      free_queue_.push_back(std::move(v));
-    } else {
-      [[maybe_unused]] V dead(std::move(v));
-    }
-  }
+  void lazy_free(V& v) noexcept { lazy_.push(v); }
   // Replaces a stored value; with Options::lazyfree_lazy_server_del the old one is lazily
   // freed. The new value is built first, so a throwing copy changes nothing.
   template <class VV>
   void replace_value(V& slot, VV&& value) {
-    if (options_.lazyfree_lazy_server_del && options_.lazyfree_queue_max != 0) {
+    if (options_.lazyfree_lazy_server_del && lazy_.enabled()) {
       V old = std::exchange(slot, V(std::forward<VV>(value)));
       lazy_free(old);
     } else {
       slot = std::forward<VV>(value);
     }
   }
-  // Destroys queued values, checking the budget every 16 (as the expire cycle does).
-  std::uint64_t drain_free_queue(std::int64_t start, std::int64_t timelimit) {
-    std::uint64_t n = 0;
-    while (!free_queue_.empty()) {
-      free_queue_.pop_back();
-      ++n;
-      if (n % 16 == 0 && budget_now() - start > timelimit) break;
-    }
-    stats_.lazyfreed_objects += n;
-    return n;
-  }
+
   // ---- memory accounting and eviction ----
 
   static constexpr bool is_lfu(EvictionPolicy p) noexcept {
@@ -1253,11 +1227,7 @@ class ExpiringStore {
   std::size_t external_ = 0;   // set_external_memory(): client buffers and the like
   weigher_type weigher_;
   detail::EvictionPool<K> pool_;
-  std::vector<V> free_queue_;  // lazy free: values waiting for tick(); capacity reserved
-  // Options::lazyfree_background. Shared, so the store stays copyable: a copy hands its values
-  // to the same thread (hand-off is safe from several stores), which stops with the last one.
-  std::shared_ptr<detail::Reclaimer<V>> reclaimer_;
-  std::uint64_t reclaimer_freed_base_ = 0;          // reclaimer_->freed() at reset_stats()
+  detail::LazyFree<V> lazy_;  // values removed lazily, waiting for tick() or the reclaimer
 };
 
 // =========================================================================================
@@ -1637,11 +1607,8 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   const CycleParams p = cycle();
   const bool fast = kind == CycleKind::Fast;
   // Hand queued values to the background reclaimer, or destroy them within this tick's budget.
-  if (reclaimer_) {
-    reclaimer_->try_hand_off(free_queue_);
-  } else if (!free_queue_.empty()) {
-    report.lazyfreed = drain_free_queue(budget_now(), fast ? p.fast_duration_us : p.slow_time_limit_us);
-  }
+  report.lazyfreed = lazy_.service([&] { return budget_now(); }, fast ? p.fast_duration_us : p.slow_time_limit_us);
+  stats_.lazyfreed_objects += report.lazyfreed;
   if (options_.active_expire_enabled) {
     active_.run(
         report, ks_, options_, p, fast, stats_, [&] { return now_ms(); }, [&] { return budget_now(); },
