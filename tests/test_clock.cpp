@@ -291,3 +291,31 @@ TEST_CASE("clock: 4 threads read TscClock while another re-anchors, every readin
   CHECK(reads.load() > 0);
   CHECK(resyncs.load() > 0);
 }
+
+TEST_CASE("clock: CachedClock moves only on resync() or refresh()", "[clock]") {
+  STATIC_REQUIRE(std::is_trivially_copyable_v<expiring::CachedClock>);
+  const Bracket b = bracket([] { return expiring::CachedClock{}.now_ms(); });
+  CHECK(b.value >= b.lo);  // the construction reads the system clock
+  CHECK(b.value <= b.hi);
+  expiring::CachedClock c{1000};
+  CHECK(c.now_ms() == 1000);
+  c.refresh(std::numeric_limits<std::int64_t>::min());
+  CHECK(c.now_ms() == std::numeric_limits<std::int64_t>::min());
+  const std::int64_t lo = sys_ms();
+  c.resync();
+  const std::int64_t hi = sys_ms();
+  CHECK(c.now_ms() >= lo);
+  CHECK(c.now_ms() <= hi);
+
+  // Driving a store through a reference: the store's time stands still between refreshes.
+  expiring::CachedClock clock{1'000'000};
+  expiring::ExpiringStore<std::string, int, expiring::Hash<std::string>, std::equal_to<>, expiring::CachedClock&,
+                          TestPolicy>
+      store{clock};
+  REQUIRE(store.set("k", 1, expiring::Px{100}).value());
+  CHECK(store.pttl("k") == 100);
+  clock.refresh(1'000'100);
+  CHECK(store.get(std::string_view{"k"}) != nullptr);  // now == deadline: still live
+  clock.refresh(1'000'101);
+  CHECK(store.get(std::string_view{"k"}) == nullptr);
+}

@@ -3,8 +3,9 @@
 //
 // Design
 // ------
-// * Read path (TscSource::now_ms): one RDTSC (not RDTSCP, no LFENCE: it does not wait for
-//   earlier loads to complete, so the cache misses of the code around it keep overlapping),
+// * Read path (TscSource::now_ms): one RDTSC (not RDTSCP, no LFENCE: the architecture lets it
+//   run before earlier loads complete, so the cache misses around it may keep overlapping;
+//   on this project's KVM guest it measurably waits for them anyway, see clock.hpp),
 //   six loads from one read-mostly cache line (the anchor, under a seqlock), one 64x64->128
 //   multiply and a saturating add. No division, no loop, no system call. Every rare condition
 //   (the anchor is being rewritten, the anchor is older than its limit, the TSC reads behind
