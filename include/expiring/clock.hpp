@@ -10,13 +10,16 @@
 //
 // The production clocks, what a reading costs and how right it is (bench/bench_clock.cpp,
 // Release, this project's 2-vCPU KVM guest of a 2.1 GHz Xeon, shared with other builds; CPU
-// time, the range over three quick runs):
+// time, the range over four quick runs; get() with CachedClock in the first run was a plain
+// load clock):
 //
 //   clock        one reading alone   one reading per independent miss   get() hit, 1e6 keys
-//   SystemClock  34-50 ns            400-640 ns per load                500-720 ns
+//   SystemClock  34-50 ns            370-640 ns per load                470-720 ns
 //   TscClock     21-29 ns            365-580 ns per load                520-640 ns
-//   CachedClock  0.4-0.6 ns          32-57 ns per load (none: 28-50)    130-260 ns
-//   (raw RDTSC 17-20 ns alone, 420-530 ns per miss; RDTSCP and LFENCE;RDTSC 25-36 ns / 370-640)
+//   CachedClock  0.4-0.6 ns          24-33 ns per load (no read: 25-44) 110-260 ns
+//   (the miss column of CachedClock is bench_clock's miss/load: a plain load per miss)
+//   raw RDTSC 17-20 ns alone and 380-530 ns per load; RDTSCP 26-36 / 360-630;
+//   LFENCE;RDTSC 25-35 / 370-640
 //
 // * SystemClock: exact (it is the system clock), one vDSO clock_gettime(CLOCK_REALTIME),
 //   which reads the TSC with a serialising RDTSCP or LFENCE;RDTSC.
