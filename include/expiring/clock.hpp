@@ -1,7 +1,9 @@
 // expiring/clock.hpp: the time sources a store can read.
 //
-// A store reads its clock exactly once per public operation (semantics.md D7) and compares every
-// deadline in that operation against that one reading. A clock is any type with
+// A store reads its clock at most once per public operation (semantics.md D7) and compares every
+// deadline in that operation against that one reading; get() reads it only when it must
+// compare a deadline (a miss, or a hit on a key without TTL, reads no clock). The default clock
+// is TscClock. A clock is any type with
 //
 //     std::int64_t now_ms() const;   // Unix time in milliseconds
 //

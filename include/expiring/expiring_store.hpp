@@ -90,13 +90,6 @@
 namespace expiring {
 
 namespace detail {
-// For bench/bench_get_cost only: get() of a store whose clock type specializes this trait to
-// false leaves out the one thing the cache features add to a hit (the LRU/LFU access update),
-// so that the bench can measure, in the same run, what that costs while no feature uses it.
-// Such a store's reads never update access data: do not use one with a memory limit.
-template <class Clock>
-struct read_hook_enabled : std::true_type {};
-
 template <class T, class = void>
 struct is_transparent : std::false_type {};
 template <class T>
@@ -113,6 +106,12 @@ struct expiry_index_for<TimeOrderedExpiry> {
   using type = TimerWheel;
 };
 
+// Detects clock.resync().
+template <class C, class = void>
+struct has_resync : std::false_type {};
+template <class C>
+struct has_resync<C, std::void_t<decltype(std::declval<C&>().resync())>> : std::true_type {};
+
 // How a time argument or reply is read: relative to now or absolute; in seconds or ms.
 enum class TimeBase : std::uint8_t { relative, absolute };
 enum class TimeUnit : std::uint8_t { seconds, ms };
@@ -123,7 +122,7 @@ enum class Touch : bool { no, yes };
 }  // namespace detail
 
 template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
-          class Clock = SystemClock, class ExpiryPolicy = SampledExpiry>
+          class Clock = TscClock, class ExpiryPolicy = SampledExpiry>
 class ExpiringStore {
   static constexpr bool kWheel = std::is_same_v<ExpiryPolicy, TimeOrderedExpiry>;
   using keyspace_type = detail::Keyspace<K, V, Hash, KeyEqual, typename detail::expiry_index_for<ExpiryPolicy>::type>;
@@ -187,20 +186,30 @@ class ExpiringStore {
   // find (cause `expired`). A key is looked up as any type the hash and equality accept
   // (std::string_view for std::string keys with the default transparent functors).
 
-  // GET. The value, or nullptr when the key is missing or expired. One probe.
+  // GET. The value, or nullptr when the key is missing or expired. One probe. The clock is read
+  // only when a deadline must be compared (D7: at most once): a miss and a hit on a key
+  // without TTL read no clock.
   template <class KK>
   const V* get(const KK& key) {
-    const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, detail::Touch::no);
-    if (it == ks_.end()) {
-      flush();
-      return nullptr;
+    const slot_iterator it = ks_.find(lk, ks_.hash_of(lk));
+    if (it != ks_.end()) {
+      const entry_type& e = ks_.entry(it);
+      if (e.deadline == detail::kNoDeadline && !touch_access_) {  // alive at any time
+        ++stats_.keyspace_hits;
+        return &e.value;
+      }
+      const std::int64_t now = now_ms();
+      if (!e.is_stale(now)) {
+        ++stats_.keyspace_hits;
+        if (EXPIRING_UNLIKELY(touch_access_)) return &ks_.entry(touched(it, now)).value;
+        return &e.value;
+      }
+      expire_entry(it);
     }
-    if constexpr (detail::read_hook_enabled<std::decay_t<Clock>>::value) {
-      if (EXPIRING_UNLIKELY(touch_access_)) return &ks_.entry(touched(it, now)).value;
-    }
-    return &ks_.entry(it).value;
+    ++stats_.keyspace_misses;
+    flush();
+    return nullptr;
   }
 
   // MGET. For each key of `keys` (any range of keys or lookup types), out[i] = its value or
@@ -1609,6 +1618,9 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   // Hand queued values to the background reclaimer, or destroy them within this tick's budget.
   report.lazyfreed = lazy_.service([&] { return budget_now(); }, fast ? p.fast_duration_us : p.slow_time_limit_us);
   stats_.lazyfreed_objects += report.lazyfreed;
+  // A clock with an anchor to refresh (TscClock) or a cached reading (CachedClock) is resynced
+  // once per tick, before the cycle reads it.
+  if constexpr (detail::has_resync<C>::value) clock_.resync();
   if (options_.active_expire_enabled) {
     active_.run(
         report, ks_, options_, p, fast, stats_, [&] { return now_ms(); }, [&] { return budget_now(); },

@@ -501,7 +501,7 @@ class CommandExecutor {
   }
   Reply cmd_time(const Args&, Session&) {
     std::int64_t sec = 0, usec = 0;
-    if constexpr (std::is_same_v<std::decay_t<Clock>, SystemClock>) {
+    if constexpr (std::is_same_v<std::decay_t<Clock>, SystemClock> || std::is_same_v<std::decay_t<Clock>, TscClock>) {
       using namespace std::chrono;
       const auto us = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
       sec = us / 1000000;
