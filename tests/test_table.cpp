@@ -661,6 +661,55 @@ TEST_CASE("table: a copy has the same layout and is independent", "[table]") {
   }
 }
 
+template <class Index>
+void keyspace_copy_case() {
+  KS<Index> ks(MixHash{}, PlainEq{}, 8);
+  ks.enable_access(true);
+  std::map<std::uint64_t, std::uint64_t> values;
+  std::map<std::uint64_t, std::int64_t> deadlines;
+  std::map<std::uint64_t, std::uint32_t> access;
+  for (std::uint64_t k = 0; k < 3000; ++k) {
+    values[k] = k * 5;
+    const std::uint32_t i = ks_insert(ks, k, values[k]);
+    if (k % 3 == 0) {
+      deadlines[k] = static_cast<std::int64_t>(10'000 + k * 977);
+      ks_set_deadline(ks, k, deadlines[k]);
+    }
+    if (k % 4 == 0) ks.access(ks_find(ks, k)) = access[k] = static_cast<std::uint32_t>(k + 1);
+    (void)i;
+  }
+  for (std::uint64_t k = 0; k < 3000; k += 7) {
+    ks_erase(ks, k);
+    values.erase(k);
+    deadlines.erase(k);
+    access.erase(k);
+  }
+  const KS<Index> copy(ks);
+  verify_keyspace(copy, values, deadlines, &access);
+  for (const auto& [k, v] : values) REQUIRE(ks_find(copy, k) == ks_find(ks, k));  // same layout
+  // Independent: the original grows, loses keys and deadlines; the copy does not notice.
+  const auto values_then = values;
+  const auto deadlines_then = deadlines;
+  const auto access_then = access;
+  for (std::uint64_t k = 1; k < 3000; k += 7) {
+    ks_erase(ks, k);
+    values.erase(k);
+    deadlines.erase(k);
+    access.erase(k);
+  }
+  for (std::uint64_t k = 10'000; k < 20'000; ++k) {
+    values[k] = k;
+    ks_insert(ks, k, k);
+  }
+  verify_keyspace(ks, values, deadlines, &access);
+  verify_keyspace(copy, values_then, deadlines_then, &access_then);
+}
+
+TEST_CASE("keyspace: a copy keeps the layout, the expiry index and the access array", "[table]") {
+  SECTION("VolatileBitmap") { keyspace_copy_case<VolatileBitmap>(); }
+  SECTION("TimerWheel") { keyspace_copy_case<TimerWheel>(); }
+}
+
 // An entry that counts its instances, owns a heap block (so that ASan sees a leak), and whose
 // copy constructor throws on the throw_at-th copy.
 struct Counted {
