@@ -271,7 +271,8 @@ class SlotTable {
   // The smallest group count whose table holds n entries below its maximum load. Throws
   // std::length_error past 2^32 - 1 slots (slot indices are 32-bit).
   static std::size_t groups_for(std::size_t n) {
-    // Maximum load: 7/8 of the slots.
+    // Maximum load: 7/8 of the slots. (Checked first: n + n / 7 wraps for n near 2^64.)
+    if (n >= kMaxSlots) throw std::length_error("expiring: too many keys (2^32 - 2 slots at most)");
     const std::size_t slots = n + n / 7 + 1;
     const std::size_t need = (slots + kGroupSlots - 1) / kGroupSlots;
     std::size_t g = 1;
