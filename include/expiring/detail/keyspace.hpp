@@ -124,9 +124,22 @@ class Keyspace {
     if constexpr (is_avalanching<Hash>::value && sizeof(decltype(hasher_(key))) >= 8) {
       return static_cast<std::uint64_t>(hasher_(key));
     } else {
-      const std::uint64_t m = (static_cast<std::uint64_t>(hasher_(key)) ^ seed_) * 0x9E3779B97F4A7C15ull;
-      return m ^ (m >> 32);
+      return mix(static_cast<std::uint64_t>(hasher_(key)) ^ seed_);
     }
+  }
+
+  // Every output bit depends on every input bit: the fold of a 64x64 -> 128-bit product (or,
+  // without 128-bit integers, a two-multiply finaliser).
+  static std::uint64_t mix(std::uint64_t x) noexcept {
+#if defined(__SIZEOF_INT128__) && (defined(__GNUC__) || defined(__clang__))
+    __extension__ typedef unsigned __int128 u128;
+    const u128 p = static_cast<u128>(x) * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::uint64_t>(p) ^ static_cast<std::uint64_t>(p >> 64);
+#else
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+#endif
   }
 
   template <class KK>
@@ -226,11 +239,12 @@ class Keyspace {
     if (found != kNoPos) return {found, false};
     std::uint32_t i = 0;
     if (table_.insert_grows()) {
-      // The arguments may refer into the table (set(k2, *get(k1))): build the entry before
-      // the growth moves what they refer to.
-      entry_type staged(std::forward<KeyArg>(key_arg), std::forward<ValueArgs>(value_args)...);
-      rehash_to(table_type::groups_for(table_.size() + 1));
-      i = table_.emplace_new(h, std::move(staged));
+      // The arguments may refer into the table (set(k2, *get(k1)), rename's moved value):
+      // allocate, then build the entry, then move the table, which cannot fail.
+      Staged st = stage(table_type::groups_for(table_.size() + 1));
+      entry_type entry(std::forward<KeyArg>(key_arg), std::forward<ValueArgs>(value_args)...);
+      commit(st);
+      i = table_.emplace_new(h, std::move(entry));
     } else {
       i = table_.emplace_new(h, std::forward<KeyArg>(key_arg), std::forward<ValueArgs>(value_args)...);
     }
@@ -363,22 +377,35 @@ class Keyspace {
   }
 
  private:
-  // Moves every entry into a table of `groups` groups, fixing up the expiry index's handles
-  // and the access array. The hash must not throw here (it did not for these keys before):
-  // if it does, the program terminates rather than leave a half-moved table.
-  void rehash_to(std::size_t groups) {
+  // A rehash is two steps, so that everything that can throw happens before anything moves:
+  // stage() allocates the new table, access array and expiry-index storage (may throw);
+  // commit() moves every entry there, fixing up the expiry index's handles and the access
+  // array (cannot throw). The hash must not throw in commit() (it did not for these keys
+  // before): if it does, the program terminates rather than leave a half-moved table.
+  struct Staged {
+    typename table_type::Block block;
     std::vector<std::uint32_t> access;
-    if (access_on_) access.assign(groups * kGroupSlots, 0);
-    auto staged = expiry_.stage(groups * kGroupSlots);
+    typename ExpiryIndex::staged expiry;
+  };
+  Staged stage(std::size_t groups) const {
+    Staged st{typename table_type::Block(groups), {}, expiry_.stage(groups * kGroupSlots)};
+    if (access_on_) st.access.assign(groups * kGroupSlots, 0);
+    return st;
+  }
+  void commit(Staged& st) noexcept {
     table_.rehash(
-        groups, [this](const entry_type& e) noexcept { return hash_of(e.key); },
+        std::move(st.block), [this](const entry_type& e) noexcept { return hash_of(e.key); },
         [&](entry_type* slots, std::uint32_t to, std::uint32_t from) noexcept {
-          expiry_.moved(staged, slots, to, from);
-          if (access_on_) access[to] = access_[from];
+          expiry_.moved(st.expiry, slots, to, from);
+          if (access_on_) st.access[to] = access_[from];
         });
-    expiry_.adopt(staged);
-    if (access_on_) access_.swap(access);
+    expiry_.adopt(st.expiry);
+    if (access_on_) access_.swap(st.access);
     ++epoch_;
+  }
+  void rehash_to(std::size_t groups) {
+    Staged st = stage(groups);
+    commit(st);
   }
 
   table_type table_;

@@ -283,22 +283,49 @@ class SlotTable {
     return g;
   }
 
+  // The allocation of a table of `groups` groups, made before anything moves (so that a
+  // rehash is allocate(), which may throw, then rehash(), which cannot). Frees itself unless
+  // a rehash() took it.
+  class Block {
+   public:
+    Block() noexcept = default;
+    explicit Block(std::size_t groups) : groups_(groups) {
+      if (groups == 0) return;
+      const std::size_t bytes = groups * (kGroupBytes + kGroupSlots * sizeof(Entry));
+      p_ = ::operator new(bytes);
+      advise_huge_pages(p_, bytes);
+      std::memset(p_, 0, groups * kGroupBytes);
+    }
+    Block(Block&& o) noexcept : p_(std::exchange(o.p_, nullptr)), groups_(std::exchange(o.groups_, 0)) {}
+    Block& operator=(Block&&) = delete;
+    ~Block() { ::operator delete(p_); }
+    std::size_t groups() const noexcept { return groups_; }
+
+   private:
+    friend class SlotTable;
+    void* p_ = nullptr;
+    std::size_t groups_ = 0;
+  };
+
   // Moves every entry into a table of new_groups groups (a power of two holding size()
   // entries below its maximum load; 0 frees everything when empty), calling hash_of(entry)
   // for each and then on_move(new_slots, new_index, old_index). hash_of must not throw.
   // Throws std::bad_alloc before anything moved.
   template <class HashOf, class OnMove>
   void rehash(std::size_t new_groups, HashOf&& hash_of, OnMove&& on_move) {
+    rehash(Block(new_groups), hash_of, on_move);
+  }
+  // The same into a block allocated beforehand. Cannot throw (hash_of and on_move must not).
+  template <class HashOf, class OnMove>
+  void rehash(Block&& b, HashOf&& hash_of, OnMove&& on_move) noexcept {
+    const std::size_t new_groups = b.groups_;
     if (new_groups == 0) {
       clear();
       return;
     }
     const std::size_t ctrl_bytes = new_groups * kGroupBytes;
-    const std::size_t block_bytes = ctrl_bytes + new_groups * kGroupSlots * sizeof(Entry);
-    void* block = ::operator new(block_bytes);
-    advise_huge_pages(block, block_bytes);
+    void* block = std::exchange(b.p_, nullptr);
     auto* new_ctrl = static_cast<unsigned char*>(block);
-    std::memset(new_ctrl, 0, ctrl_bytes);
     auto* new_slots = reinterpret_cast<Entry*>(new_ctrl + ctrl_bytes);
     const std::size_t new_mask = new_groups - 1;
     for (std::size_t g = 0; g < groups_; ++g) {
