@@ -549,3 +549,21 @@ TEST_CASE("maxmemory: access data follows entries moved by deletions, and exists
   CHECK(s.check_invariants());
   CHECK(s.memory_usage() >= bare);
 }
+
+// Engine issue: entries are addressed by slot, not by a dense 0..size-1 index, so turning an
+// LRU limit on must reset the access data of every key wherever its slot is.
+TEST_CASE("eviction: turning an LRU limit on resets the access data of every key", "[eviction][engine]") {
+  ManualClock clock{T0};
+  IntStore s{clock};
+  for (std::uint64_t k = 0; k < 5000; ++k) REQUIRE(s.set(k * 0x9E3779B97F4A7C15ull, k).ok());
+  clock.advance(3'600'000);
+  s.set_maxmemory_policy(EvictionPolicy::allkeys_lru);
+  s.set_maxmemory(std::size_t{1} << 30);
+  clock.advance(2'000);
+  for (std::uint64_t k = 0; k < 5000; ++k) {
+    const auto idle = s.object_idletime_ms(k * 0x9E3779B97F4A7C15ull);
+    REQUIRE(idle.has_value());
+    CHECK(*idle <= 3'000);  // reset at T0 + 1 h, read 2 s later (the LRU clock has 1 s steps)
+  }
+  CHECK(s.check_invariants());
+}

@@ -1102,7 +1102,10 @@ class ExpiringStore {
                                                  : detail::lru_clock(now, options_.lru_clock_resolution_ms);
   }
   void reset_access(std::int64_t now) noexcept {
-    for (std::uint32_t i = 0; i < ks_.size(); ++i) init_access(i, now);
+    const std::size_t slots = ks_.slot_count();
+    for (std::size_t i = ks_.next_occupied(0); i < slots; i = ks_.next_occupied(i + 1)) {
+      init_access(static_cast<std::uint32_t>(i), now);
+    }
   }
   // The read path's hook: out of line, and returning its argument, so that a read without a
   // memory limit pays only the flag test (nothing is kept alive across the call).
