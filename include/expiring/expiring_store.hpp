@@ -1574,38 +1574,11 @@ template <class K, class V, class H, class E, class C, class P>
 bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t incoming) {
   const EvictionPolicy policy = options_.maxmemory_policy;
   if (policy == EvictionPolicy::noeviction) return false;
-  const bool allkeys = policy == EvictionPolicy::allkeys_lru || policy == EvictionPolicy::allkeys_lfu ||
-                       policy == EvictionPolicy::allkeys_random;
-  const bool random = policy == EvictionPolicy::allkeys_random || policy == EvictionPolicy::volatile_random;
-  // A sample: a uniformly random key of the policy's population.
-  auto sample = [&]() -> std::uint32_t {
-    return allkeys ? ks_.random_slot([&] { return draw(); }) : ks_.expiry().sample([&] { return draw(); });
-  };
   while (over_limit(incoming)) {
-    slot_iterator victim = ks_.end();
-    if (random) {
-      if ((allkeys ? ks_.size() : ks_.expires_size()) == 0) return false;
-      victim = ks_.slot_of(sample());
-    } else {
-      while (victim == ks_.end()) {
-        if ((allkeys ? ks_.size() : ks_.expires_size()) == 0) return false;
-        // evictionPoolPopulate(): maxmemory_samples keys compete for the 16 slots ...
-        for (int n = 0; n < options_.maxmemory_samples; ++n) {
-          const std::uint32_t i = sample();
-          const entry_type& e = ks_.entry(i);
-          pool_.offer(eviction_score(i, now), ks_.hash_of(e.key), e.key);
-        }
-        // ... then the best candidate that still exists (in the population) is evicted;
-        // candidates deleted (or made persistent) meanwhile are ghosts, dropped.
-        while (auto c = pool_.pop_best()) {
-          auto it = ks_.find(c->key, c->hash);
-          if (it != ks_.end() && (allkeys || ks_.is_volatile(ks_.entry(it)))) {
-            victim = it;
-            break;
-          }
-        }
-      }
-    }
+    const slot_iterator victim = detail::choose_victim(
+        ks_, pool_, policy, options_.maxmemory_samples, [&](std::uint32_t i) { return eviction_score(i, now); },
+        [&] { return draw(); });
+    if (victim == ks_.end()) return false;  // nothing left in the policy's population
     ++stats_.evicted_keys;
     remove(victim, KeyEventCause::evicted, options_.lazyfree_lazy_eviction);
   }

@@ -1,6 +1,7 @@
-// expiring/detail/eviction.hpp: the pieces of Redis's maxmemory eviction (evict.c) the store
-// uses: the 24-bit LRU clock, the LFU logarithmic counter with decay, and the 16-slot
-// eviction pool that sampled candidates compete for.
+// expiring/detail/eviction.hpp: Redis's maxmemory eviction (evict.c) for the store: the 24-bit
+// LRU clock, the LFU logarithmic counter with decay, the 16-slot eviction pool that sampled
+// candidates compete for, and the choice of a victim (choose_victim). The store keeps the
+// accounting (used memory against the limit) and removes the victims.
 //
 // Each entry has 4 bytes of access metadata (Keyspace::access(i), an array beside the entries
 // that exists only while a memory limit with an LRU/LFU policy is set), as Redis's robj.lru:
@@ -13,6 +14,8 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+
+#include "../options.hpp"
 
 namespace expiring::detail {
 
@@ -122,5 +125,35 @@ class EvictionPool {
  private:
   std::optional<Candidate> slots_[kEvictionPoolSize];
 };
+
+// Redis performEvictions()'s choice of one victim (evict.c): for the random policies a random
+// key of the population (all keys, or the volatile ones); for the others, evictionPoolPopulate()
+// (maxmemory_samples random keys of the population compete, by score(slot), for the pool's 16
+// places) and then the best candidate that still exists and is still in the population
+// (candidates deleted or made persistent meanwhile are ghosts, dropped); repeated while the
+// pool yields none. Returns ks.end() when the population is empty.
+template <class Keyspace, class K, class Score, class Draw>
+typename Keyspace::slot_iterator choose_victim(Keyspace& ks, EvictionPool<K>& pool, EvictionPolicy policy,
+                                               int samples, Score&& score, Draw&& draw) {
+  const bool allkeys = policy == EvictionPolicy::allkeys_lru || policy == EvictionPolicy::allkeys_lfu ||
+                       policy == EvictionPolicy::allkeys_random;
+  const bool random = policy == EvictionPolicy::allkeys_random || policy == EvictionPolicy::volatile_random;
+  auto population = [&] { return allkeys ? ks.size() : ks.expires_size(); };
+  auto sample = [&]() -> std::uint32_t { return allkeys ? ks.random_slot(draw) : ks.expiry().sample(draw); };
+  if (population() == 0) return ks.end();
+  if (random) return ks.slot_of(sample());
+  for (;;) {
+    for (int n = 0; n < samples; ++n) {
+      const std::uint32_t i = sample();
+      const auto& e = ks.entry(i);
+      pool.offer(score(i), ks.hash_of(e.key), e.key);
+    }
+    while (auto c = pool.pop_best()) {
+      const auto it = ks.find(c->key, c->hash);
+      if (it != ks.end() && (allkeys || ks.is_volatile(ks.entry(it)))) return it;
+    }
+    if (population() == 0) return ks.end();
+  }
+}
 
 }  // namespace expiring::detail
