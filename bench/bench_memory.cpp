@@ -153,14 +153,14 @@ void measure(const std::vector<K>& keys, std::size_t n, std::vector<Row>& rows) 
 }
 
 // Bytes per key of the expiry fields every entry carries whether or not it has a TTL (the
-// deadline, the back-index into the expiry index, the wheel's bucket number): invisible to
-// the with-minus-without difference, so reported beside it. Entries live in a std::vector
-// grown by doubling, hence the capacity factor.
+// deadline; with the timer wheel also its bucket and position there): invisible to the
+// with-minus-without difference, so reported beside it. Entries live inline in the store's
+// table, which at n keys (natural growth) has SlotTable::groups_for(n) groups of 15 slots.
 template <class P>
 struct MetaOf;
 template <>
 struct MetaOf<Sampled> {
-  using type = expiring::detail::DenseExpiryTable::entry_meta;
+  using type = expiring::detail::VolatileBitmap::entry_meta;
 };
 #if EXPIRING_BENCH_TIME_ORDERED
 template <>
@@ -173,11 +173,10 @@ double embedded_bytes_per_key(std::size_t n) {
   struct Bare {
     K key;
     Value value;
-    std::uint32_t hash;
   };
   using E = expiring::detail::Entry<K, Value, typename MetaOf<P>::type>;
-  return static_cast<double>(sizeof(E) - sizeof(Bare)) * static_cast<double>(pow2_at_least(n)) /
-         static_cast<double>(n);
+  const std::size_t slots = expiring::detail::SlotTable<E>::groups_for(n) * expiring::detail::kGroupSlots;
+  return static_cast<double>(sizeof(E) - sizeof(Bare)) * static_cast<double>(slots) / static_cast<double>(n);
 }
 
 const Row* find(const std::vector<Row>& rows, const std::string& key, std::size_t n, const std::string& contender,
