@@ -565,7 +565,8 @@ class ExpiringStore {
   }
 
   // RANDOMKEY: a random live key (uniform; see Keyspace::random_slot for the one exception),
-  // nullopt when there is none. Stale keys it lands on are reclaimed (cause `expired`) and it tries again, as Redis's dbRandomKey.
+  // nullopt when there is none. Stale keys it lands on are reclaimed (cause `expired`) and it
+  // tries again, as Redis's dbRandomKey.
   std::optional<K> random_key() {
     const std::int64_t now = now_ms();
     std::optional<K> out;
@@ -596,7 +597,9 @@ class ExpiringStore {
     constexpr int kTagShift = 40;  // positions below 2^40; the layout tag above
     const std::uint64_t tag = (static_cast<std::uint64_t>(ks_.epoch()) & 0xFFFFFFu) + 1;
     std::size_t pos = 0;
-    if (cursor != 0 && (cursor >> kTagShift) == tag) pos = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << kTagShift) - 1));
+    if (cursor != 0 && (cursor >> kTagShift) == tag) {
+      pos = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << kTagShift) - 1));
+    }
     if (count == 0) count = 1;
     const std::size_t slots = ks_.slot_count();
     pos = ks_.next_occupied(pos);
@@ -681,7 +684,9 @@ class ExpiringStore {
     void skip_stale() {
       const std::size_t n = store_->ks_.slot_count();
       i_ = static_cast<std::uint32_t>(store_->ks_.next_occupied(i_));
-      while (i_ < n && store_->ks_.entry(i_).is_stale(now_)) i_ = static_cast<std::uint32_t>(store_->ks_.next_occupied(i_ + 1));
+      while (i_ < n && store_->ks_.entry(i_).is_stale(now_)) {
+        i_ = static_cast<std::uint32_t>(store_->ks_.next_occupied(i_ + 1));
+      }
     }
     const ExpiringStore* store_ = nullptr;
     std::uint32_t i_ = 0;

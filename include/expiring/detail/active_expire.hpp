@@ -235,7 +235,8 @@ inline void ActiveExpire::fold_avg_ttl(std::int64_t ttl_sum, std::int64_t ttl_sa
   }
   double keep = 1.0;
   for (std::uint32_t r = 0; r < rounds && keep > 1e-9; ++r) keep *= 0.98;
-  avg_ttl_ = static_cast<std::int64_t>(static_cast<double>(avg_ttl_) * keep + static_cast<double>(sample) * (1.0 - keep));
+  avg_ttl_ =
+      static_cast<std::int64_t>(static_cast<double>(avg_ttl_) * keep + static_cast<double>(sample) * (1.0 - keep));
 }
 
 }  // namespace expiring::detail
