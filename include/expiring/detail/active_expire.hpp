@@ -78,6 +78,7 @@ class ActiveExpire {
   void on_clear() noexcept {
     cursor_ = 0;
     pass_ticks_ = 0;
+    pass_left_ = 0;
     avg_ttl_ = 0;
   }
   // CONFIG RESETSTAT.
@@ -98,6 +99,7 @@ class ActiveExpire {
   std::int64_t avg_ttl_ = 0;
   std::size_t cursor_ = 0;        // the sampled cycle's slot position
   std::uint32_t pass_ticks_ = 0;  // slow ticks spent on the current pass (D9)
+  std::uint64_t pass_left_ = 0;   // volatile keys the current pass has still to visit (D9)
   bool timelimit_exit_ = false;   // did the previous cycle stop on its budget?
   std::int64_t last_fast_cycle_us_ = kInt64Min / 2;
 };
@@ -116,10 +118,15 @@ void ActiveExpire::sweep_sampled(TickReport& report, Keyspace& ks, const Options
   std::uint64_t min_visits = 0;
   if (!fast && options.full_pass_ticks != 0) {
     if (cursor_ == 0 || cursor_ >= slots) pass_ticks_ = 0;
-    const std::uint64_t left = cursor_ < slots ? index.count_from(static_cast<std::size_t>(cursor_)) : index.size();
     const std::uint64_t ticks_left =
         pass_ticks_ < options.full_pass_ticks ? options.full_pass_ticks - pass_ticks_ : 1;
-    min_visits = (left + ticks_left - 1) / ticks_left;
+    // What is left of the pass: counted exactly (O(slots / 64)) when a pass starts and on its
+    // N-th tick; in between and after, the last count less the keys visited since (keys added
+    // ahead of the cursor meanwhile are caught by the N-th tick's count).
+    if (pass_ticks_ == 0 || pass_ticks_ + 1 == options.full_pass_ticks) {
+      pass_left_ = cursor_ < slots ? index.count_from(static_cast<std::size_t>(cursor_)) : index.size();
+    }
+    min_visits = (pass_left_ + ticks_left - 1) / ticks_left;
     ++pass_ticks_;
   }
   std::int64_t ttl_sum = 0, ttl_samples = 0;
@@ -138,8 +145,8 @@ void ActiveExpire::sweep_sampled(TickReport& report, Keyspace& ks, const Options
 
     std::uint64_t sampled = 0, expired = 0;
     bool pass_done = false;
+    std::size_t pos = index.next(static_cast<std::size_t>(cursor_));
     while (sampled < num) {
-      const std::size_t pos = index.next(static_cast<std::size_t>(cursor_));
       if (pos >= slots) {  // npos: no volatile key after the cursor
         cursor_ = 0;
         pass_done = true;
@@ -161,7 +168,9 @@ void ActiveExpire::sweep_sampled(TickReport& report, Keyspace& ks, const Options
         }
       }
       cursor_ = pos + 1;
-      if (cursor_ >= slots || index.next(static_cast<std::size_t>(cursor_)) >= slots) {
+      // Reclaiming clears only the bit at pos: the next volatile slot is found once, here.
+      pos = cursor_ < slots ? index.next(static_cast<std::size_t>(cursor_)) : slots;
+      if (pos >= slots) {
         cursor_ = 0;
         pass_done = true;
         break;
@@ -169,6 +178,7 @@ void ActiveExpire::sweep_sampled(TickReport& report, Keyspace& ks, const Options
     }
     report.sampled += sampled;
     report.expired += expired;
+    pass_left_ = pass_left_ > sampled ? pass_left_ - sampled : 0;
     report.pass_completed = report.pass_completed || pass_done;
 
     repeat = !pass_done && (sampled == 0 || expired * 100 / sampled > static_cast<std::uint64_t>(p.acceptable_stale));
