@@ -59,64 +59,8 @@
 
 #include "bench_common.hpp"
 
-// ---- the allocation counter (E3) -----------------------------------------------------------
-// Live bytes as malloc_usable_size reports them, and their peak. Counts every allocation of
-// the program; only E3 reads it.
-
-namespace {
-std::size_t g_live = 0;
-std::size_t g_peak = 0;
-
-void note_alloc(void* p) {
-  g_live += malloc_usable_size(p);
-  if (g_live > g_peak) g_peak = g_live;
-}
-void* counted_alloc(std::size_t n) {
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  note_alloc(p);
-  return p;
-}
-void* counted_alloc_aligned(std::size_t n, std::size_t align) {
-  void* p = nullptr;
-  if (align < sizeof(void*)) align = sizeof(void*);
-  if (posix_memalign(&p, align, n == 0 ? 1 : n) != 0) throw std::bad_alloc();
-  note_alloc(p);
-  return p;
-}
-void counted_free(void* p) noexcept {
-  if (p == nullptr) return;
-  g_live -= malloc_usable_size(p);
-  std::free(p);
-}
-}  // namespace
-
-void* operator new(std::size_t n) { return counted_alloc(n); }
-void* operator new[](std::size_t n) { return counted_alloc(n); }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted_alloc(n);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new(std::size_t n, std::align_val_t a) { return counted_alloc_aligned(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted_alloc_aligned(n, static_cast<std::size_t>(a)); }
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
+// ---- the allocation counter (E3): bench/alloc_counter.hpp ----------------------------------
+#include "alloc_counter.hpp"
 
 namespace {
 

@@ -409,11 +409,7 @@ class ExpiringStore {
       unaccount(ks_.entry(it));
       out.emplace(std::move(ks_.entry(it).value));
       ks_.erase(it, [&](entry_type& e) {
-        if (events_.active()) {
-          events_.push_removed(KeyEventCause::del, std::move(e.key), out, false);
-        } else {
-          discard(e);
-        }
+        if (events_.active()) events_.push_removed(KeyEventCause::del, std::move(e.key), out, false);
       });
     }
     flush();
@@ -1007,9 +1003,8 @@ class ExpiringStore {
       unaccount(e);
       if (events_.active()) {
         events_.push_removed(cause, std::move(e.key), std::optional<V>(std::move(e.value)), lazy);
-      } else {
-        if (lazy) lazy_free(e.value);
-        discard(e);
+      } else if (lazy) {
+        lazy_free(e.value);
       }
     });
   }
@@ -1051,8 +1046,6 @@ class ExpiringStore {
   void unaccount(const entry_type& e) {
     if (tracking_) used_ -= weight(e);
   }
-  // The sink of an erasure that keeps nothing: the table destroys the key and the value.
-  static void discard(entry_type&) noexcept {}
   // Whether used memory plus `incoming` bytes is above the limit (no overflow: each term is
   // compared against what is left of the limit).
   bool over_limit(std::size_t incoming = 0) const noexcept {
@@ -1552,7 +1545,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     }
     emit(KeyEventCause::rename_from, se.key);
     emit(KeyEventCause::rename_to, de.key);
-    ks_.erase(sit, [&](entry_type& e) { discard(e); });
+    ks_.erase(sit, [](entry_type&) {});
     return true;
   }
   // dst absent: a new entry for dst takes src's value and TTL; then src goes.
@@ -1569,7 +1562,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   if (was_volatile) ks_.set_deadline(d, deadline);
   emit(KeyEventCause::rename_from, ks_.entry(s).key);
   emit(KeyEventCause::rename_to, ks_.entry(d).key);
-  ks_.erase(ks_.slot_of(s), [&](entry_type& e) { discard(e); });
+  ks_.erase(ks_.slot_of(s), [](entry_type&) {});
   return true;
 }
 

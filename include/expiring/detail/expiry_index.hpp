@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include "bits.hpp"
+
 namespace expiring::detail {
 
 inline constexpr std::uint32_t kNoExpiryPos = 0xFFFFFFFFu;
@@ -43,28 +45,6 @@ struct WheelMeta {
   std::uint32_t exp_pos = kNoExpiryPos;  // position in its bucket; kNoExpiryPos when persistent
   std::uint16_t exp_bucket = 0;
 };
-
-inline int lowest_set_bit(std::uint64_t m) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  return __builtin_ctzll(m);
-#else
-  int i = 0;
-  while ((m & 1u) == 0) {
-    m >>= 1;
-    ++i;
-  }
-  return i;
-#endif
-}
-inline int count_bits(std::uint64_t m) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  return __builtin_popcountll(m);
-#else
-  int n = 0;
-  for (; m != 0; m &= m - 1) ++n;
-  return n;
-#endif
-}
 
 class VolatileBitmap {
  public:
@@ -87,7 +67,7 @@ class VolatileBitmap {
       if (++w == words_.size()) return npos;
       m = words_[w];
     }
-    return (w << 6) + static_cast<std::size_t>(lowest_set_bit(m));
+    return (w << 6) + static_cast<std::size_t>(lowest_bit(m));
   }
   // Volatile slots at or after pos. O(slots / 64).
   std::size_t count_from(std::size_t pos) const noexcept {
@@ -378,28 +358,6 @@ class TimerWheel {
   static constexpr std::uint64_t bias(std::int64_t t) noexcept {
     return static_cast<std::uint64_t>(t) ^ (std::uint64_t{1} << 63);
   }
-  static int highest_bit(std::uint64_t x) noexcept {  // x != 0
-#if defined(__GNUC__) || defined(__clang__)
-    return 63 - __builtin_clzll(x);
-#else
-    int n = 0;
-    while (x >>= 1) ++n;
-    return n;
-#endif
-  }
-  static int lowest_bit(std::uint64_t x) noexcept {  // x != 0
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_ctzll(x);
-#else
-    int n = 0;
-    while ((x & 1) == 0) {
-      x >>= 1;
-      ++n;
-    }
-    return n;
-#endif
-  }
-
   // The bucket of a (biased) deadline: the lowest level whose enclosing window it shares
   // with the wheel's clock. Deadlines the clock has passed go to the clock's own slot.
   int bucket_for(std::uint64_t u) const noexcept {

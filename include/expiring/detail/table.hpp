@@ -39,6 +39,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "bits.hpp"
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -53,19 +55,6 @@ namespace expiring::detail {
 inline constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
 inline constexpr std::size_t kGroupSlots = 15;
 inline constexpr std::size_t kGroupBytes = 16;
-
-inline int lowest_bit_index(std::uint32_t m) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  return __builtin_ctz(m);
-#else
-  int i = 0;
-  while ((m & 1u) == 0) {
-    m >>= 1;
-    ++i;
-  }
-  return i;
-#endif
-}
 
 inline void prefetch_read(const void* p) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
@@ -121,7 +110,7 @@ class SlotTable {
       for (; g < o.groups_; ++g) {
         const unsigned char* from = o.ctrl_ + g * kGroupBytes;
         for (std::uint32_t m = ControlGroup::full(from); m != 0; m &= m - 1) {
-          const std::size_t j = static_cast<std::size_t>(lowest_bit_index(m));
+          const std::size_t j = static_cast<std::size_t>(lowest_bit(m));
           ::new (static_cast<void*>(slots + g * kGroupSlots + j)) Entry(o.slots_[g * kGroupSlots + j]);
           ctrl[g * kGroupBytes + j] = from[j];
         }
@@ -130,7 +119,7 @@ class SlotTable {
     } catch (...) {
       for (std::size_t k = 0; k <= g && k < o.groups_; ++k) {
         for (std::uint32_t m = ControlGroup::full(ctrl + k * kGroupBytes); m != 0; m &= m - 1) {
-          slots[k * kGroupSlots + static_cast<std::size_t>(lowest_bit_index(m))].~Entry();
+          slots[k * kGroupSlots + static_cast<std::size_t>(lowest_bit(m))].~Entry();
         }
       }
       ::operator delete(block);
@@ -189,7 +178,7 @@ class SlotTable {
       const std::size_t g = i / kGroupSlots;
       const std::size_t j = i % kGroupSlots;
       const std::uint32_t m = ControlGroup::full(ctrl_ + g * kGroupBytes) >> j;
-      if (m != 0) return i + static_cast<std::size_t>(lowest_bit_index(m));
+      if (m != 0) return i + static_cast<std::size_t>(lowest_bit(m));
       i = (g + 1) * kGroupSlots;
     }
     return cap;
@@ -205,7 +194,7 @@ class SlotTable {
     for (std::size_t step = 0; step <= mask_;) {
       const unsigned char* c = ctrl_ + g * kGroupBytes;
       for (std::uint32_t m = ControlGroup::match(c, fp); m != 0; m &= m - 1) {
-        const auto i = static_cast<std::uint32_t>(g * kGroupSlots + static_cast<std::size_t>(lowest_bit_index(m)));
+        const auto i = static_cast<std::uint32_t>(g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m)));
         if (eq(slots_[i])) return i;
       }
       if ((c[kGroupSlots] & ControlGroup::overflow_bit(fp)) == 0) return kNoSlot;
@@ -222,7 +211,7 @@ class SlotTable {
   void prefetch_slot(std::uint64_t h) const noexcept {
     const std::size_t g = home(h);
     const std::uint32_t m = ControlGroup::match(ctrl_ + g * kGroupBytes, fingerprint(h));
-    if (m != 0) prefetch_read(slots_ + g * kGroupSlots + static_cast<std::size_t>(lowest_bit_index(m)));
+    if (m != 0) prefetch_read(slots_ + g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m)));
   }
 
   // ---- insertion ----------------------------------------------------------------------
@@ -241,7 +230,7 @@ class SlotTable {
       unsigned char* c = ctrl_ + g * kGroupBytes;
       const std::uint32_t free = ControlGroup::empty(c);
       if (free != 0) {
-        const std::size_t j = static_cast<std::size_t>(lowest_bit_index(free));
+        const std::size_t j = static_cast<std::size_t>(lowest_bit(free));
         const auto i = static_cast<std::uint32_t>(g * kGroupSlots + j);
         ::new (static_cast<void*>(slots_ + i)) Entry(std::forward<Args>(args)...);
         c[j] = fp;
@@ -334,7 +323,7 @@ class SlotTable {
     for (std::size_t g = 0; g < groups_; ++g) {
       for (std::uint32_t m = ControlGroup::full(ctrl_ + g * kGroupBytes); m != 0; m &= m - 1) {
         const auto from_index =
-            static_cast<std::uint32_t>(g * kGroupSlots + static_cast<std::size_t>(lowest_bit_index(m)));
+            static_cast<std::uint32_t>(g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m)));
         Entry& from = slots_[from_index];
         const std::uint64_t h = hash_of(static_cast<const Entry&>(from));
         const unsigned char fp = fingerprint(h);
@@ -343,7 +332,7 @@ class SlotTable {
           unsigned char* c = new_ctrl + ng * kGroupBytes;
           const std::uint32_t free = ControlGroup::empty(c);
           if (free != 0) {
-            const std::size_t j = static_cast<std::size_t>(lowest_bit_index(free));
+            const std::size_t j = static_cast<std::size_t>(lowest_bit(free));
             const auto to = static_cast<std::uint32_t>(ng * kGroupSlots + j);
             ::new (static_cast<void*>(new_slots + to)) Entry(std::move(from));
             from.~Entry();
@@ -415,7 +404,7 @@ class SlotTable {
     if constexpr (!std::is_trivially_destructible_v<Entry>) {
       for (std::size_t g = 0; g < groups_ && size_ != 0; ++g) {
         for (std::uint32_t m = ControlGroup::full(ctrl_ + g * kGroupBytes); m != 0; m &= m - 1) {
-          slots_[g * kGroupSlots + static_cast<std::size_t>(lowest_bit_index(m))].~Entry();
+          slots_[g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m))].~Entry();
         }
       }
     }
