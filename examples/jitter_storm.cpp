@@ -16,8 +16,7 @@ namespace {
 
 // The timer wheel reclaims every key in the tick after its deadline, so the chart shows when
 // keys fall due (the sampled index would add its own lateness).
-using Store = expiring::ExpiringStore<std::uint64_t, std::uint64_t, expiring::Hash<std::uint64_t>, std::equal_to<>,
-                                      expiring::ManualClock&, expiring::TimeOrderedExpiry>;
+using Store = expiring::Store<std::uint64_t, std::uint64_t, expiring::ManualClock, expiring::TimeOrderedExpiry>;
 
 constexpr int kKeys = 20'000;
 constexpr std::int64_t kTtlSeconds = 60;

@@ -10,8 +10,7 @@
 
 namespace {
 
-using Store = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
-                                      expiring::ManualClock&>;
+using Store = expiring::Store<std::string, std::string, expiring::ManualClock>;
 
 bool acquire(Store& store, const std::string& owner, std::int64_t lease_ms) {
   return store.set("lock:report", owner, expiring::Px{lease_ms}, expiring::SetCond::NX).value();

@@ -11,8 +11,7 @@
 
 namespace {
 
-using Store = expiring::ExpiringStore<std::string, long long, expiring::Hash<std::string>, std::equal_to<>,
-                                      expiring::ManualClock&>;
+using Store = expiring::Store<std::string, long long, expiring::ManualClock>;
 
 class RateLimiter {
  public:
@@ -23,10 +22,10 @@ class RateLimiter {
     const std::int64_t window_end = (store_.now_ms() / window_ + 1) * window_;
     long long count = 0;
     if (!store_.modify(key, [&](long long& c) { count = ++c; })) {
-      store_.set(key, 1LL);
+      if (!store_.set(key, 1LL).ok()) return false;  // refused (a memory limit): fail closed
       count = 1;
     }
-    store_.pexpireat(key, window_end, expiring::ExpireFlags::NX);
+    (void)store_.pexpireat(key, window_end, expiring::ExpireFlags::NX);  // NX: false once it has one
     return count <= limit_;
   }
 

@@ -14,8 +14,7 @@
 
 namespace {
 
-using Store = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
-                                      expiring::ManualClock&>;
+using Store = expiring::Store<std::string, std::string, expiring::ManualClock>;
 
 constexpr int kSessions = 10'000;
 constexpr std::int64_t kTtlMs = 30 * 60 * 1000;
@@ -29,7 +28,7 @@ std::vector<int> run(double jitter) {
   std::uniform_real_distribution<double> spread{-jitter, jitter};
   for (int i = 0; i < kSessions; ++i) {
     const auto ttl = static_cast<std::int64_t>(static_cast<double>(kTtlMs) * (1.0 + spread(rng)));
-    store.set("session:" + std::to_string(i), "user-" + std::to_string(i), expiring::Px{ttl});
+    store.set("session:" + std::to_string(i), "user-" + std::to_string(i), expiring::Px{ttl}).value();
   }
   std::vector<int> per_minute(9, 0);
   std::uint64_t seen = 0;

@@ -650,7 +650,7 @@ class Runner {
     const std::string v = new_value();
     describe("GETSET", &k).value = value_counter_;
     std::optional<std::string> old;
-    model_.set(k, v, Kind::none, 0, SetCond::Always, &old, now);
+    (void)model_.set(k, v, Kind::none, 0, SetCond::Always, &old, now);
     expect_eq(store_.getset(k, v).value(), old, "getset");
   }
   void op_getex(std::int64_t now) {

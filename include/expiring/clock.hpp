@@ -56,11 +56,14 @@
 // removes the cost, at the price of its staleness.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
+#include "detail/duration.hpp"
 #include "detail/tsc.hpp"
 
 namespace expiring {
@@ -118,36 +121,48 @@ class CachedClock {
   std::int64_t now_;
 };
 
-// A clock that moves only when told to: for deterministic tests. Any int64 reading is
-// allowed, including values near INT64_MIN and INT64_MAX; advance() saturates there instead
-// of overflowing.
+// A clock that moves only when told to: for deterministic tests. Copies share one time: a
+// store built from a ManualClock (by value) and the test that keeps the original see the same
+// reading, so `clock.advance(1000)` moves every store made from it (there is no way to get a
+// private copy by accident). Any int64 reading is allowed, including values near INT64_MIN and
+// INT64_MAX; advance() saturates there instead of overflowing. Reads and moves are atomic
+// (relaxed), so a test may advance the clock while other threads read it.
 class ManualClock {
  public:
-  constexpr explicit ManualClock(std::int64_t start_ms = 0) noexcept : now_(start_ms) {}
+  explicit ManualClock(std::int64_t start_ms = 0) : now_(std::make_shared<std::atomic<std::int64_t>>(start_ms)) {}
 
-  constexpr std::int64_t now_ms() const noexcept { return now_; }
+  std::int64_t now_ms() const noexcept { return now_->load(std::memory_order_relaxed); }
 
   // Jump to an absolute reading (may go backwards, as a wall clock can).
-  constexpr void set(std::int64_t ms) noexcept { now_ = ms; }
+  void set(std::int64_t ms) noexcept { now_->store(ms, std::memory_order_relaxed); }
 
   // Move by `delta_ms` (negative moves back), saturating at the int64 limits.
-  constexpr void advance(std::int64_t delta_ms) noexcept {
+  void advance(std::int64_t delta_ms) noexcept {
     constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
     constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
-    if (delta_ms > 0 && now_ > kMax - delta_ms) {
-      now_ = kMax;
-    } else if (delta_ms < 0 && now_ < kMin - delta_ms) {
-      now_ = kMin;
-    } else {
-      now_ += delta_ms;
-    }
+    std::int64_t now = now_->load(std::memory_order_relaxed);
+    std::int64_t next = 0;
+    do {
+      if (delta_ms > 0 && now > kMax - delta_ms) {
+        next = kMax;
+      } else if (delta_ms < 0 && now < kMin - delta_ms) {
+        next = kMin;
+      } else {
+        next = now + delta_ms;
+      }
+    } while (!now_->compare_exchange_weak(now, next, std::memory_order_relaxed));
   }
-  void advance(std::chrono::milliseconds delta) noexcept { advance(static_cast<std::int64_t>(delta.count())); }
+  // Move by a duration, converted to whole milliseconds toward zero; saturating as above (a
+  // duration beyond the int64 range of milliseconds saturates too).
+  template <class Rep, class Period>
+  void advance(std::chrono::duration<Rep, Period> delta) noexcept {
+    static_assert(std::is_integral_v<Rep>, "ManualClock::advance: use a duration with an integral count");
+    advance(detail::saturating_ms(delta));
+  }
 
  private:
-  std::int64_t now_;
+  std::shared_ptr<std::atomic<std::int64_t>> now_;
 };
-
 // Monotonic microseconds: the default budget clock of tick() (Redis's ustime()).
 struct SteadyMicrosClock {
   std::int64_t operator()() const noexcept {

@@ -69,11 +69,13 @@ class BadResultAccess : public std::logic_error {
   Errc error_;
 };
 
-// Either a T or an Errc. Deliberately has no `operator bool`: for Result<bool> it would be
+// Either a T or an Errc, [[nodiscard]]: a call that can fail says so in its type, and dropping
+// its result is a warning. To turn an error into an exception write `.value()` (throws
+// BadResultAccess); to ignore one on purpose, `(void)`. Deliberately has no `operator bool`: for Result<bool> it would be
 // ambiguous whether it tests "no error" or the value. Use ok(), value(), error(), or compare:
 // `store.expire(k, 10) == true`, `store.set(k, v, Ex{0}) == Errc::invalid_expire_time`.
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   using value_type = T;
 
@@ -118,7 +120,7 @@ class Result {
 
 // Success or an Errc, for calls with nothing else to return (Redis replies "OK").
 template <>
-class Result<void> {
+class [[nodiscard]] Result<void> {
  public:
   Result() = default;
   Result(Errc error) : error_(error), ok_(false) {}  // NOLINT: implicit by design

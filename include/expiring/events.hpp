@@ -1,7 +1,12 @@
 // expiring/events.hpp: key events, Redis's keyspace notifications for in-process listeners.
+//
+// A listener subscribes to a set of causes (KeyEventCauses, all of them by default). An event
+// whose cause nobody subscribed to costs one bit test: nothing is copied or queued, and a
+// removed key's value is destroyed in place instead of being handed to the queue.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace expiring {
 
@@ -13,7 +18,7 @@ enum class KeyEventCause : std::uint8_t {
   persist,      // a TTL was removed (Redis "persist")
   del,          // removed by the caller: del, unlink, getdel, or a deadline already past
   expired,      // removed because its deadline passed (lazy or by tick())
-  evicted,      // removed to respect a memory limit (reserved)
+  evicted,      // removed to respect a limit (Options::maxmemory or max_entries)
   rename_from,  // the source of a rename (Redis "rename_from")
   rename_to,    // the destination of a rename (Redis "rename_to")
   copy_to,      // the destination of a copy (Redis "copy_to")
@@ -34,6 +39,34 @@ constexpr const char* to_string(KeyEventCause c) noexcept {
   }
   return "unknown";
 }
+
+// A set of causes: `KeyEventCauses{KeyEventCause::expired, KeyEventCause::evicted}`, or
+// KeyEventCauses::all(), or KeyEventCauses::removals() (del, expired, evicted).
+class KeyEventCauses {
+ public:
+  constexpr KeyEventCauses() noexcept = default;  // none
+  constexpr KeyEventCauses(std::initializer_list<KeyEventCause> causes) noexcept {
+    for (KeyEventCause c : causes) bits_ = static_cast<std::uint16_t>(bits_ | bit(c));
+  }
+  static constexpr KeyEventCauses all() noexcept { return KeyEventCauses(std::uint16_t{(1u << 10) - 1}); }
+  static constexpr KeyEventCauses removals() noexcept {
+    return {KeyEventCause::del, KeyEventCause::expired, KeyEventCause::evicted};
+  }
+  constexpr bool contains(KeyEventCause c) const noexcept { return (bits_ & bit(c)) != 0; }
+  constexpr bool empty() const noexcept { return bits_ == 0; }
+  friend constexpr KeyEventCauses operator|(KeyEventCauses a, KeyEventCauses b) noexcept {
+    return KeyEventCauses(static_cast<std::uint16_t>(a.bits_ | b.bits_));
+  }
+  friend constexpr bool operator==(KeyEventCauses a, KeyEventCauses b) noexcept { return a.bits_ == b.bits_; }
+  friend constexpr bool operator!=(KeyEventCauses a, KeyEventCauses b) noexcept { return a.bits_ != b.bits_; }
+
+ private:
+  constexpr explicit KeyEventCauses(std::uint16_t bits) noexcept : bits_(bits) {}
+  static constexpr std::uint16_t bit(KeyEventCause c) noexcept {
+    return static_cast<std::uint16_t>(1u << static_cast<unsigned>(c));
+  }
+  std::uint16_t bits_ = 0;
+};
 
 // One event as a listener sees it. `value` points at the removed value for the removal
 // causes (del, expired, evicted) and is null otherwise. Both references live only for the

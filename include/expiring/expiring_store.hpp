@@ -8,20 +8,32 @@
 //   A key whose deadline has passed (`now > deadline`) is invisible at once: every read,
 //   write and query treats it as missing. It is deleted lazily, by the first operation that
 //   touches it, and in bulk only when you call tick(), which runs Redis's probabilistic
-//   active-expire cycle within a time budget. The store starts no thread and never reads the
-//   clock more than once per operation; between your calls nothing happens.
+//   active-expire cycle within a time budget. The store reads the clock at most once per
+//   operation, and between your calls nothing happens to the keyspace. It starts no thread,
+//   unless Options::lazyfree_background asks for one (a reclaimer that only destroys values
+//   already removed; see options.hpp).
 //
 // Each member below is documented with its Redis analogue, what it returns and what it costs.
 // "One probe" means one hash-table lookup; all operations are O(1) expected except where
 // noted.
 //
-// Pointer validity: entries live inline in an open-addressing table (detail/table.hpp) and
-// move only when the table is rehashed. A pointer returned by get(), get_many(), peek() or
-// lookup() stays valid until one of these runs: a call that inserts a new key (the set()
-// family, get_or_load(), copy(), rename(), which may grow the table), reserve(), tick()
-// (which may shrink the table after a mass expiry), clear() or assignment of the store; or
-// the key itself is removed (del(), expiry, eviction). Removing other keys, including lazy
-// reclaiming of stale keys by reads and writes, never moves an entry.
+// Pointer validity (tests/test_pointer_validity.cpp has a case per rule). Entries live inline
+// in an open-addressing table (detail/table.hpp) and move only when it is rehashed. A pointer
+// from get(), get_many(), getex_ptr(), get_or_load(), lookup() or peek() points at the stored
+// value and stays valid
+//   * across reads, writes and deletes of other keys, including the lazy reclaiming of other
+//     stale keys by any call (erasure moves no entry);
+//   * across TTL changes of any key (expire() family, persist(), getex() options, idle TTLs);
+//   * across an overwrite or modify() of its own key: the same object then holds the new value
+//     (pointers into the value's own heap, such as a std::string's data(), follow V's rules);
+// and becomes invalid
+//   * when its key is removed: del(), unlink(), getdel(), rename() away, a deadline already
+//     past, eviction, or expiry, which happens lazily in the first call that touches the key
+//     after its deadline (a get() of the same key included) or in tick();
+//   * for every key, at a call that may add a key (the set() family, get_or_load() when it
+//     loads, copy(), rename() to an absent key: any of them may grow the table), reserve(),
+//     tick() (which may shrink the table after a mass expiry), clear(), and assignment, move or
+//     destruction of the store.
 //
 // Events: a listener set with set_listener() receives each change with its cause. Events are
 // queued while an operation runs and dispatched when the store is consistent again, just
@@ -46,9 +58,15 @@
 //   copy(), getdel()'s copy for listeners) leaves the store unchanged; moves must be noexcept
 //   (a static_assert says so).
 //
-// Thread safety: none, as for standard containers. Guard a shared store with a mutex.
+// Thread safety: none, as for standard containers, with one difference that matters: every
+// lookup writes (statistics, the lazy reclaiming of a stale key, LRU/LFU data, an idle TTL), so
+// get() is not a read in the thread-safety sense. Concurrent readers need exclusive access
+// too: guard a shared store with a std::mutex (a shared_mutex's shared lock is not enough).
+// The const members (peek(), size(), keys(), iteration, stats()) may run concurrently with
+// each other, not with anything else.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -121,9 +139,55 @@ enum class Access : std::uint8_t { read, write };
 enum class Touch : bool { no, yes };
 }  // namespace detail
 
+// The store. Most code names it through the Store alias below; the full parameter list is for
+// a key type with a hash or equality of its own.
 template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
           class Clock = TscClock, class ExpiryPolicy = SampledExpiry>
+class ExpiringStore;
+
+// expiring::Store<K, V> is ExpiringStore<K, V> with the default hash and equality, the clock
+// third and the expiry policy fourth:
+//
+//   expiring::Store<std::string, Session> sessions;                    // TscClock
+//   expiring::ManualClock clock{0};
+//   expiring::Store<std::string, Session, expiring::ManualClock> test_store{clock};  // shares `clock`
+template <class K, class V, class Clock = TscClock, class ExpiryPolicy = SampledExpiry>
+using Store = ExpiringStore<K, V, expiring::Hash<K>, std::equal_to<>, Clock, ExpiryPolicy>;
+
+namespace detail {
+template <class T, class = void>
+struct is_complete : std::false_type {};
+template <class T>
+struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+// A clock: `now_ms()` callable on a const object, giving something convertible to int64.
+template <class C, class = void>
+struct is_clock : std::false_type {};
+template <class C>
+struct is_clock<C, std::void_t<decltype(std::declval<const std::remove_reference_t<C>&>().now_ms())>>
+    : std::is_convertible<decltype(std::declval<const std::remove_reference_t<C>&>().now_ms()), std::int64_t> {};
+template <class H, class K, class = void>
+struct hashes : std::false_type {};
+template <class H, class K>
+struct hashes<H, K, std::enable_if_t<is_complete<H>::value>>
+    : std::is_invocable_r<std::size_t, const H&, const K&> {};
+}  // namespace detail
+
+template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
 class ExpiringStore {
+  static_assert(!detail::is_clock<Hash>::value,
+                "expiring::ExpiringStore: the third template argument is the key hash, and the clock is the fifth; "
+                "write expiring::Store<K, V, Clock> (the clock third), or ExpiringStore<K, V, Hash, KeyEqual, Clock>");
+  static_assert(detail::is_complete<Hash>::value,
+                "expiring::ExpiringStore: there is no hash for this key type (expiring::Hash covers integers, enums "
+                "and strings); pass a hash functor as the third argument: ExpiringStore<K, V, MyHash, std::equal_to<>, "
+                "Clock> (keys may be chosen by an attacker: see hash.hpp for a keyed hash)");
+  static_assert(detail::hashes<Hash, K>::value,
+                "expiring::ExpiringStore: the hash must be callable as hash(const K&) and return std::size_t");
+  static_assert(std::is_invocable_r_v<bool, const KeyEqual&, const K&, const K&>,
+                "expiring::ExpiringStore: KeyEqual must be callable as eq(const K&, const K&) -> bool");
+  static_assert(detail::is_clock<Clock>::value,
+                "expiring::ExpiringStore: the clock must have `std::int64_t now_ms() const` (Unix milliseconds); "
+                "see clock.hpp for TscClock, SystemClock, CachedClock and ManualClock");
   static constexpr bool kWheel = std::is_same_v<ExpiryPolicy, TimeOrderedExpiry>;
   using keyspace_type = detail::Keyspace<K, V, Hash, KeyEqual, typename detail::expiry_index_for<ExpiryPolicy>::type>;
   using entry_type = typename keyspace_type::entry_type;
@@ -169,6 +233,10 @@ class ExpiringStore {
     if (options_.lazyfree_background && options_.lazyfree_queue_max == 0) {
       throw std::invalid_argument("expiring: lazyfree_background needs lazyfree_queue_max > 0");
     }
+    if (options_.expire_after_access.count() < 0) {
+      throw std::invalid_argument("expiring: expire_after_access must not be negative");
+    }
+    idle_ms_ = static_cast<std::int64_t>(options_.expire_after_access.count());
     update_eviction_flags();
     lazy_.configure(options_.lazyfree_queue_max, options_.lazyfree_background);
     set_hz(options_.hz);
@@ -190,19 +258,19 @@ class ExpiringStore {
   // only when a deadline must be compared (D7: at most once): a miss and a hit on a key
   // without TTL read no clock.
   template <class KK>
-  const V* get(const KK& key) {
+  [[nodiscard]] const V* get(const KK& key) {
     const auto& lk = lookup_key(key);
     const slot_iterator it = ks_.find(lk, ks_.hash_of(lk));
     if (it != ks_.end()) {
       const entry_type& e = ks_.entry(it);
-      if (e.deadline == detail::kNoDeadline && !touch_access_) {  // alive at any time
+      if (e.deadline == detail::kNoDeadline && !read_hook_) {  // alive at any time
         ++stats_.keyspace_hits;
         return &e.value;
       }
       const std::int64_t now = now_ms();
       if (!e.is_stale(now)) {
         ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(touch_access_)) return &ks_.entry(touched(it, now)).value;
+        if (EXPIRING_UNLIKELY(read_hook_)) return &ks_.entry(touched(it, now, detail::Access::read)).value;
         return &e.value;
       }
       expire_entry(it);
@@ -261,7 +329,7 @@ class ExpiringStore {
     std::int64_t pttl;
   };
   template <class KK>
-  LookupResult lookup(const KK& key) {
+  [[nodiscard]] LookupResult lookup(const KK& key) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
     auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
@@ -295,7 +363,7 @@ class ExpiringStore {
 
   // EXISTS (one key): whether the key is live. Counts hits/misses like Redis.
   template <class KK>
-  bool exists(const KK& key) {
+  [[nodiscard]] bool exists(const KK& key) {
     return read_probe(key, detail::Touch::no);
   }
 
@@ -308,22 +376,22 @@ class ExpiringStore {
 
   // TTL: remaining seconds rounded half up; -2 missing, -1 no TTL; 0 at the deadline itself.
   template <class KK>
-  std::int64_t ttl(const KK& key) {
+  [[nodiscard]] std::int64_t ttl(const KK& key) {
     return ttl_query(key, detail::TimeBase::relative, detail::TimeUnit::seconds);
   }
   // PTTL: remaining milliseconds; -2 missing, -1 no TTL.
   template <class KK>
-  std::int64_t pttl(const KK& key) {
+  [[nodiscard]] std::int64_t pttl(const KK& key) {
     return ttl_query(key, detail::TimeBase::relative, detail::TimeUnit::ms);
   }
   // EXPIRETIME: the absolute deadline in Unix seconds, rounded half up; -2 / -1 as TTL.
   template <class KK>
-  std::int64_t expiretime(const KK& key) {
+  [[nodiscard]] std::int64_t expiretime(const KK& key) {
     return ttl_query(key, detail::TimeBase::absolute, detail::TimeUnit::seconds);
   }
   // PEXPIRETIME: the absolute deadline in Unix milliseconds; -2 / -1 as TTL.
   template <class KK>
-  std::int64_t pexpiretime(const KK& key) {
+  [[nodiscard]] std::int64_t pexpiretime(const KK& key) {
     return ttl_query(key, detail::TimeBase::absolute, detail::TimeUnit::ms);
   }
 
@@ -366,7 +434,7 @@ class ExpiringStore {
 
   // SETNX: set only if absent; true if set (false also when refused for memory).
   template <class KK, class VV>
-  bool setnx(KK&& key, VV&& value) {
+  [[nodiscard]] bool setnx(KK&& key, VV&& value) {
     return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, SetCond::NX) == true;
   }
   // SETEX key seconds value. Errc::invalid_expire_time for seconds <= 0 or overflow.
@@ -378,6 +446,16 @@ class ExpiringStore {
   template <class KK, class VV>
   Result<void> psetex(KK&& key, std::int64_t ms, VV&& value) {
     return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ms}));
+  }
+  // SETEX / PSETEX with a std::chrono duration (`setex(k, 30s, v)`): the same, in ms rounded
+  // up (see Px); a duration beyond the int64 range of ms is Errc::invalid_expire_time.
+  template <class KK, class Rep, class Period, class VV>
+  Result<void> setex(KK&& key, std::chrono::duration<Rep, Period> ttl, VV&& value) {
+    return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ttl}));
+  }
+  template <class KK, class Rep, class Period, class VV>
+  Result<void> psetex(KK&& key, std::chrono::duration<Rep, Period> ttl, VV&& value) {
+    return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ttl}));
   }
   // GETSET: stores the value without TTL and returns the previous live value (nullopt if
   // none). Errc::out_of_memory as set(); then nothing changes.
@@ -393,9 +471,26 @@ class ExpiringStore {
   template <class KK>
   Result<std::optional<V>> getex(const KK& key, GetExExpiry option = {}) {
     const std::int64_t now = now_ms();
-    Result<std::optional<V>> r = getex_at(key, option.spec(), now);
+    std::optional<V> out;
+    Result<void> r = getex_at(key, option.spec(), now, [&](const V& v, bool) { out.emplace(v); });
     flush();
-    return r;
+    if (!r.ok()) return r.error();
+    return out;
+  }
+
+  // GETEX without the copy: the live value's address (nullptr if missing, or deleted by an
+  // ExAt/PxAt already past), after applying the option in the same probe. The one-probe way
+  // to slide a TTL: `getex_ptr(k, 30min)` reads the session and moves its deadline to now +
+  // 30 min. Errors, events and the missing-key rule as getex(); the pointer is valid as
+  // get()'s.
+  template <class KK>
+  Result<const V*> getex_ptr(const KK& key, GetExExpiry option) {
+    const std::int64_t now = now_ms();
+    const V* out = nullptr;
+    Result<void> r = getex_at(key, option.spec(), now, [&](const V& v, bool removed) { out = removed ? nullptr : &v; });
+    flush();
+    if (!r.ok()) return r.error();
+    return out;
   }
 
   // GETDEL: removes a live key and returns its value (nullopt if missing). Cause `del`.
@@ -409,7 +504,7 @@ class ExpiringStore {
       unaccount(ks_.entry(it));
       out.emplace(std::move(ks_.entry(it).value));
       ks_.erase(it, [&](entry_type& e) {
-        if (events_.active()) events_.push_removed(KeyEventCause::del, std::move(e.key), out, false);
+        if (events_.wants(KeyEventCause::del)) events_.push_removed(KeyEventCause::del, std::move(e.key), out, false);
       });
     }
     flush();
@@ -435,6 +530,7 @@ class ExpiringStore {
         throw;
       }
       account(e);
+      if (idle_ms_ != 0) refresh_idle(it->index, now);
       emit(KeyEventCause::update, e.key);
     }
     flush();
@@ -490,6 +586,41 @@ class ExpiringStore {
   template <class KK>
   Result<bool> pexpireat(const KK& key, std::int64_t unix_ms, ExpireFlags flags = ExpireFlags::None) {
     return expire_generic(key, unix_ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags);
+  }
+
+  // The same with std::chrono: expire()/pexpire() take a duration (`expire(k, 30min)`; the
+  // two are the same then), expireat()/pexpireat() a system_clock time point. The value is
+  // converted to ms rounded up (1 us is 1 ms); one beyond the int64 range of ms is
+  // Errc::invalid_expire_time (after the flag errors, as Redis orders them).
+  template <class KK, class Rep, class Period>
+  Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
+                      Jitter jitter = {}) {
+    const detail::CheckedMs ms = detail::to_ms(ttl);
+    return expire_generic(key, ms.ms, detail::TimeUnit::ms, detail::TimeBase::relative, flags, jitter, !ms.ok);
+  }
+  template <class KK, class Rep, class Period>
+  Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
+    return expire(key, ttl, ExpireFlags::None, jitter);
+  }
+  template <class KK, class Rep, class Period>
+  Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
+                       Jitter jitter = {}) {
+    return expire(key, ttl, flags, jitter);
+  }
+  template <class KK, class Rep, class Period>
+  Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
+    return expire(key, ttl, ExpireFlags::None, jitter);
+  }
+  template <class KK, class D>
+  Result<bool> expireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
+                        ExpireFlags flags = ExpireFlags::None) {
+    const detail::CheckedMs ms = detail::to_unix_ms(when);
+    return expire_generic(key, ms.ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags, {}, !ms.ok);
+  }
+  template <class KK, class D>
+  Result<bool> pexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
+                         ExpireFlags flags = ExpireFlags::None) {
+    return expireat(key, when, flags);
   }
 
   // PERSIST: removes the TTL of a live key; true if it had one (cause `persist`).
@@ -757,7 +888,7 @@ class ExpiringStore {
     update_eviction_flags();
     if (tracking_ && !was) used_ = weigh_all();
     if (touch_access_ && !had_access) reset_access(now_ms());
-    if (!tracking_) pool_.clear();
+    if (!bounded_) pool_.clear();
     if (over_limit()) {
       (void)evict_to_limit(now_ms());
       flush();
@@ -772,6 +903,33 @@ class ExpiringStore {
     pool_.clear();
     if (touch_access_ && (!had_access || was_lfu != is_lfu(policy))) reset_access(now_ms());
   }
+  // The entry bound (Options::max_entries; 0 = none). Lowering it below size() evicts down to
+  // it at once if the policy allows (with noeviction the keys stay, and adding keys is
+  // refused until deletes or expiry bring the count under the bound).
+  void set_max_entries(std::size_t n) {
+    const bool had_access = touch_access_;
+    options_.max_entries = n;
+    update_eviction_flags();
+    if (touch_access_ && !had_access) reset_access(now_ms());
+    if (!bounded_) pool_.clear();
+    if (n != 0 && ks_.size() > n) {
+      (void)evict_to_entries(now_ms(), n);
+      flush();
+    }
+  }
+  // The idle TTL (Options::expire_after_access; 0 turns it off). Keys keep their deadlines
+  // until their next access. Errc::out_of_range (nothing changes) for a negative duration or
+  // one beyond the int64 range of ms.
+  template <class Rep, class Period>
+  Result<void> set_expire_after_access(std::chrono::duration<Rep, Period> idle) noexcept {
+    const detail::CheckedMs ms = detail::to_ms(idle);
+    if (!ms.ok || ms.ms < 0) return Errc::out_of_range;
+    options_.expire_after_access = std::chrono::milliseconds(ms.ms);
+    idle_ms_ = ms.ms;
+    read_hook_ = touch_access_ || idle_ms_ != 0;
+    return {};
+  }
+
   // CONFIG SET maxmemory-samples (1..64), lfu-log-factor (>= 0), lfu-decay-time (>= 0).
   Result<void> set_maxmemory_samples(int n) noexcept {
     if (n < 1 || n > 64) return Errc::out_of_range;
@@ -857,6 +1015,12 @@ class ExpiringStore {
     options_.refresh_window_ms = refresh_window_ms;
     return {};
   }
+  template <class R1, class P1, class R2, class P2>
+  Result<void> set_soft_ttl(std::chrono::duration<R1, P1> stale_window, std::chrono::duration<R2, P2> refresh_window) noexcept {
+    const detail::CheckedMs a = detail::to_ms(stale_window), b = detail::to_ms(refresh_window);
+    if (!a.ok || !b.ok) return Errc::out_of_range;
+    return set_soft_ttl(a.ms, b.ms);
+  }
   // DEBUG SET-ACTIVE-EXPIRE 0|1.
   void set_active_expire_enabled(bool on) noexcept { options_.active_expire_enabled = on; }
   const Options& options() const noexcept { return options_; }
@@ -865,8 +1029,14 @@ class ExpiringStore {
 
   // ==== Events and statistics =============================================================
 
-  // Receives every key event (see events.hpp); an empty function removes the listener.
-  void set_listener(listener_type listener) { events_.set_listener(std::move(listener)); }
+  // Receives the key events of the given causes (all of them by default; see events.hpp); an
+  // empty function removes the listener. Cost: an event of a cause not subscribed to is one
+  // bit test; one subscribed to copies its key (and, for a removal, moves the value) into a
+  // queue that is delivered before the operation returns. A set() with a TTL raises two events
+  // (`set`, `expire`): subscribe to KeyEventCauses::removals() to pay only for removals.
+  void set_listener(listener_type listener, KeyEventCauses causes = KeyEventCauses::all()) {
+    events_.set_listener(std::move(listener), causes);
+  }
 
   // INFO stats and keyspace figures (semantics.md D12).
   Stats stats() const noexcept {
@@ -879,18 +1049,32 @@ class ExpiringStore {
     s.lazyfreed_objects += lazy_.reclaimed();
     return s;
   }
-  // CONFIG RESETSTAT: zeroes the counters and the stale average.
+  // Cache statistics (stats.hpp: value reads only, loads, evictions). O(1).
+  CacheStats cache_stats() const noexcept {
+    CacheStats c;
+    c.hit_count = stats_.keyspace_hits - probe_hits_ - soft_reloads_;
+    c.miss_count = stats_.keyspace_misses - probe_misses_ + soft_reloads_;
+    c.load_success_count = load_ok_;
+    c.load_failure_count = load_failed_;
+    c.total_load_time_ns = load_ns_;
+    c.eviction_count = stats_.evicted_keys;
+    c.eviction_weight = evicted_weight_;
+    return c;
+  }
+  // CONFIG RESETSTAT: zeroes the counters (both kinds) and the stale average.
   void reset_stats() noexcept {
     stats_ = Stats{};
     active_.reset_stats();
     lazy_.reset_stats();
+    probe_hits_ = probe_misses_ = soft_reloads_ = 0;
+    load_ok_ = load_failed_ = load_ns_ = evicted_weight_ = 0;
   }
 
   // ==== Inspection (a quiet side door) ====================================================
 
   // The live value without side effects: no statistics, no lazy deletion, no events.
   template <class KK>
-  const V* peek(const KK& key) const {
+  [[nodiscard]] const V* peek(const KK& key) const {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
     const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
@@ -900,6 +1084,10 @@ class ExpiringStore {
   const Hash& hash_function() const noexcept { return ks_.hasher(); }
   // The clock's reading, as the store's next operation would see it.
   std::int64_t now_ms() const { return clock_.now_ms(); }
+  // The store's clock (for a ManualClock held by value: a handle on the same time as the one
+  // the store was built from; for CachedClock: the one to refresh()).
+  std::remove_reference_t<Clock>& clock() noexcept { return clock_; }
+  const std::remove_reference_t<Clock>& clock() const noexcept { return clock_; }
   // Verifies the engine's internal invariants (for tests; O(size)).
   bool check_invariants() const { return ks_.check_invariants(); }
 
@@ -954,7 +1142,7 @@ class ExpiringStore {
     if (it != ks_.end()) {
       if (!ks_.entry(it).is_stale(now)) {
         if (read) ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(touch_access_) && touch == detail::Touch::yes) return touched(it, now);
+        if (EXPIRING_UNLIKELY(read_hook_) && touch == detail::Touch::yes) return touched(it, now, access);
         return it;
       }
       expire_entry(it);
@@ -968,6 +1156,7 @@ class ExpiringStore {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
     const bool found = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, touch) != ks_.end();
+    ++(found ? probe_hits_ : probe_misses_);
     flush();
     return found;
   }
@@ -1001,7 +1190,7 @@ class ExpiringStore {
     lazy = lazy && lazy_.enabled();
     ks_.erase(it, [&](entry_type& e) {
       unaccount(e);
-      if (events_.active()) {
+      if (events_.wants(cause)) {
         events_.push_removed(cause, std::move(e.key), std::optional<V>(std::move(e.value)), lazy);
       } else if (lazy) {
         lazy_free(e.value);
@@ -1032,9 +1221,11 @@ class ExpiringStore {
   // Derives the flags from the options; allocates or frees the access array as needed.
   void update_eviction_flags() {
     tracking_ = options_.maxmemory != 0;
-    const bool want = tracking_ && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
+    bounded_ = tracking_ || options_.max_entries != 0;
+    const bool want = bounded_ && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
     if (want != touch_access_) ks_.enable_access(want);
     touch_access_ = want;
+    read_hook_ = touch_access_ || idle_ms_ != 0;
   }
   std::size_t weight(const entry_type& e) const noexcept {
     if (weigher_) return weigher_(e.key, e.value);
@@ -1105,11 +1296,22 @@ class ExpiringStore {
       init_access(static_cast<std::uint32_t>(i), now);
     }
   }
-  // The read path's hook: out of line, and returning its argument, so that a read without a
-  // memory limit pays only the flag test (nothing is kept alive across the call).
-  EXPIRING_NOINLINE slot_iterator touched(slot_iterator it, std::int64_t now) {
-    touch_access(it->index, now);
+  // The access hook: out of line, and returning its argument, so that a read without a
+  // limit or an idle TTL pays only the flag test (nothing is kept alive across the call).
+  // Updates the LRU/LFU access data; a read also moves an idle TTL (expire_after_access).
+  EXPIRING_NOINLINE slot_iterator touched(slot_iterator it, std::int64_t now, detail::Access access) {
+    if (touch_access_) touch_access(it->index, now);
+    if (idle_ms_ != 0 && access == detail::Access::read) refresh_idle(it->index, now);
     return it;
+  }
+  // expire_after_access: the deadline a key gets at an access at `now`.
+  std::int64_t idle_deadline(std::int64_t now) const noexcept {
+    return now > detail::kInt64Max - idle_ms_ ? detail::kInt64Max : now + idle_ms_;
+  }
+  void refresh_idle(std::uint32_t i, std::int64_t now) {
+    const std::int64_t when = idle_deadline(now);
+    ks_.prepare_deadline(when);
+    ks_.set_deadline(i, when);
   }
   // Redis updateLFU() / the LRU clock store of lookupKey().
   void touch_access(std::uint32_t i, std::int64_t now) {
@@ -1135,6 +1337,12 @@ class ExpiringStore {
   // Redis performEvictions(): evicts until used memory is within the limit. False when the
   // policy cannot free enough.
   bool evict_to_limit(std::int64_t now, std::size_t incoming = 0);
+  bool evict_to_entries(std::int64_t now, std::size_t target);
+  void evict(slot_iterator victim) {
+    ++stats_.evicted_keys;
+    evicted_weight_ += weight(ks_.entry(victim));
+    remove(victim, KeyEventCause::evicted, options_.lazyfree_lazy_eviction);
+  }
   // The check before a write that may grow memory by up to `incoming` bytes: evicts until
   // used memory plus `incoming` fits the limit. A write that could not fit even in an empty
   // store (incoming + external memory above the limit) is refused before anything is evicted.
@@ -1157,7 +1365,7 @@ class ExpiringStore {
   // A relative EX/PX is then jittered (after validation: see Jitter).
   Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
     std::int64_t v = spec.value;
-    if (v <= 0) return Errc::invalid_expire_time;
+    if (spec.invalid || v <= 0) return Errc::invalid_expire_time;
     const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
     const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
     if (relative && !spec.jitter.valid()) return Errc::out_of_range;
@@ -1205,13 +1413,13 @@ class ExpiringStore {
   template <class KK, class VV>
   Result<bool> write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond, std::int64_t now,
                      std::optional<V>* old);
-  template <class KK>
-  Result<std::optional<V>> getex_at(const KK& key, detail::ExpirySpec spec, std::int64_t now);
+  template <class KK, class Read>
+  Result<void> getex_at(const KK& key, detail::ExpirySpec spec, std::int64_t now, Read&& read);
   template <class KK>
   std::int64_t ttl_query(const KK& key, detail::TimeBase base, detail::TimeUnit unit);
   template <class KK>
   Result<bool> expire_generic(const KK& key, std::int64_t v, detail::TimeUnit unit, detail::TimeBase base,
-                              ExpireFlags flags, Jitter jitter = {});
+                              ExpireFlags flags, Jitter jitter = {}, bool overflowed = false);
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
   template <class K1, class K2>
@@ -1231,7 +1439,21 @@ class ExpiringStore {
   std::uint64_t rng_ = 0;
   detail::EventQueue<K, V> events_;
   bool tracking_ = false;      // a memory limit is set: used_ is kept
+  bool bounded_ = false;       // a memory limit or an entry bound is set
   bool touch_access_ = false;  // ... and the policy reads the access data
+  bool read_hook_ = false;     // touch_access_, or an idle TTL: reads take the slow path
+  std::int64_t idle_ms_ = 0;   // Options::expire_after_access in ms (0: off)
+  // Cache statistics: the lookups counted in keyspace_hits/misses that are not value reads
+  // (EXISTS, TOUCH, the TTL queries, COPY's source), and get_or_load()'s soft-TTL reloads
+  // (a keyspace hit, a cache miss). cache_stats() derives its counts from these, so that the
+  // value reads themselves pay no extra counter.
+  std::uint64_t probe_hits_ = 0;
+  std::uint64_t probe_misses_ = 0;
+  std::uint64_t soft_reloads_ = 0;
+  std::uint64_t load_ok_ = 0;
+  std::uint64_t load_failed_ = 0;
+  std::uint64_t load_ns_ = 0;
+  std::uint64_t evicted_weight_ = 0;
   bool in_command_ = false;    // inside as_one_command(): memory was checked already
   std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
   std::size_t external_ = 0;   // set_external_memory(): client buffers and the like
@@ -1262,6 +1484,12 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
     ks_.prepare_deadline(when);
   }
   const bool keep_ttl = spec.kind == detail::ExpiryKind::keepttl;
+  // expire_after_access: a write without a TTL gives the idle one (no `expire` event).
+  const bool idle = !with_deadline && !keep_ttl && idle_ms_ != 0;
+  if (idle) {
+    when = idle_deadline(now);
+    ks_.prepare_deadline(when);
+  }
   const auto& lk = lookup_key(key);
   const std::uint64_t h = ks_.hash_of(lk);
 
@@ -1288,7 +1516,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
       account(e);
       if (touch_access_) touch_access(i, now);
     }
-    if (with_deadline) {
+    if (with_deadline || idle) {
       ks_.set_deadline(i, when);
     } else if (!keep_ttl) {
       ks_.clear_deadline(i);
@@ -1311,6 +1539,11 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
     return true;
   }
 
+  // An entry bound that is reached: a new key needs room first (one more probe, only here).
+  if (EXPIRING_UNLIKELY(options_.max_entries != 0) && ks_.size() >= options_.max_entries &&
+      ks_.find_entry(lk, h) == nullptr && !evict_to_entries(now, options_.max_entries - 1)) {
+    return Errc::out_of_memory;
+  }
   // Otherwise find or insert in one probe.
   auto [i, inserted] = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value));
   if (!inserted && ks_.entry(i).is_stale(now)) {
@@ -1332,7 +1565,7 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
     // Validate first, as set() would, so that a bad TTL never costs a load.
     const std::int64_t now = now_ms();
     if (has_deadline(spec)) {
-      if (spec.value <= 0) return Errc::invalid_expire_time;
+      if (spec.invalid || spec.value <= 0) return Errc::invalid_expire_time;
       std::int64_t v = spec.value;
       const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
       const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
@@ -1344,6 +1577,7 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
     auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
     // A hit emits no event, so nothing can run between here and the caller.
     if (it != ks_.end() && freshness_of(ks_.entry(it), now) != Freshness::stale) return &ks_.entry(it).value;
+    if (it != ks_.end()) ++soft_reloads_;  // a keyspace hit, but a cache miss: it loads
     // The write will need room: refuse before loading rather than after. The value is not
     // known yet: count what the default weigher will count at least (a weigher of your own
     // is asked when the loaded value is set).
@@ -1354,8 +1588,22 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
     }
     flush();  // a stale key reclaimed (or keys evicted) on the way; listeners may use the store
   }
-  V loaded(std::forward<F>(loader)());
-  Result<bool> r = set(key, std::move(loaded), ttl);
+  const auto started = std::chrono::steady_clock::now();
+  auto load_time = [&] {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started);
+    load_ns_ += static_cast<std::uint64_t>(ns.count() < 0 ? 0 : ns.count());
+  };
+  std::optional<V> loaded;
+  try {
+    loaded.emplace(std::forward<F>(loader)());
+  } catch (...) {
+    ++load_failed_;
+    load_time();
+    throw;
+  }
+  ++load_ok_;
+  load_time();
+  Result<bool> r = set(key, std::move(*loaded), ttl);
   if (!r.ok()) return r.error();  // the clock moved while loading and the TTL overflowed
   const auto& lk = lookup_key(key);
   const std::int64_t now = now_ms();
@@ -1364,13 +1612,16 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
 }
 
 // GETEX (semantics.md B §2.6).
+// read(const V&, bool removed) sees the live value before the option applies, and whether the
+// option then removes the key (a deadline already past): getex() copies the value either way,
+// getex_ptr() keeps its address only when the key stays.
 template <class K, class V, class H, class E, class C, class P>
-template <class KK>
-Result<std::optional<V>> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key, detail::ExpirySpec spec,
-                                                                 std::int64_t now) {
+template <class KK, class Read>
+Result<void> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key, detail::ExpirySpec spec, std::int64_t now,
+                                                     Read&& read) {
   const auto& lk = lookup_key(key);
   auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
-  if (it == ks_.end()) return std::optional<V>{};  // missing: the option is not validated
+  if (it == ks_.end()) return {};  // missing: the option is not validated
   std::int64_t when = 0;
   const bool with_deadline = has_deadline(spec);
   if (with_deadline) {
@@ -1380,18 +1631,17 @@ Result<std::optional<V>> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key
     ks_.prepare_deadline(when);
   }
   const std::uint32_t i = it->index;
-  std::optional<V> out(ks_.entry(i).value);
-  if (with_deadline) {
-    if (when <= now) {
-      remove(it, KeyEventCause::del);  // D3: a deletion, not an expiry
-    } else {
-      ks_.set_deadline(i, when);
-      emit(KeyEventCause::expire, ks_.entry(i).key);
-    }
+  const bool removes = with_deadline && when <= now;
+  read(static_cast<const V&>(ks_.entry(i).value), removes);
+  if (removes) {
+    remove(it, KeyEventCause::del);  // D3: a deletion, not an expiry
+  } else if (with_deadline) {
+    ks_.set_deadline(i, when);
+    emit(KeyEventCause::expire, ks_.entry(i).key);
   } else if (spec.kind == detail::ExpiryKind::persist && ks_.clear_deadline(i)) {
     emit(KeyEventCause::persist, ks_.entry(i).key);
   }
-  return out;
+  return {};
 }
 
 // TTL / PTTL / EXPIRETIME / PEXPIRETIME (semantics.md B §2.2, D6).
@@ -1401,6 +1651,7 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, detail::T
   const std::int64_t now = now_ms();
   const auto& lk = lookup_key(key);
   auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, detail::Touch::no);
+  ++(it != ks_.end() ? probe_hits_ : probe_misses_);
   std::int64_t out = kNoKey;
   if (it != ks_.end()) {
     const entry_type& e = ks_.entry(it);
@@ -1420,7 +1671,8 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, detail::T
 template <class K, class V, class H, class E, class C, class P>
 template <class KK>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, detail::TimeUnit unit,
-                                                          detail::TimeBase base, ExpireFlags flags, Jitter jitter) {
+                                                          detail::TimeBase base, ExpireFlags flags, Jitter jitter,
+                                                          bool overflowed) {
   const bool seconds = unit == detail::TimeUnit::seconds, relative = base == detail::TimeBase::relative;
   // 1. Flags, then 2-3. the number: errors win over "missing key".
   const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
@@ -1428,6 +1680,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std:
   if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
   if (gt && lt) return Errc::gt_and_lt;
   if (!jitter.valid()) return Errc::out_of_range;
+  if (overflowed) return Errc::invalid_expire_time;  // a chrono value beyond the int64 range of ms
   const std::int64_t now = now_ms();
   std::int64_t when = v;
   if (seconds && !detail::seconds_to_ms(when, when)) return Errc::invalid_expire_time;
@@ -1482,7 +1735,14 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
     }
   }
   if (!make_room(now, incoming)) return Errc::out_of_memory;
+  if (EXPIRING_UNLIKELY(options_.max_entries != 0) && ks_.size() >= options_.max_entries) {
+    const entry_type* src_entry = ks_.find_entry(ls, hs);
+    const entry_type* dst_entry = ks_.find_entry(ld, hd);
+    const bool adds = src_entry != nullptr && !src_entry->is_stale(now) && (dst_entry == nullptr || dst_entry->is_stale(now));
+    if (adds && dst_entry == nullptr && !evict_to_entries(now, options_.max_entries - 1)) return Errc::out_of_memory;
+  }
   auto sit = lookup(ls, hs, now, detail::Access::read);
+  ++(sit != ks_.end() ? probe_hits_ : probe_misses_);
   if (sit == ks_.end()) return false;
   auto dit = lookup(ld, hd, now, detail::Access::write);
   if (dit != ks_.end() && !replace) return false;
@@ -1577,8 +1837,23 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size
         ks_, pool_, policy, options_.maxmemory_samples, [&](std::uint32_t i) { return eviction_score(i, now); },
         [&] { return draw(); });
     if (victim == ks_.end()) return false;  // nothing left in the policy's population
-    ++stats_.evicted_keys;
-    remove(victim, KeyEventCause::evicted, options_.lazyfree_lazy_eviction);
+    evict(victim);
+  }
+  return true;
+}
+
+// Options::max_entries: evicts the policy's best candidates until at most `target` keys are
+// stored. False when the policy cannot (noeviction; volatile-* with no key with a TTL).
+template <class K, class V, class H, class E, class C, class P>
+bool ExpiringStore<K, V, H, E, C, P>::evict_to_entries(std::int64_t now, std::size_t target) {
+  const EvictionPolicy policy = options_.maxmemory_policy;
+  while (ks_.size() > target) {
+    if (policy == EvictionPolicy::noeviction) return false;
+    const slot_iterator victim = detail::choose_victim(
+        ks_, pool_, policy, options_.maxmemory_samples, [&](std::uint32_t i) { return eviction_score(i, now); },
+        [&] { return draw(); });
+    if (victim == ks_.end()) return false;
+    evict(victim);
   }
   return true;
 }

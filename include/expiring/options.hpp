@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ratio>
+
+#include "detail/duration.hpp"
 
 namespace expiring {
 
@@ -40,8 +43,12 @@ class Jitter {
   static constexpr Jitter none() noexcept { return Jitter(Kind::none, 0); }
   static constexpr Jitter percent(std::int64_t p) noexcept { return Jitter(Kind::percent, p); }
   static constexpr Jitter spread_ms(std::int64_t ms) noexcept { return Jitter(Kind::spread, ms); }
-  static constexpr Jitter spread(std::chrono::milliseconds ms) noexcept {
-    return Jitter(Kind::spread, static_cast<std::int64_t>(ms.count()));
+  // A spread given as a duration (rounded up to whole ms; one beyond the int64 range of ms
+  // makes an invalid Jitter, which the store refuses with Errc::out_of_range).
+  template <class Rep, class Period>
+  static constexpr Jitter spread(std::chrono::duration<Rep, Period> d) noexcept {
+    const detail::CheckedMs ms = detail::to_ms(d);
+    return Jitter(Kind::spread, ms.ok ? ms.ms : -1);
   }
   constexpr Kind kind() const noexcept { return kind_; }
   constexpr std::int64_t amount() const noexcept { return amount_; }
@@ -66,13 +73,32 @@ class Jitter {
 
 // ---- Expiry arguments -------------------------------------------------------------------
 
+// Each expiry argument takes an integer or a std::chrono type: a duration for Ex and Px, a
+// std::chrono::system_clock time point for PxAt (ExAt takes Unix seconds only). A duration's count is converted
+// exactly (Px rounds a finer one, e.g. microseconds, up to the next ms; Ex takes whole seconds
+// only: a finer period is a compile error that says to use Px). A value beyond the int64 range
+// of milliseconds is not wrapped: it makes the argument invalid, and the call that takes it
+// returns Errc::invalid_expire_time, as an overflowing integer does. The store-facing
+// conversions (SetExpiry, GetExExpiry) also accept a bare duration (= Px) or time point
+// (= PxAt): `set(k, v, 30s)`, `getex(k, 30min)`, `set(k, v, system_clock::now() + 1h)`.
+
 // Relative seconds (Redis EX). Must be positive in SET/GETEX. `Ex{30}.with(Jitter::percent(10))`
 // jitters this one write (overriding the store's default).
 struct Ex {
   std::int64_t seconds;
   Jitter jitter{};
+  bool invalid = false;  // built from a duration beyond the int64 range of ms
   constexpr explicit Ex(std::int64_t s) noexcept : seconds(s) {}
-  constexpr Ex(std::chrono::seconds s) noexcept : seconds(static_cast<std::int64_t>(s.count())) {}  // NOLINT
+  template <class Rep, class Period>
+  constexpr Ex(std::chrono::duration<Rep, Period> d) noexcept  // NOLINT: implicit by design
+      : seconds(0) {
+    static_assert(std::ratio_divide<Period, std::ratio<1>>::den == 1,
+                  "expiring::Ex takes whole seconds; use Px (or a bare duration) for a finer TTL");
+    const detail::CheckedMs s = detail::to_seconds_exact(d);
+    const detail::CheckedMs ms = s.ok ? detail::to_ms(d) : s;
+    seconds = s.ms;
+    invalid = !ms.ok;
+  }
   constexpr Ex with(Jitter j) const noexcept {
     Ex e = *this;
     e.jitter = j;
@@ -83,8 +109,11 @@ struct Ex {
 struct Px {
   std::int64_t ms;
   Jitter jitter{};
+  bool invalid = false;  // built from a duration beyond the int64 range of ms
   constexpr explicit Px(std::int64_t m) noexcept : ms(m) {}
-  constexpr Px(std::chrono::milliseconds m) noexcept : ms(static_cast<std::int64_t>(m.count())) {}  // NOLINT
+  template <class Rep, class Period>
+  constexpr Px(std::chrono::duration<Rep, Period> d) noexcept  // NOLINT: implicit by design
+      : ms(detail::to_ms(d).ms), invalid(!detail::to_ms(d).ok) {}
   constexpr Px with(Jitter j) const noexcept {
     Px p = *this;
     p.jitter = j;
@@ -96,10 +125,15 @@ struct ExAt {
   std::int64_t unix_seconds;
   constexpr explicit ExAt(std::int64_t s) noexcept : unix_seconds(s) {}
 };
-// Absolute Unix milliseconds (Redis PXAT). Must be positive.
+// Absolute Unix milliseconds (Redis PXAT). Must be positive. From a system_clock time point:
+// its time since the epoch, rounded up to the next ms.
 struct PxAt {
   std::int64_t unix_ms;
+  bool invalid = false;  // built from a time point beyond the int64 range of ms
   constexpr explicit PxAt(std::int64_t m) noexcept : unix_ms(m) {}
+  template <class D>
+  constexpr PxAt(std::chrono::time_point<std::chrono::system_clock, D> t) noexcept  // NOLINT: implicit
+      : unix_ms(detail::to_unix_ms(t).ms), invalid(!detail::to_unix_ms(t).ok) {}
 };
 // SET ... KEEPTTL: keep the TTL of the live key being overwritten.
 struct KeepTtl {};
@@ -111,7 +145,8 @@ enum class ExpiryKind : std::uint8_t { none, ex, px, exat, pxat, keepttl, persis
 struct ExpirySpec {
   ExpiryKind kind = ExpiryKind::none;
   std::int64_t value = 0;
-  Jitter jitter{};  // EX/PX only
+  Jitter jitter{};       // EX/PX only
+  bool invalid = false;  // from a chrono value that did not fit: Errc::invalid_expire_time
 };
 }  // namespace detail
 
@@ -120,10 +155,16 @@ struct ExpirySpec {
 class SetExpiry {
  public:
   constexpr SetExpiry() noexcept = default;
-  constexpr SetExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds, e.jitter} {}         // NOLINT
-  constexpr SetExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms, p.jitter} {}              // NOLINT
-  constexpr SetExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}  // NOLINT
-  constexpr SetExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms} {}     // NOLINT
+  constexpr SetExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds, e.jitter, e.invalid} {}  // NOLINT
+  constexpr SetExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms, p.jitter, p.invalid} {}       // NOLINT
+  constexpr SetExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}             // NOLINT
+  constexpr SetExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms, {}, p.invalid} {}  // NOLINT
+  // A bare duration is a relative TTL (Px), a system_clock time point an absolute one (PxAt).
+  template <class Rep, class Period>
+  constexpr SetExpiry(std::chrono::duration<Rep, Period> d) noexcept : SetExpiry(Px(d)) {}  // NOLINT
+  template <class D>
+  constexpr SetExpiry(std::chrono::time_point<std::chrono::system_clock, D> t) noexcept  // NOLINT
+      : SetExpiry(PxAt(t)) {}
   constexpr SetExpiry(KeepTtl) noexcept : spec_{detail::ExpiryKind::keepttl, 0} {}         // NOLINT
   constexpr detail::ExpirySpec spec() const noexcept { return spec_; }
 
@@ -135,10 +176,16 @@ class SetExpiry {
 class GetExExpiry {
  public:
   constexpr GetExExpiry() noexcept = default;
-  constexpr GetExExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds, e.jitter} {}         // NOLINT
-  constexpr GetExExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms, p.jitter} {}              // NOLINT
-  constexpr GetExExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}  // NOLINT
-  constexpr GetExExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms} {}     // NOLINT
+  constexpr GetExExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds, e.jitter, e.invalid} {}  // NOLINT
+  constexpr GetExExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms, p.jitter, p.invalid} {}       // NOLINT
+  constexpr GetExExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}             // NOLINT
+  constexpr GetExExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms, {}, p.invalid} {}  // NOLINT
+  // A bare duration is a relative TTL (Px), a system_clock time point an absolute one (PxAt).
+  template <class Rep, class Period>
+  constexpr GetExExpiry(std::chrono::duration<Rep, Period> d) noexcept : GetExExpiry(Px(d)) {}  // NOLINT
+  template <class D>
+  constexpr GetExExpiry(std::chrono::time_point<std::chrono::system_clock, D> t) noexcept  // NOLINT
+      : GetExExpiry(PxAt(t)) {}
   constexpr GetExExpiry(Persist) noexcept : spec_{detail::ExpiryKind::persist, 0} {}         // NOLINT
   constexpr detail::ExpirySpec spec() const noexcept { return spec_; }
 
@@ -325,6 +372,31 @@ struct Options {
   // constructor throw std::invalid_argument.
   std::int64_t stale_window_ms = 0;
   std::int64_t refresh_window_ms = 0;
+
+  // Expire after access (time to idle: Caffeine's expireAfterAccess, moka's time_to_idle).
+  // With T > 0 a key lives until T has passed since it was last read or written:
+  //   * a read that finds a live key sets its deadline to now + T: get(), get_many(),
+  //     lookup(), get_or_load()'s hit, touch(), getex() and getex_ptr() without an option,
+  //     set_get()'s read; the queries that Redis does not count as an access (exists(), the
+  //     TTL queries, peek(), scan(), iteration) do not;
+  //   * a write that gives no TTL gives now + T instead of none: the set() family without
+  //     an expiry argument, get_or_load() without `ttl`, modify();
+  //   * an explicit TTL (EX/PX/EXAT/PXAT, expire(), getex() with an option, KEEPTTL) is
+  //     applied as given, until the key's next read moves it to now + T; persist() removes
+  //     the TTL until then.
+  // The refresh raises no event and costs one store of the deadline per read (a key's only
+  // extra cost). 0 (the default) turns it off: Redis's semantics exactly. Negative values
+  // make the constructor throw std::invalid_argument.
+  std::chrono::milliseconds expire_after_access{0};
+
+  // Entry-count bound (Caffeine's maximumSize, moka's max_capacity): with N > 0 the store
+  // never holds more than N keys (stale ones not yet reclaimed included, as size()). A write
+  // that adds a key to a store holding N first evicts one by maxmemory_policy (allkeys-* among
+  // all keys, volatile-* among keys with a TTL), so the bound holds after every call; when
+  // the policy has nothing to evict (noeviction, or volatile-* with no key with a TTL) the
+  // write is refused with Errc::out_of_memory and nothing changes. Overwrites, deletes and
+  // rename() never need room. Independent of maxmemory: set both and both hold. 0 = no bound.
+  std::size_t max_entries = 0;
 
   // Redis `maxmemory`: the limit on used memory, as the store's weigher counts it (by default
   // sizeof(K) + sizeof(V) + the heap bytes of std::string keys and values, per entry).

@@ -22,6 +22,38 @@ struct Stats {
   std::uint64_t lazyfreed_objects = 0;         // values destroyed by lazy free (tick() or the reclaimer)
 };
 
+// Cache statistics, as a cache user means them (Caffeine's CacheStats). Stats above counts
+// what Redis counts (keyspace_hits includes EXISTS, TTL and TOUCH lookups); these count only
+// the reads of a value: get(), get_many() (per key), lookup(), getex(), getex_ptr(),
+// getdel(), set_get() and get_or_load(). A get_or_load() that calls its loader is a miss,
+// also when it replaces a live value past its soft deadline (Redis counts that read as a hit).
+struct CacheStats {
+  std::uint64_t hit_count = 0;           // value reads that found a live value
+  std::uint64_t miss_count = 0;          // value reads that did not (or reloaded a stale one)
+  std::uint64_t load_success_count = 0;  // get_or_load() loader calls that returned
+  std::uint64_t load_failure_count = 0;  // ... that threw
+  std::uint64_t total_load_time_ns = 0;  // time spent in loaders (steady clock), both kinds
+  std::uint64_t eviction_count = 0;      // keys evicted (either limit)
+  std::uint64_t eviction_weight = 0;     // their summed weight (the weigher's, see maxmemory)
+
+  std::uint64_t request_count() const noexcept { return hit_count + miss_count; }
+  // hits / requests; 1.0 when there was no request (Caffeine's convention).
+  double hit_rate() const noexcept {
+    const std::uint64_t n = request_count();
+    return n == 0 ? 1.0 : static_cast<double>(hit_count) / static_cast<double>(n);
+  }
+  double miss_rate() const noexcept {
+    const std::uint64_t n = request_count();
+    return n == 0 ? 0.0 : static_cast<double>(miss_count) / static_cast<double>(n);
+  }
+  std::uint64_t load_count() const noexcept { return load_success_count + load_failure_count; }
+  // Mean time per load in ns; 0 without loads.
+  double average_load_penalty_ns() const noexcept {
+    const std::uint64_t n = load_count();
+    return n == 0 ? 0.0 : static_cast<double>(total_load_time_ns) / static_cast<double>(n);
+  }
+};
+
 // What one call of tick() did.
 struct TickReport {
   bool ran = false;            // false: disabled, or a fast cycle that its gating skipped

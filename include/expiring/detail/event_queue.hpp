@@ -2,7 +2,8 @@
 //
 // Design
 // ------
-// An operation never calls the listener while the store is in the middle of a change: it
+// Only the causes the listener subscribed to are queued (KeyEventCauses: one bit test per
+// event otherwise). An operation never calls the listener while the store is in the middle of a change: it
 // queues each event (a key is copied, a removed key and value are moved in, which the erasure
 // hands over just before it destroys the entry), and the store dispatches the queue once it is
 // consistent again, just before the operation returns. A listener may use the store; events
@@ -29,13 +30,17 @@ class EventQueue {
   using event_type = KeyEvent<K, V>;
   using listener_type = std::function<void(const event_type&)>;
 
-  void set_listener(listener_type listener) { listener_ = std::move(listener); }
-  // Whether anyone listens: when not, nothing is queued and removals keep nothing.
-  bool active() const noexcept { return static_cast<bool>(listener_); }
+  // The listener and the causes it receives (an empty function: no listener).
+  void set_listener(listener_type listener, KeyEventCauses causes) {
+    listener_ = std::move(listener);
+    causes_ = listener_ ? causes : KeyEventCauses{};
+  }
+  // Whether anyone listens to `cause`: when not, nothing is queued and removals keep nothing.
+  bool wants(KeyEventCause cause) const noexcept { return causes_.contains(cause); }
 
   // An event about a key that stays (set, expire, persist, rename_to, ...).
   void push(KeyEventCause cause, const K& key) {
-    if (listener_) pending_.push_back(Pending{cause, key, std::nullopt, false});
+    if (wants(cause)) pending_.push_back(Pending{cause, key, std::nullopt, false});
   }
   // An event about a removed key, which carries the value. `lazy`: after the listener saw it,
   // the value goes to the lazy-free queue.
@@ -87,6 +92,7 @@ class EventQueue {
   }
 
   listener_type listener_;
+  KeyEventCauses causes_;
   std::vector<Pending> pending_;
   bool dispatching_ = false;
 };

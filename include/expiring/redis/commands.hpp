@@ -68,7 +68,7 @@ namespace expiring::redis {
 
 // The store type the command layer drives.
 template <class Clock>
-using StringStore = ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>, Clock>;
+using StringStore = Store<std::string, std::string, Clock>;
 
 // What the server must do after sending a command's reply.
 enum class Action : std::uint8_t {
