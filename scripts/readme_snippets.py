@@ -33,8 +33,8 @@ Directives: an HTML comment on the nearest non-blank line before the opening fen
                                         Prefer a self-contained block where that reads well.
 
 Each piece of Markdown in a TU is preceded by `#line N "<file>"`, so diagnostics name the
-Markdown file and line. A fence may be indented (inside a list item): its indentation is
-removed from the block's lines.
+Markdown file and line (and column: lines are copied with their indentation, so a block
+indented inside a list item compiles the same).
 
 Usage
   readme_snippets.py --root SRC --out DIR   write DIR/*.cpp and DIR/snippets.cmake (only files
@@ -75,7 +75,7 @@ class Block:
     def __init__(self, path, fence_line, lines, first_line, directives, prelude):
         self.path = path              # relative path of the Markdown file, '/' separators
         self.fence_line = fence_line  # 1-based line of the opening fence
-        self.lines = lines            # the block's lines, indentation removed
+        self.lines = lines            # the block's lines, as in the file
         self.first_line = first_line  # 1-based line of the block's first line
         self.directives = directives  # {name: argument}
         self.prelude = prelude        # (first_line, [lines]) or None
@@ -149,7 +149,7 @@ def extract(path, text):
         if not m:
             i += 1
             continue
-        indent, fence, info = m.group("indent"), m.group("fence"), m.group("info").lower()
+        fence, info = m.group("fence"), m.group("info").lower()
         start = i
         i += 1
         body = []
@@ -159,8 +159,7 @@ def extract(path, text):
             if c and c.group(1)[0] == fence[0] and len(c.group(1)) >= len(fence):
                 closed = True
                 break
-            line = lines[i]
-            body.append(line[len(indent):] if line.startswith(indent) else line.lstrip(" \t"))
+            body.append(lines[i])  # indentation kept: diagnostics' columns match the file
             i += 1
         if not closed:
             raise SnippetError("%s:%d: unclosed code fence" % (path, start + 1))
@@ -447,9 +446,8 @@ def self_test():
     t0 = units[0]["text"]
     expect(t0.index("#include <vector>") < t0.index("static void snippet_T_md_1"),
            "#include hoisted")
-    expect('#line 4 "T.md"' in t0 and '#line 11 "T.md"' in t0 and "v.push_back(3);" in t0,
-           "continue block joined, with its line, indentation removed:\n" + t0)
-    expect("\nv.push_back(3);" in t0, "indentation removed")
+    expect('#line 4 "T.md"' in t0 and '#line 11 "T.md"\n  v.push_back(3);' in t0,
+           "continue block joined, at its line and column:\n" + t0)
     t1 = units[1]["text"]
     expect("static void" not in t1 and "template <class T>" in t1, "namespace-scope")
     t2 = units[2]["text"]
