@@ -2,7 +2,7 @@
 // the same program judges the engine before and after a rewrite.
 //
 //   E1  get() hit vs a raw absl::flat_hash_map<K, V, expiring::Hash<K>> find and vs the
-//       two-map peer; the store reading a ManualClock& (its own cost: one load) and the
+//       two-map peer; the store reading a CachedClock& (its own cost: one load) and the
 //       store with every template argument defaulted (its default clock), beside the
 //       measured cost of one reading of that default clock.
 //   E2  get() miss (keys of a disjoint family, checked to miss) vs raw find.
@@ -70,10 +70,12 @@ using expiring::ManualClock;
 constexpr std::int64_t kT0 = 1700000000000;   // the ManualClock's fixed start
 constexpr std::int64_t kTtlMs = 3600 * 1000;  // 1 h: nothing expires during a timed run
 
-// The store reading a shared ManualClock (its own cost: the clock is one load) and the store
-// with every template argument after K and V defaulted (what a user gets).
+// The store reading a shared CachedClock (its own cost: the clock is one load; nothing here
+// ticks it, which would resync it) and the store with every template argument after K and V
+// defaulted (what a user gets). E5's drains tick, on a ManualClock (TickStore).
 template <class K>
-using MStore = expiring::ExpiringStore<K, Value, expiring::Hash<K>, std::equal_to<>, ManualClock&>;
+using MStore = expiring::Store<K, Value, expiring::CachedClock&>;
+using TickStore = expiring::Store<std::uint64_t, Value, ManualClock>;
 template <class K>
 using DStore = expiring::ExpiringStore<K, Value>;
 using DefaultClock = typename DStore<std::uint64_t>::clock_type;
@@ -228,7 +230,7 @@ struct Dataset {
   std::vector<K> hits;  // keys[random order], copies
   std::vector<K> misses;  // keys of a disjoint family (salt 1), never stored
   std::vector<LookupOf<K>> hit_lookups;  // views of `hits` (E6)
-  ManualClock clock{kT0};
+  expiring::CachedClock clock{kT0};
   std::unique_ptr<RawMap<K>> raw;
   std::unique_ptr<Peer<K>> peer;
   std::unique_ptr<MStore<K>> store;
@@ -248,9 +250,9 @@ struct Dataset {
     expiring::Options o;
     o.seed = 42;  // no std::random_device read: not what a get() costs
     store = std::make_unique<MStore<K>>(clock, o);
-    for (std::size_t i = 0; i < n; ++i) store->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+    for (std::size_t i = 0; i < n; ++i) store->set(keys[i], Value{i}, expiring::Px{kTtlMs}).value();
     dstore = std::make_unique<DStore<K>>(o);
-    for (std::size_t i = 0; i < n; ++i) dstore->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+    for (std::size_t i = 0; i < n; ++i) dstore->set(keys[i], Value{i}, expiring::Px{kTtlMs}).value();
     if (raw->size() != n || peer->values.size() != n || store->size() != n || dstore->size() != n ||
         store->expires_size() != n || dstore->expires_size() != n) {
       error(fmt("dataset %s/%zu: a contender does not hold every key", key_name<K>(), n));
@@ -287,7 +289,7 @@ void run_e1(Out& out, const Settings& st, Dataset<K>& ds) {
   auto& peer = *ds.peer;
   auto& store = *ds.store;
   auto& dstore = *ds.dstore;
-  const ManualClock& clock = ds.clock;
+  const expiring::CachedClock& clock = ds.clock;
   const DefaultClock dclock{};  // built once, as a store holds its clock (it may calibrate)
   std::vector<BatchFn> fs = {
       lookup_batch(seq, mask, true, wrong,
@@ -320,7 +322,7 @@ void run_e2(Out& out, const Settings& st, Dataset<K>& ds) {
   auto& peer = *ds.peer;
   auto& store = *ds.store;
   auto& dstore = *ds.dstore;
-  const ManualClock& clock = ds.clock;
+  const expiring::CachedClock& clock = ds.clock;
   const std::uint64_t misses_before = store.stats().keyspace_misses;
   std::vector<BatchFn> fs = {
       lookup_batch(seq, mask, false, wrong,
@@ -348,7 +350,7 @@ void run_e4_update(Out& out, const Settings& st, Dataset<K>& ds) {
   auto& peer = *ds.peer;
   auto& store = *ds.store;
   auto& dstore = *ds.dstore;
-  const ManualClock& clock = ds.clock;
+  const expiring::CachedClock& clock = ds.clock;
   bool ok = true;
   // New TTLs vary by up to a second, so the deadline really moves.
   auto ttl_at = [](std::size_t i) { return kTtlMs + static_cast<std::int64_t>(i & 1023); };
@@ -439,7 +441,7 @@ void run_e6(Out& out, const Settings& st, Dataset<K>& ds) {
 template <class K>
 void run_e4_fill(Out& out, const Settings& st, std::size_t n) {
   const std::vector<K> keys = make_keys<K>(n);
-  ManualClock clock(kT0);
+  expiring::CachedClock clock(kT0);
   expiring::Options o;
   o.seed = 42;
   std::vector<std::function<std::shared_ptr<void>()>> fs = {
@@ -455,13 +457,13 @@ void run_e4_fill(Out& out, const Settings& st, std::size_t n) {
       },
       [&]() -> std::shared_ptr<void> {
         auto s = std::make_shared<MStore<K>>(clock, o);
-        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs}).value();
         if (s->expires_size() != n) error("E4 fill: the store lost keys");
         return s;
       },
       [&]() -> std::shared_ptr<void> {
         auto s = std::make_shared<DStore<K>>(o);
-        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs}).value();
         if (s->expires_size() != n) error("E4 fill: the default store lost keys");
         return s;
       },
@@ -533,14 +535,14 @@ void e3_point(Out* out, const std::vector<K>& keys, std::size_t n) {
   put("raw", raw);
   const Footprint ttl = footprint([&] {
     auto s = std::make_unique<DStore<K>>(o);
-    for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+    for (std::size_t i = 0; i < n; ++i) (void)s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
     if (s->expires_size() != n) error("E3: the store lost keys");
     return s;
   });
   put("store_ttl", ttl);
   const Footprint nottl = footprint([&] {
     auto s = std::make_unique<DStore<K>>(o);
-    for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i});
+    for (std::size_t i = 0; i < n; ++i) (void)s->set(keys[i], Value{i});
     if (s->size() != n) error("E3: the store lost keys");
     return s;
   });
@@ -583,8 +585,8 @@ void run_e5(Out& out, const Settings& st) {
   for (int d = 0; d < st.drains; ++d) {
     const std::vector<std::uint64_t> keys = make_keys<std::uint64_t>(n, static_cast<std::uint64_t>(d) + 2);
     ManualClock clock(kT0);
-    auto s = std::make_unique<MStore<std::uint64_t>>(clock, expiring::Options{});  // default Options
-    for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{60000});  // one deadline
+    auto s = std::make_unique<TickStore>(clock, expiring::Options{});  // default Options
+    for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{60000}).value();  // one deadline
     if (s->expires_size() != n) error("E5: the store lost keys");
     budget_us = static_cast<double>(s->cycle().slow_time_limit_us);
     const std::int64_t period = 1000 / s->options().hz;

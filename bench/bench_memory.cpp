@@ -92,9 +92,9 @@ void measure(const std::vector<K>& keys, std::size_t n, std::vector<Row>& rows) 
                         auto s = std::make_unique<S>(CachedClock{}, o);
                         for (std::size_t i = 0; i < n; ++i) {
                           if (ttl) {
-                            s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+                            (void)s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
                           } else {
-                            s->set(keys[i], Value{i});
+                            (void)s->set(keys[i], Value{i});
                           }
                         }
                         return s;

@@ -85,9 +85,9 @@ struct Dataset {
       std::shared_ptr<S> s = new_store<S>();
       for (std::size_t i = 0; i < n; ++i) {
         if (ttl) {
-          s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+          (void)s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
         } else {
-          s->set(keys[i], Value{i});
+          (void)s->set(keys[i], Value{i});
         }
       }
       slot = s;
@@ -290,17 +290,17 @@ void pair_fill(benchmark::State& st, std::size_t n) {
       },
       [&]() -> std::shared_ptr<void> {
         std::shared_ptr<SC> s = new_store<SC>();
-        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+        for (std::size_t i = 0; i < n; ++i) (void)s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
         return s;
       },
       [&]() -> std::shared_ptr<void> {
         std::shared_ptr<SS> s = new_store<SS>();
-        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
+        for (std::size_t i = 0; i < n; ++i) (void)s->set(keys[i], Value{i}, expiring::Px{kTtlMs});
         return s;
       },
       [&]() -> std::shared_ptr<void> {
         std::shared_ptr<SC> s = new_store<SC>();
-        for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i});
+        for (std::size_t i = 0; i < n; ++i) (void)s->set(keys[i], Value{i});
         return s;
       },
   };

@@ -160,7 +160,7 @@ template <class K, class P>
 double del_ns_per_key(const std::vector<K>& keys, std::size_t n) {
   ManualClock clock(kT0);
   auto s = new_store<K, P>(clock, {});
-  for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{60000});
+  for (std::size_t i = 0; i < n; ++i) (void)s->set(keys[i], Value{i}, expiring::Px{60000});
   const std::int64_t c0 = thread_cpu_ns();
   std::size_t removed = 0;
   for (std::size_t i = 0; i < n; ++i) removed += s->del(keys[i]) ? 1 : 0;
@@ -187,7 +187,7 @@ MassResult mass_expiry(const std::vector<K>& keys, std::size_t n, bool record) {
     o.max_rounds_per_tick = kRoundBudget;
     auto s = new_store<K, P>(clock, o);
     // One deadline for all: written in a burst with a 60 s TTL.
-    for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{60000});
+    for (std::size_t i = 0; i < n; ++i) (void)s->set(keys[i], Value{i}, expiring::Px{60000});
     clock.set(kT0 + 61000);
     m.budget_keys = static_cast<double>(kRoundBudget) * s->cycle().keys_per_loop;
     m.d = drain(*s, clock, n, 0, 100000000, record);
@@ -263,9 +263,9 @@ void run_g5(Out& out, std::size_t not_due, std::size_t due, std::uint64_t cap) {
     std::uint64_t r = 11;
     for (const std::uint32_t i : order) {
       if (i < due) {
-        s->set(keys[i], Value{i}, expiring::Px{static_cast<std::int64_t>(1 + (r = splitmix64(r)) % 1000)});
+        (void)s->set(keys[i], Value{i}, expiring::Px{static_cast<std::int64_t>(1 + (r = splitmix64(r)) % 1000)});
       } else {
-        s->set(keys[i], Value{i}, expiring::Px{10LL * 24 * 3600 * 1000});  // 10 days
+        (void)s->set(keys[i], Value{i}, expiring::Px{10LL * 24 * 3600 * 1000});  // 10 days
       }
     }
     clock.set(kT0 + 1000);  // every due key is now due (the first tick moves one period on)
@@ -310,7 +310,7 @@ void run_g6_ticks(Out& out, std::size_t n, int hz) {
     expiring::Options o;
     o.hz = hz;
     auto s = new_store<std::uint64_t, P>(clock, o);
-    for (std::size_t i = 0; i < n; ++i) s->set(keys[i], Value{i}, expiring::Px{60000});
+    for (std::size_t i = 0; i < n; ++i) (void)s->set(keys[i], Value{i}, expiring::Px{60000});
     clock.set(kT0 + 61000);
     budget_us = static_cast<double>(s->cycle().slow_time_limit_us);
     Drain x = drain(*s, clock, n, 0, 1000000, false, true);
@@ -341,8 +341,8 @@ void run_g6_gets(Out& out, std::size_t live, std::size_t due, double ns_per_stam
   o.hz = 100;
   auto s = new_store<std::uint64_t, P>(clock, o);
   for (std::size_t i = 0; i < std::max(live, due); ++i) {
-    if (i < live) s->set(lk[i], Value{i});
-    if (i < due) s->set(dk[i], Value{i}, expiring::Px{60000});
+    if (i < live) (void)s->set(lk[i], Value{i});
+    if (i < due) (void)s->set(dk[i], Value{i}, expiring::Px{60000});
   }
   constexpr int kGetsPerTick = 1000;
   std::uint64_t r = 5;
@@ -422,8 +422,8 @@ void run_g6_sets(Out& out, std::size_t live, std::size_t due, std::size_t insert
     o.hz = 100;
     auto s = new_store<std::uint64_t, P>(clock, o);
     for (std::size_t i = 0; i < std::max(live, due); ++i) {
-      if (i < live) s->set(lk[i], Value{i});
-      if (i < due) s->set(dk[i], Value{i}, expiring::Px{60000});
+      if (i < live) (void)s->set(lk[i], Value{i});
+      if (i < due) (void)s->set(dk[i], Value{i}, expiring::Px{60000});
     }
     bytes_before = s->memory_usage();
     clock.set(kT0 + 61000);
@@ -437,7 +437,7 @@ void run_g6_sets(Out& out, std::size_t live, std::size_t due, std::size_t insert
     expiring::Options o;
     o.hz = 100;
     auto s = new_store<std::uint64_t, P>(clock, o);
-    for (std::size_t i = 0; i < live; ++i) s->set(lk[i], Value{i});
+    for (std::size_t i = 0; i < live; ++i) (void)s->set(lk[i], Value{i});
     std::vector<double> lat = timed_inserts(*s, clock);
     if (rep == 0 || percentile(lat, 1.0) < percentile(normal, 1.0)) normal = std::move(lat);
   }
