@@ -12,10 +12,23 @@
 #   EXPECT_CONFIGURE_FAILURE     optional: configure must FAIL and its output contain this text;
 #                                then nothing is built
 #   CONFIGURE_ONLY               optional, ON: stop after a successful configure and its checks
+#
+# Without CMake (a consumer that is a plain compiler command; SOURCE_DIR's *.cpp are compiled and
+# linked into BINARY_DIR/consumer, which is run and must exit 0):
+#   DIRECT_COMPILE               ON selects this mode; CXX_COMPILER is the compiler
+#   COMPILE_FLAGS                '|'-separated compiler arguments
+#   PKG_CONFIG, PKG_CONFIG_MODULE  optional: the command line also gets
+#                                $(PKG_CONFIG --cflags --libs PKG_CONFIG_MODULE), run by sh,
+#                                with PKG_CONFIG_PATH=<INSTALL_PREFIX>/PKG_CONFIG_SUBDIR
+#   EXPECT_PKG_CONFIG_VERSION    optional: what `PKG_CONFIG --modversion` must print
 
 cmake_minimum_required(VERSION 3.14)
 
-foreach(var SOURCE_DIR BINARY_DIR CMAKE_COMMAND CTEST_COMMAND GENERATOR CXX_COMPILER BUILD_TYPE)
+set(required_vars SOURCE_DIR BINARY_DIR CMAKE_COMMAND CXX_COMPILER)
+if(NOT DIRECT_COMPILE)
+  list(APPEND required_vars CTEST_COMMAND GENERATOR BUILD_TYPE)
+endif()
+foreach(var IN LISTS required_vars)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "RunConsumer.cmake: ${var} is not set")
   endif()
@@ -44,6 +57,51 @@ if(DEFINED INSTALL_FROM AND NOT INSTALL_FROM STREQUAL "")
   endif()
   list(INSERT prefix_path 0 "${INSTALL_PREFIX}")
 endif()
+# ---- Direct mode: the compiler alone, optionally fed by pkg-config ----------------------------
+if(DIRECT_COMPILE)
+  file(GLOB sources "${SOURCE_DIR}/*.cpp")
+  list(SORT sources)
+  if(NOT sources)
+    message(FATAL_ERROR "no *.cpp in ${SOURCE_DIR}")
+  endif()
+  string(REPLACE "|" ";" compile_flags "${COMPILE_FLAGS}")
+  set(exe "${BINARY_DIR}/consumer")
+  if(PKG_CONFIG_MODULE)
+    # As a user types it: <compiler> <flags> <sources> -o <exe> $(pkg-config --cflags --libs m)
+    set(env "PKG_CONFIG_PATH=${INSTALL_PREFIX}/${PKG_CONFIG_SUBDIR}")
+    run_step("pkg-config --cflags --libs ${PKG_CONFIG_MODULE}"
+      "${CMAKE_COMMAND}" -E env "${env}" "${PKG_CONFIG}" --cflags --libs "${PKG_CONFIG_MODULE}")
+    if(NOT step_rc EQUAL 0)
+      message(FATAL_ERROR "pkg-config does not know ${PKG_CONFIG_MODULE}")
+    endif()
+    if(EXPECT_PKG_CONFIG_VERSION)
+      run_step("pkg-config --modversion"
+        "${CMAKE_COMMAND}" -E env "${env}" "${PKG_CONFIG}" --modversion "${PKG_CONFIG_MODULE}")
+      string(STRIP "${step_out}" version)
+      if(NOT version STREQUAL EXPECT_PKG_CONFIG_VERSION)
+        message(FATAL_ERROR "pkg-config --modversion: '${version}', expected '${EXPECT_PKG_CONFIG_VERSION}'")
+      endif()
+    endif()
+    set(line "'${CXX_COMPILER}'")
+    foreach(arg IN LISTS compile_flags sources)
+      string(APPEND line " '${arg}'")
+    endforeach()
+    string(APPEND line " -o '${exe}' $('${PKG_CONFIG}' --cflags --libs '${PKG_CONFIG_MODULE}')")
+    run_step("compile: ${line}" "${CMAKE_COMMAND}" -E env "${env}" sh -c "${line}")
+  else()
+    run_step("compile" "${CXX_COMPILER}" ${compile_flags} ${sources} -o "${exe}")
+  endif()
+  if(NOT step_rc EQUAL 0)
+    message(FATAL_ERROR "compile failed")
+  endif()
+  run_step("run" "${exe}")
+  if(NOT step_rc EQUAL 0)
+    message(FATAL_ERROR "the consumer program failed")
+  endif()
+  message("consumer OK")
+  return()
+endif()
+
 # CMAKE_PREFIX_PATH goes through an initial-cache script: a ';' list does not survive being
 # passed as one command-line argument through execute_process.
 set(init_cache "${BINARY_DIR}/consumer-init-cache.cmake")
