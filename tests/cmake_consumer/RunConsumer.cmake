@@ -21,6 +21,8 @@
 #                                $(PKG_CONFIG --cflags --libs PKG_CONFIG_MODULE), run by sh,
 #                                with PKG_CONFIG_PATH=<INSTALL_PREFIX>/PKG_CONFIG_SUBDIR
 #   EXPECT_PKG_CONFIG_VERSION    optional: what `PKG_CONFIG --modversion` must print
+#   FORBIDDEN_HEADERS            optional, '|'-separated: the compile runs with -H and fails the
+#                                test if a header path ending in one of these is included
 
 cmake_minimum_required(VERSION 3.14)
 
@@ -66,6 +68,9 @@ if(DIRECT_COMPILE)
   endif()
   string(REPLACE "|" ";" compile_flags "${COMPILE_FLAGS}")
   set(exe "${BINARY_DIR}/consumer")
+  if(FORBIDDEN_HEADERS)
+    list(APPEND compile_flags -H)
+  endif()
   if(PKG_CONFIG_MODULE)
     # As a user types it: <compiler> <flags> <sources> -o <exe> $(pkg-config --cflags --libs m)
     set(env "PKG_CONFIG_PATH=${INSTALL_PREFIX}/${PKG_CONFIG_SUBDIR}")
@@ -94,6 +99,14 @@ if(DIRECT_COMPILE)
   if(NOT step_rc EQUAL 0)
     message(FATAL_ERROR "compile failed")
   endif()
+  string(REPLACE "|" ";" forbidden "${FORBIDDEN_HEADERS}")
+  foreach(header IN LISTS forbidden)
+    # -H prints one included file per line, after dots for the depth.
+    string(REGEX MATCH "\\.+ [^\n]*/${header}\n" hit "${step_out}")
+    if(hit)
+      message(FATAL_ERROR "a non-portable header was included: ${hit}")
+    endif()
+  endforeach()
   run_step("run" "${exe}")
   if(NOT step_rc EQUAL 0)
     message(FATAL_ERROR "the consumer program failed")
