@@ -1,4 +1,4 @@
-# FindxxHash.cmake: locate xxHash for header-only use (XXH_INLINE_ALL).
+# FindxxHash.cmake: locate the xxHash header (expiring/hash.hpp uses it in inline mode).
 #
 # Debian 12's libxxhash-dev (0.8.1) ships no CMake package config, only libxxhash.pc, so this
 # module tries, in order:
@@ -8,8 +8,9 @@
 #
 # Defines:
 #   xxHash_FOUND, xxHash_INCLUDE_DIR, xxHash_INCLUDE_DIRS, xxHash_VERSION
-#   xxHash::xxHash  INTERFACE IMPORTED target: the include dir plus the compile definition
-#                   XXH_INLINE_ALL. Nothing is linked: every XXH function is inlined.
+#   xxHash::xxHash  INTERFACE IMPORTED target: the include dir only. Nothing is linked and no
+#                   macro is set: expiring/hash.hpp defines XXH_INLINE_ALL around its own
+#                   #include <xxhash.h> and removes it again, so it never reaches users' code.
 #
 # Hint: set xxHash_ROOT or xxHash_INCLUDE_DIR to point at a specific copy.
 
@@ -84,7 +85,6 @@ if(xxHash_FOUND)
   if(NOT TARGET xxHash::xxHash)
     add_library(xxHash::xxHash INTERFACE IMPORTED)
     set_target_properties(xxHash::xxHash PROPERTIES
-      INTERFACE_INCLUDE_DIRECTORIES "${xxHash_INCLUDE_DIR}"
-      INTERFACE_COMPILE_DEFINITIONS "XXH_INLINE_ALL")
+      INTERFACE_INCLUDE_DIRECTORIES "${xxHash_INCLUDE_DIR}")
   endif()
 endif()

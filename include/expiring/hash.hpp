@@ -53,10 +53,17 @@
 #include <type_traits>
 #include <utility>
 
-#ifndef XXH_INLINE_ALL
-#define XXH_INLINE_ALL
-#endif
+// xxHash in inline mode (static functions, nothing to link), private to this include: the
+// macro is removed again unless the user defined it. A TU that included <xxhash.h> without it
+// before still gets the inline copy (xxhash.h re-reads itself under XXH_INLINE_ALL, with
+// XXH_INLINE_-prefixed names), and afterwards XXH* names that TU uses refer to the inline copy.
+#ifdef XXH_INLINE_ALL
 #include <xxhash.h>
+#else
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+#undef XXH_INLINE_ALL
+#endif
 
 namespace expiring {
 

@@ -7,13 +7,30 @@
 #   CONSUMER_ARGS                extra -D arguments for the consumer's configure step
 #   INSTALL_FROM, INSTALL_PREFIX optional: `cmake --install INSTALL_FROM --prefix INSTALL_PREFIX`
 #                                first; INSTALL_PREFIX is put first on CMAKE_PREFIX_PATH
-#   EXPECT_CONFIGURE_OUTPUT      optional: text the configure output must contain
+#   EXPECT_CONFIGURE_OUTPUT      optional: text the configure output must contain ('|' separates
+#                                several texts, each required)
 #   EXPECT_CONFIGURE_FAILURE     optional: configure must FAIL and its output contain this text;
 #                                then nothing is built
+#   CONFIGURE_ONLY               optional, ON: stop after a successful configure and its checks
+#
+# Without CMake (a consumer that is a plain compiler command; SOURCE_DIR's *.cpp are compiled and
+# linked into BINARY_DIR/consumer, which is run and must exit 0):
+#   DIRECT_COMPILE               ON selects this mode; CXX_COMPILER is the compiler
+#   COMPILE_FLAGS                '|'-separated compiler arguments
+#   PKG_CONFIG, PKG_CONFIG_MODULE  optional: the command line also gets
+#                                $(PKG_CONFIG --cflags --libs PKG_CONFIG_MODULE), run by sh,
+#                                with PKG_CONFIG_PATH=<INSTALL_PREFIX>/PKG_CONFIG_SUBDIR
+#   EXPECT_PKG_CONFIG_VERSION    optional: what `PKG_CONFIG --modversion` must print
+#   FORBIDDEN_HEADERS            optional, '|'-separated: the compile runs with -H and fails the
+#                                test if a header path ending in one of these is included
 
 cmake_minimum_required(VERSION 3.14)
 
-foreach(var SOURCE_DIR BINARY_DIR CMAKE_COMMAND CTEST_COMMAND GENERATOR CXX_COMPILER BUILD_TYPE)
+set(required_vars SOURCE_DIR BINARY_DIR CMAKE_COMMAND CXX_COMPILER)
+if(NOT DIRECT_COMPILE)
+  list(APPEND required_vars CTEST_COMMAND GENERATOR BUILD_TYPE)
+endif()
+foreach(var IN LISTS required_vars)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "RunConsumer.cmake: ${var} is not set")
   endif()
@@ -42,6 +59,62 @@ if(DEFINED INSTALL_FROM AND NOT INSTALL_FROM STREQUAL "")
   endif()
   list(INSERT prefix_path 0 "${INSTALL_PREFIX}")
 endif()
+# ---- Direct mode: the compiler alone, optionally fed by pkg-config ----------------------------
+if(DIRECT_COMPILE)
+  file(GLOB sources "${SOURCE_DIR}/*.cpp")
+  list(SORT sources)
+  if(NOT sources)
+    message(FATAL_ERROR "no *.cpp in ${SOURCE_DIR}")
+  endif()
+  string(REPLACE "|" ";" compile_flags "${COMPILE_FLAGS}")
+  set(exe "${BINARY_DIR}/consumer")
+  if(FORBIDDEN_HEADERS)
+    list(APPEND compile_flags -H)
+  endif()
+  if(PKG_CONFIG_MODULE)
+    # As a user types it: <compiler> <flags> <sources> -o <exe> $(pkg-config --cflags --libs m)
+    set(env "PKG_CONFIG_PATH=${INSTALL_PREFIX}/${PKG_CONFIG_SUBDIR}")
+    run_step("pkg-config --cflags --libs ${PKG_CONFIG_MODULE}"
+      "${CMAKE_COMMAND}" -E env "${env}" "${PKG_CONFIG}" --cflags --libs "${PKG_CONFIG_MODULE}")
+    if(NOT step_rc EQUAL 0)
+      message(FATAL_ERROR "pkg-config does not know ${PKG_CONFIG_MODULE}")
+    endif()
+    if(EXPECT_PKG_CONFIG_VERSION)
+      run_step("pkg-config --modversion"
+        "${CMAKE_COMMAND}" -E env "${env}" "${PKG_CONFIG}" --modversion "${PKG_CONFIG_MODULE}")
+      string(STRIP "${step_out}" version)
+      if(NOT version STREQUAL EXPECT_PKG_CONFIG_VERSION)
+        message(FATAL_ERROR "pkg-config --modversion: '${version}', expected '${EXPECT_PKG_CONFIG_VERSION}'")
+      endif()
+    endif()
+    set(line "'${CXX_COMPILER}'")
+    foreach(arg IN LISTS compile_flags sources)
+      string(APPEND line " '${arg}'")
+    endforeach()
+    string(APPEND line " -o '${exe}' $('${PKG_CONFIG}' --cflags --libs '${PKG_CONFIG_MODULE}')")
+    run_step("compile: ${line}" "${CMAKE_COMMAND}" -E env "${env}" sh -c "${line}")
+  else()
+    run_step("compile" "${CXX_COMPILER}" ${compile_flags} ${sources} -o "${exe}")
+  endif()
+  if(NOT step_rc EQUAL 0)
+    message(FATAL_ERROR "compile failed")
+  endif()
+  string(REPLACE "|" ";" forbidden "${FORBIDDEN_HEADERS}")
+  foreach(header IN LISTS forbidden)
+    # -H prints one included file per line, after dots for the depth.
+    string(REGEX MATCH "\\.+ [^\n]*/${header}\n" hit "${step_out}")
+    if(hit)
+      message(FATAL_ERROR "a non-portable header was included: ${hit}")
+    endif()
+  endforeach()
+  run_step("run" "${exe}")
+  if(NOT step_rc EQUAL 0)
+    message(FATAL_ERROR "the consumer program failed")
+  endif()
+  message("consumer OK")
+  return()
+endif()
+
 # CMAKE_PREFIX_PATH goes through an initial-cache script: a ';' list does not survive being
 # passed as one command-line argument through execute_process.
 set(init_cache "${BINARY_DIR}/consumer-init-cache.cmake")
@@ -80,10 +153,19 @@ if(NOT step_rc EQUAL 0)
   message(FATAL_ERROR "configure failed")
 endif()
 if(DEFINED EXPECT_CONFIGURE_OUTPUT AND NOT EXPECT_CONFIGURE_OUTPUT STREQUAL "")
-  string(FIND "${step_out}" "${EXPECT_CONFIGURE_OUTPUT}" pos)
-  if(pos EQUAL -1)
-    message(FATAL_ERROR "configure output lacks: ${EXPECT_CONFIGURE_OUTPUT}")
-  endif()
+  string(REPLACE "|" ";" expected "${EXPECT_CONFIGURE_OUTPUT}")
+  # CMake wraps warning text: compare with runs of whitespace collapsed to one space.
+  string(REGEX REPLACE "[ \t\r\n]+" " " flat_out "${step_out}")
+  foreach(text IN LISTS expected)
+    string(FIND "${flat_out}" "${text}" pos)
+    if(pos EQUAL -1)
+      message(FATAL_ERROR "configure output lacks: ${text}")
+    endif()
+  endforeach()
+endif()
+if(CONFIGURE_ONLY)
+  message("configure OK")
+  return()
 endif()
 
 run_step("build" "${CMAKE_COMMAND}" --build "${BINARY_DIR}" --config "${BUILD_TYPE}")
