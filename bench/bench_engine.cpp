@@ -17,6 +17,8 @@
 //       cycle's budget as the store reports it (cycle().slow_time_limit_us).
 //   E6  get_many(keys, out) in batches of 32 and 256 keys vs a loop of get() over the same
 //       keys, on the same store.
+//   E7  set() with TTL of existing keys with no listener, with a listener subscribed to
+//       removals only, and with a listener for every cause (u64 keys).
 //
 // Method (the house method of bench_ops): every timed figure is paired. The contenders of one
 // experiment run in rotation (each round starts with the next contender), each on its own
@@ -33,7 +35,7 @@
 //
 // Modes: smoke (ctest, seconds), quick (1e4 and 1e6 keys; E3 u64 over 10 sizes 1e5..1e6; E5
 // 5 drains; E6 u64 at 1e6), full (adds 1e7 keys; E3 over 20 sizes 1e5..1e7 for u64 and
-// string keys; E5 50 drains; E6 u64 and string at 1e6 and 1e7). --only=e1,e2,e3,e4,e5,e6
+// string keys; E5 50 drains; E6 u64 and string at 1e6 and 1e7). --only=e1,...,e7
 // runs a subset; --sizes=N,N sets the dataset sizes of E1/E2/E4/E6 (and, with --only=e3,
 // E3's sizes); --keys=u64|str one key type.
 //
@@ -385,6 +387,43 @@ void run_e4_update(Out& out, const Settings& st, Dataset<K>& ds) {
   }
 }
 
+// ---- E7: what a listener costs set() -------------------------------------------------------
+
+// set() with a TTL of existing keys (two events each: `set`, `expire`) on three stores over the
+// same keys: no listener (the baseline), a listener subscribed to removals only (expired,
+// evicted, del: none of which a set() raises), and a listener for every cause, which counts
+// what it receives (checked: two events per set()).
+template <class K>
+void run_e7(Out& out, const Settings& st, Dataset<K>& ds) {
+  const K* seq = ds.hits.data();
+  const std::size_t mask = ds.len - 1;
+  expiring::Options o;
+  o.seed = 42;
+  auto make = [&] {
+    auto s = std::make_unique<MStore<K>>(ds.clock, o);
+    for (std::size_t i = 0; i < ds.n; ++i) s->set(ds.keys[i], Value{i}, expiring::Px{kTtlMs}).value();
+    return s;
+  };
+  auto quiet = make(), removals = make(), all = make();
+  std::uint64_t removal_events = 0, all_events = 0, sets = 0;
+  removals->set_listener([&](const auto&) { ++removal_events; }, expiring::KeyEventCauses::removals());
+  all->set_listener([&](const auto&) { ++all_events; });
+  bool ok = true;
+  auto setter = [&](MStore<K>& s, bool count) -> BatchFn {
+    return [&s, &ok, &sets, seq, mask, count](std::size_t pos) {
+      for (std::size_t j = 0; j < kBatch; ++j) {
+        ok &= s.set(seq[(pos + j) & mask], Value{j}, expiring::Px{kTtlMs + static_cast<std::int64_t>(j)}).ok();
+      }
+      if (count) sets += kBatch;
+    };
+  };
+  run_experiment(out, st, "E7", key_name<K>(), ds.n, {"no_listener", "listener_removals", "listener_all"},
+                 {setter(*quiet, false), setter(*removals, false), setter(*all, true)}, ds.len);
+  if (!ok) error(fmt("E7 %s/%zu: a set() failed", key_name<K>(), ds.n));
+  if (removal_events != 0) error(fmt("E7 %s/%zu: the removals-only listener saw a set()", key_name<K>(), ds.n));
+  if (all_events != 2 * sets) error(fmt("E7 %s/%zu: the listener missed events", key_name<K>(), ds.n));
+}
+
 // ---- E6: get_many vs a loop of get() ---------------------------------------------------------
 
 template <class K>
@@ -639,14 +678,16 @@ template <class K>
 void run_datasets(Out& out, const Settings& st) {
   for (std::size_t n : st.sizes) {
     if (st.wanted("e4")) run_e4_fill<K>(out, st, n);
-    if (!(st.wanted("e1") || st.wanted("e2") || st.wanted("e4") || st.wanted("e6"))) continue;
+    if (!(st.wanted("e1") || st.wanted("e2") || st.wanted("e4") || st.wanted("e6") || st.wanted("e7"))) continue;
     const bool e6 = st.wanted("e6") && (std::is_same_v<K, std::uint64_t> || st.e6_strings) &&
                     std::find(st.e6_sizes.begin(), st.e6_sizes.end(), n) != st.e6_sizes.end();
-    if (!(st.wanted("e1") || st.wanted("e2") || st.wanted("e4") || e6)) continue;
+    const bool e7 = st.wanted("e7") && std::is_same_v<K, std::uint64_t>;
+    if (!(st.wanted("e1") || st.wanted("e2") || st.wanted("e4") || e6 || e7)) continue;
     auto ds = std::make_unique<Dataset<K>>(n);
     if (st.wanted("e1")) run_e1(out, st, *ds);
     if (st.wanted("e2")) run_e2(out, st, *ds);
     if (e6) run_e6(out, st, *ds);
+    if (e7) run_e7(out, st, *ds);
     if (st.wanted("e4")) run_e4_update(out, st, *ds);  // last: it rewrites values and deadlines
   }
 }
