@@ -96,12 +96,15 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define EXPIRING_NOINLINE __attribute__((noinline))
+#define EXPIRING_INLINE inline __attribute__((always_inline))
 #define EXPIRING_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #elif defined(_MSC_VER)
 #define EXPIRING_NOINLINE __declspec(noinline)
+#define EXPIRING_INLINE __forceinline
 #define EXPIRING_UNLIKELY(x) (x)
 #else
 #define EXPIRING_NOINLINE
+#define EXPIRING_INLINE inline
 #define EXPIRING_UNLIKELY(x) (x)
 #endif
 
@@ -1308,10 +1311,11 @@ class ExpiringStore {
   std::int64_t idle_deadline(std::int64_t now) const noexcept {
     return now > detail::kInt64Max - idle_ms_ ? detail::kInt64Max : now + idle_ms_;
   }
-  void refresh_idle(std::uint32_t i, std::int64_t now) {
+  void refresh_idle(std::uint32_t i, std::int64_t now) { ks_.set_deadline(i, prepared_idle_deadline(now)); }
+  EXPIRING_NOINLINE std::int64_t prepared_idle_deadline(std::int64_t now) {
     const std::int64_t when = idle_deadline(now);
     ks_.prepare_deadline(when);
-    ks_.set_deadline(i, when);
+    return when;
   }
   // Redis updateLFU() / the LRU clock store of lookupKey().
   void touch_access(std::uint32_t i, std::int64_t now) {
@@ -1338,6 +1342,12 @@ class ExpiringStore {
   // policy cannot free enough.
   bool evict_to_limit(std::int64_t now, std::size_t incoming = 0);
   bool evict_to_entries(std::int64_t now, std::size_t target);
+  // Options::max_entries is reached: whether a write of `lk` may go ahead (the key is present,
+  // or eviction made room for it). Out of line, so that the write path keeps one probe's code.
+  template <class KK>
+  EXPIRING_NOINLINE bool room_for_key(const KK& lk, std::uint64_t h, std::int64_t now) {
+    return ks_.find_entry(lk, h) != nullptr || evict_to_entries(now, options_.max_entries - 1);
+  }
   void evict(slot_iterator victim) {
     ++stats_.evicted_keys;
     evicted_weight_ += weight(ks_.entry(victim));
@@ -1363,7 +1373,7 @@ class ExpiringStore {
   // Resolves an EX/PX/EXAT/PXAT argument of SET or GETEX to an absolute deadline
   // (semantics.md B §2.4 step 1): the value must be positive; the conversion must not overflow.
   // A relative EX/PX is then jittered (after validation: see Jitter).
-  Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
+  EXPIRING_INLINE Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
     std::int64_t v = spec.value;
     if (spec.invalid || v <= 0) return Errc::invalid_expire_time;
     const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
@@ -1469,7 +1479,7 @@ class ExpiringStore {
 // SET and its variants (semantics.md B §2.4, Part A D4, D5, D11).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK, class VV>
-Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond,
+EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond,
                                                   std::int64_t now, std::optional<V>* old) {
   // 0. Memory (Redis checks before running the command, with the request, which carries the
   // value, counted in used memory): the new entry's own weight must fit after eviction.
@@ -1485,11 +1495,8 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
   }
   const bool keep_ttl = spec.kind == detail::ExpiryKind::keepttl;
   // expire_after_access: a write without a TTL gives the idle one (no `expire` event).
-  const bool idle = !with_deadline && !keep_ttl && idle_ms_ != 0;
-  if (idle) {
-    when = idle_deadline(now);
-    ks_.prepare_deadline(when);
-  }
+  const bool idle = EXPIRING_UNLIKELY(idle_ms_ != 0) && !with_deadline && !keep_ttl;
+  if (idle) when = prepared_idle_deadline(now);
   const auto& lk = lookup_key(key);
   const std::uint64_t h = ks_.hash_of(lk);
 
@@ -1541,7 +1548,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV&& value, detail
 
   // An entry bound that is reached: a new key needs room first (one more probe, only here).
   if (EXPIRING_UNLIKELY(options_.max_entries != 0) && ks_.size() >= options_.max_entries &&
-      ks_.find_entry(lk, h) == nullptr && !evict_to_entries(now, options_.max_entries - 1)) {
+      !room_for_key(lk, h, now)) {
     return Errc::out_of_memory;
   }
   // Otherwise find or insert in one probe.

@@ -144,9 +144,9 @@ namespace detail {
 enum class ExpiryKind : std::uint8_t { none, ex, px, exat, pxat, keepttl, persist };
 struct ExpirySpec {
   ExpiryKind kind = ExpiryKind::none;
-  std::int64_t value = 0;
-  Jitter jitter{};       // EX/PX only
   bool invalid = false;  // from a chrono value that did not fit: Errc::invalid_expire_time
+  std::int64_t value = 0;
+  Jitter jitter{};  // EX/PX only
 };
 }  // namespace detail
 
@@ -155,17 +155,17 @@ struct ExpirySpec {
 class SetExpiry {
  public:
   constexpr SetExpiry() noexcept = default;
-  constexpr SetExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds, e.jitter, e.invalid} {}  // NOLINT
-  constexpr SetExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms, p.jitter, p.invalid} {}       // NOLINT
-  constexpr SetExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}             // NOLINT
-  constexpr SetExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms, {}, p.invalid} {}  // NOLINT
+  constexpr SetExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.invalid, e.seconds, e.jitter} {}  // NOLINT
+  constexpr SetExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.invalid, p.ms, p.jitter} {}       // NOLINT
+  constexpr SetExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, false, e.unix_seconds} {}             // NOLINT
+  constexpr SetExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.invalid, p.unix_ms} {}  // NOLINT
   // A bare duration is a relative TTL (Px), a system_clock time point an absolute one (PxAt).
   template <class Rep, class Period>
   constexpr SetExpiry(std::chrono::duration<Rep, Period> d) noexcept : SetExpiry(Px(d)) {}  // NOLINT
   template <class D>
   constexpr SetExpiry(std::chrono::time_point<std::chrono::system_clock, D> t) noexcept  // NOLINT
       : SetExpiry(PxAt(t)) {}
-  constexpr SetExpiry(KeepTtl) noexcept : spec_{detail::ExpiryKind::keepttl, 0} {}         // NOLINT
+  constexpr SetExpiry(KeepTtl) noexcept : spec_{detail::ExpiryKind::keepttl, false, 0} {}         // NOLINT
   constexpr detail::ExpirySpec spec() const noexcept { return spec_; }
 
  private:
@@ -176,17 +176,17 @@ class SetExpiry {
 class GetExExpiry {
  public:
   constexpr GetExExpiry() noexcept = default;
-  constexpr GetExExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.seconds, e.jitter, e.invalid} {}  // NOLINT
-  constexpr GetExExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.ms, p.jitter, p.invalid} {}       // NOLINT
-  constexpr GetExExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, e.unix_seconds} {}             // NOLINT
-  constexpr GetExExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.unix_ms, {}, p.invalid} {}  // NOLINT
+  constexpr GetExExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.invalid, e.seconds, e.jitter} {}  // NOLINT
+  constexpr GetExExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.invalid, p.ms, p.jitter} {}       // NOLINT
+  constexpr GetExExpiry(ExAt e) noexcept : spec_{detail::ExpiryKind::exat, false, e.unix_seconds} {}             // NOLINT
+  constexpr GetExExpiry(PxAt p) noexcept : spec_{detail::ExpiryKind::pxat, p.invalid, p.unix_ms} {}  // NOLINT
   // A bare duration is a relative TTL (Px), a system_clock time point an absolute one (PxAt).
   template <class Rep, class Period>
   constexpr GetExExpiry(std::chrono::duration<Rep, Period> d) noexcept : GetExExpiry(Px(d)) {}  // NOLINT
   template <class D>
   constexpr GetExExpiry(std::chrono::time_point<std::chrono::system_clock, D> t) noexcept  // NOLINT
       : GetExExpiry(PxAt(t)) {}
-  constexpr GetExExpiry(Persist) noexcept : spec_{detail::ExpiryKind::persist, 0} {}         // NOLINT
+  constexpr GetExExpiry(Persist) noexcept : spec_{detail::ExpiryKind::persist, false, 0} {}         // NOLINT
   constexpr detail::ExpirySpec spec() const noexcept { return spec_; }
 
  private:
