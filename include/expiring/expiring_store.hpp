@@ -926,7 +926,8 @@ class ExpiringStore {
   template <class Rep, class Period>
   Result<void> set_expire_after_access(std::chrono::duration<Rep, Period> idle) noexcept {
     const detail::CheckedMs ms = detail::to_ms(idle);
-    if (!ms.ok || ms.ms < 0) return Errc::out_of_range;
+    // The sign of the duration itself: -1 us rounds up to 0 ms, which would turn the TTL off.
+    if (!ms.ok || idle < std::chrono::duration<Rep, Period>::zero()) return Errc::out_of_range;
     options_.expire_after_access = std::chrono::milliseconds(ms.ms);
     idle_ms_ = ms.ms;
     read_hook_ = touch_access_ || idle_ms_ != 0;
@@ -1021,7 +1022,11 @@ class ExpiringStore {
   template <class R1, class P1, class R2, class P2>
   Result<void> set_soft_ttl(std::chrono::duration<R1, P1> stale_window, std::chrono::duration<R2, P2> refresh_window) noexcept {
     const detail::CheckedMs a = detail::to_ms(stale_window), b = detail::to_ms(refresh_window);
-    if (!a.ok || !b.ok) return Errc::out_of_range;
+    // Negative is judged on the durations themselves (-1 us rounds up to 0 ms).
+    if (!a.ok || !b.ok || stale_window < std::chrono::duration<R1, P1>::zero() ||
+        refresh_window < std::chrono::duration<R2, P2>::zero()) {
+      return Errc::out_of_range;
+    }
     return set_soft_ttl(a.ms, b.ms);
   }
   // DEBUG SET-ACTIVE-EXPIRE 0|1.

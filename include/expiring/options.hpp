@@ -44,11 +44,12 @@ class Jitter {
   static constexpr Jitter percent(std::int64_t p) noexcept { return Jitter(Kind::percent, p); }
   static constexpr Jitter spread_ms(std::int64_t ms) noexcept { return Jitter(Kind::spread, ms); }
   // A spread given as a duration (rounded up to whole ms; one beyond the int64 range of ms
-  // makes an invalid Jitter, which the store refuses with Errc::out_of_range).
+  // makes an invalid Jitter, which the store refuses with Errc::out_of_range; so does a negative one,
+  // even one that rounds up to 0 ms).
   template <class Rep, class Period>
   static constexpr Jitter spread(std::chrono::duration<Rep, Period> d) noexcept {
     const detail::CheckedMs ms = detail::to_ms(d);
-    return Jitter(Kind::spread, ms.ok ? ms.ms : -1);
+    return Jitter(Kind::spread, ms.ok && d >= std::chrono::duration<Rep, Period>::zero() ? ms.ms : -1);
   }
   constexpr Kind kind() const noexcept { return kind_; }
   constexpr std::int64_t amount() const noexcept { return amount_; }
