@@ -356,7 +356,8 @@ class ExpiringStore {
   // Errors, checked before anything is read (loader not called, nothing changes):
   //   Errc::invalid_expire_time as set(); Errc::out_of_range for an invalid per-call Jitter;
   //   and, after the read, Errc::out_of_memory when it would load and the memory limit
-  //   cannot be met (see "Memory limit"; the loader is not called).
+  //   cannot be met, or the entry bound is reached with nothing to evict (see "Memory
+  //   limit"; the loader is not called).
   // If loader throws, the exception propagates and the store is unchanged (a stale-flagged
   // value stays; only the read's own effects, stats and lazy reclaiming, happened).
   // The loader may use the store; the write reads the clock again after it returns, so the
@@ -1594,7 +1595,10 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
     // known yet: count what the default weigher will count at least (a weigher of your own
     // is asked when the loaded value is set).
     const std::size_t at_least = tracking_ && !weigher_ ? sizeof(K) + sizeof(V) + predicted_heap_bytes<K>(key) : 0;
-    if (!make_room(now, at_least)) {
+    // The entry bound likewise: a key that is not there needs room before the loader runs.
+    const bool absent = it == ks_.end();
+    if (!make_room(now, at_least) || (EXPIRING_UNLIKELY(options_.max_entries != 0) && absent &&
+                                      ks_.size() >= options_.max_entries && !room_for_key(lk, ks_.hash_of(lk), now))) {
       flush();
       return Errc::out_of_memory;
     }
