@@ -177,7 +177,10 @@ TEST_CASE("max_entries: noeviction refuses a new key and changes nothing", "[ser
   CHECK(support::snapshot(f.store) == before);
   CHECK(f.store.set_get("new", "v") == Errc::out_of_memory);  // its read counts a miss
   CHECK(f.store.getset("new", "v") == Errc::out_of_memory);   // so does GETSET's
-  CHECK(f.store.get_or_load("new", [] { return std::string("L"); }) == Errc::out_of_memory);
+  int loads = 0;
+  CHECK(f.store.get_or_load("new", [&] { ++loads; return std::string("L"); }) == Errc::out_of_memory);
+  CHECK(loads == 0);  // refused before the loader runs
+  CHECK(f.store.cache_stats().load_count() == 0);
   CHECK(f.store.peek("new") == nullptr);
   CHECK(f.store.size() == 3);
   CHECK(support::snapshot(f.store).entries == before.entries);
