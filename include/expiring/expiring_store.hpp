@@ -413,7 +413,7 @@ class ExpiringStore {
   // Cost: one probe (two with XX or a past deadline). Events: `set`, then `expire` if a TTL
   // was given.
   template <class KK, class VV>
-  Result<bool> set(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
+  EXPIRING_INLINE Result<bool> set(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
     const std::int64_t now = now_ms();
     Result<bool> r = write(std::forward<KK>(key), std::forward<VV>(value), expiry.spec(), cond, now, nullptr);
     flush();
