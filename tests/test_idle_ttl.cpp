@@ -258,3 +258,21 @@ TEST_CASE("idle: set_expire_after_access at run time", "[service-api][idle]") {
   CHECK(store.set_expire_after_access(-5s) == Errc::out_of_range);
   CHECK(store.options().expire_after_access == 0s);
 }
+
+TEST_CASE("idle: getex() with an option leaves the TTL to the option, not to the read", "[service-api][idle]") {
+  Fixture f;
+  REQUIRE(f.store.set("k", "v") == true);
+  REQUIRE(f.store.persist("k"));  // no TTL until the next read
+  f.events.clear();
+  // PERSIST on a key without a TTL: nothing to remove, so no event (the read must not have
+  // given it an idle TTL first).
+  CHECK(f.store.getex("k", expiring::Persist{}).value() == std::optional<std::string>("v"));
+  CHECK(f.store.pttl("k") == -1);
+  CHECK(f.events.empty());
+  // An explicit option wins over the idle TTL: PX 500 stays 500.
+  CHECK(f.store.getex_ptr("k", 500ms).value() != nullptr);
+  CHECK(f.store.pttl("k") == 500);
+  // Without an option the read refreshes as any read does.
+  CHECK(f.store.getex("k").value() == std::optional<std::string>("v"));
+  CHECK(f.store.pttl("k") == kIdle);
+}

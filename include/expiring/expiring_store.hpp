@@ -1636,8 +1636,12 @@ template <class KK, class Read>
 Result<void> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key, detail::ExpirySpec spec, std::int64_t now,
                                                      Read&& read) {
   const auto& lk = lookup_key(key);
-  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
+  // With an option the read does not move an idle TTL (the option decides the TTL: a PERSIST
+  // must not find one the read just gave); the LRU/LFU data is touched either way.
+  const bool option = spec.kind != detail::ExpiryKind::none;
+  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, option ? detail::Touch::no : detail::Touch::yes);
   if (it == ks_.end()) return {};  // missing: the option is not validated
+  if (option && touch_access_) touch_access(it->index, now);
   std::int64_t when = 0;
   const bool with_deadline = has_deadline(spec);
   if (with_deadline) {

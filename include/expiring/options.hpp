@@ -377,9 +377,10 @@ struct Options {
   // Expire after access (time to idle: Caffeine's expireAfterAccess, moka's time_to_idle).
   // With T > 0 a key lives until T has passed since it was last read or written:
   //   * a read that finds a live key sets its deadline to now + T: get(), get_many(),
-  //     lookup(), get_or_load()'s hit, touch(), getex() and getex_ptr() without an option,
-  //     set_get()'s read; the queries that Redis does not count as an access (exists(), the
-  //     TTL queries, peek(), scan(), iteration) do not;
+  //     lookup(), get_or_load()'s hit, touch(), getex() and getex_ptr() without an option
+  //     (with one, the option sets the TTL), set_get()'s read, copy()'s source; the queries
+  //     that Redis does not count as an access (exists(), the TTL queries, peek(), scan(),
+  //     iteration) do not;
   //   * a write that gives no TTL gives now + T instead of none: the set() family without
   //     an expiry argument, get_or_load() without `ttl`, modify();
   //   * an explicit TTL (EX/PX/EXAT/PXAT, expire(), getex() with an option, KEEPTTL) is
