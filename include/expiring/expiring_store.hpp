@@ -34,6 +34,9 @@
 //     loads, copy(), rename() to an absent key: any of them may grow the table), reserve(),
 //     tick() (which may shrink the table after a mass expiry), clear(), and assignment, move or
 //     destruction of the store.
+// Listeners run inside the call that raised their events, just before it returns: what a
+// listener does counts as done by that call (a listener that adds keys while get_many()
+// reclaims stale ones invalidates the pointers get_many() returns).
 //
 // Events: a listener set with set_listener() receives each change with its cause. Events are
 // queued while an operation runs and dispatched when the store is consistent again, just
@@ -184,7 +187,7 @@ class ExpiringStore {
                 "expiring::ExpiringStore: there is no hash for this key type (expiring::Hash covers integers, enums "
                 "and strings); pass a hash functor as the third argument: ExpiringStore<K, V, MyHash, std::equal_to<>, "
                 "Clock> (keys may be chosen by an attacker: see hash.hpp for a keyed hash)");
-  static_assert(detail::hashes<Hash, K>::value,
+  static_assert(!detail::is_complete<Hash>::value || detail::is_clock<Hash>::value || detail::hashes<Hash, K>::value,
                 "expiring::ExpiringStore: the hash must be callable as hash(const K&) and return std::size_t");
   static_assert(std::is_invocable_r_v<bool, const KeyEqual&, const K&, const K&>,
                 "expiring::ExpiringStore: KeyEqual must be callable as eq(const K&, const K&) -> bool");
