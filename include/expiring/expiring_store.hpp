@@ -160,6 +160,41 @@ class ExpiringStore;
 template <class K, class V, class Clock = TscClock, class ExpiryPolicy = SampledExpiry>
 using Store = ExpiringStore<K, V, expiring::Hash<K>, std::equal_to<>, Clock, ExpiryPolicy>;
 
+// What the function of compute() decides for its key (see ExpiringStore::compute()).
+template <class V>
+class Computed {
+ public:
+  enum class Op : std::uint8_t { keep, remove, store, retime };
+  // Leave the key as it is (a missing key stays missing).
+  static Computed keep() { return Computed(Op::keep); }
+  // Remove the key (cause `del`), as DEL.
+  static Computed remove() { return Computed(Op::remove); }
+  // Write `value` with `ttl` as set(key, value, ttl) would: KeepTtl{} (the default) keeps the
+  // TTL of a live key, SetExpiry{} removes it, Px/PxAt/a duration/a time point sets one.
+  static Computed store(V value, SetExpiry ttl = KeepTtl{}) {
+    Computed c(Op::store);
+    c.value_.emplace(std::move(value));
+    c.ttl_ = ttl;
+    return c;
+  }
+  // Keep the value, change only its TTL: Px/PxAt/a duration/a time point sets one (a deadline
+  // at or before now deletes the key, as PEXPIREAT does), SetExpiry{} removes it (PERSIST).
+  static Computed retime(SetExpiry ttl) {
+    Computed c(Op::retime);
+    c.ttl_ = ttl;
+    return c;
+  }
+  Op op() const noexcept { return op_; }
+  std::optional<V>& value() noexcept { return value_; }
+  SetExpiry ttl() const noexcept { return ttl_; }
+
+ private:
+  explicit Computed(Op op) : op_(op) {}
+  Op op_;
+  std::optional<V> value_;
+  SetExpiry ttl_{};
+};
+
 namespace detail {
 template <class T, class = void>
 struct is_complete : std::false_type {};
@@ -645,6 +680,45 @@ class ExpiringStore {
     flush();
     return removed;
   }
+
+  // ==== Atomic read-modify-write ===========================================================
+  // One probe-and-decide per key, with nothing in between: what Redis needs a Lua script or
+  // WATCH/MULTI for. In ConcurrentStore the same calls are atomic per key across threads.
+
+  // The lock-lease renewal `if GET(k) == expected then PEXPIREAT(k, unix_ms, flags)`: returns
+  // true when the TTL was set (or the key deleted by a deadline at or before now), false when
+  // the key is missing, its value differs or a flag condition failed. Errors as pexpireat(),
+  // checked first (flags, then the number); nothing changes then.
+  template <class KK, class VV>
+  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms,
+                                  ExpireFlags flags = ExpireFlags::None) {
+    return expire_if_equal(key, expected, unix_ms, flags, false);
+  }
+  template <class KK, class VV, class D>
+  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected,
+                                  std::chrono::time_point<std::chrono::system_clock, D> when,
+                                  ExpireFlags flags = ExpireFlags::None) {
+    const detail::CheckedMs ms = detail::to_unix_ms(when);
+    return expire_if_equal(key, expected, ms.ms, flags, !ms.ok);
+  }
+  // The lock-lease release `if GET(k) == expected then DEL(k)`: true if it was removed.
+  template <class KK, class VV>
+  bool del_if_equal(const KK& key, const VV& expected) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
+    const bool equal = it != ks_.end() && ks_.entry(it).value == expected;
+    if (equal) remove(it, KeyEventCause::del, options_.lazyfree_lazy_user_del);
+    flush();
+    return equal;
+  }
+  // The general form: fn(const V* value, std::int64_t pexpiretime) sees the live value
+  // (nullptr if missing) and its absolute deadline (-1 without TTL, -2 missing) and returns a
+  // Computed<V>: keep(), remove(), store(value, ttl) or retime(ttl). Returns true when the
+  // store changed. Errors as set() for store() (Errc::invalid_expire_time, out_of_memory) and
+  // for retime() (Errc::invalid_expire_time); nothing changes then. fn must not call the store.
+  template <class KK, class F>
+  Result<bool> compute(const KK& key, F&& fn);
 
   // ==== Keyspace ==========================================================================
 
@@ -1441,6 +1515,18 @@ class ExpiringStore {
                               ExpireFlags flags, Jitter jitter = {}, bool overflowed = false);
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
+  template <class KK, class VV>
+  Result<bool> expire_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms, ExpireFlags flags,
+                               bool overflowed) {
+    const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
+    const bool gt = has(flags, ExpireFlags::GT), lt = has(flags, ExpireFlags::LT);
+    if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
+    if (gt && lt) return Errc::gt_and_lt;
+    if (overflowed) return Errc::invalid_expire_time;
+    const V* v = peek(key);
+    if (v == nullptr || !(*v == expected)) return false;
+    return expire_generic(key, unix_ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags);
+  }
   template <class K1, class K2>
   Result<bool> rename_at(const K1& src, const K2& dst, SetCond cond, std::int64_t now);
 
@@ -1792,6 +1878,57 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   }
   emit(KeyEventCause::copy_to, ks_.entry(d).key);
   return true;
+}
+
+// compute(): one write lookup, then the function's decision.
+template <class K, class V, class H, class E, class C, class P>
+template <class KK, class F>
+Result<bool> ExpiringStore<K, V, H, E, C, P>::compute(const KK& key, F&& fn) {
+  const std::int64_t now = now_ms();
+  const auto& lk = lookup_key(key);
+  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
+  const bool found = it != ks_.end();
+  const V* value = found ? &ks_.entry(it).value : nullptr;
+  const std::int64_t pexp = !found ? kNoKey : (ks_.is_volatile(ks_.entry(it)) ? ks_.entry(it).deadline : kNoTtl);
+  Computed<V> c = std::forward<F>(fn)(value, pexp);
+  Result<bool> out = false;
+  switch (c.op()) {
+    case Computed<V>::Op::keep:
+      break;
+    case Computed<V>::Op::remove:
+      if (found) remove(it, KeyEventCause::del, options_.lazyfree_lazy_user_del);
+      out = found;
+      break;
+    case Computed<V>::Op::store:
+      out = write(key, std::move(*c.value()), c.ttl().spec(), SetCond::Always, now, nullptr);
+      break;
+    case Computed<V>::Op::retime: {
+      if (!found) break;
+      const detail::ExpirySpec spec = c.ttl().spec();
+      const std::uint32_t i = it->index;
+      if (has_deadline(spec)) {
+        Result<std::int64_t> w = resolve_positive(spec, now);
+        if (!w.ok()) {
+          out = w.error();
+          break;
+        }
+        if (*w <= now) {
+          remove(it, KeyEventCause::del);
+        } else {
+          ks_.prepare_deadline(*w);
+          ks_.set_deadline(i, *w);
+          emit(KeyEventCause::expire, ks_.entry(i).key);
+        }
+        out = true;
+      } else if (spec.kind == detail::ExpiryKind::none) {
+        out = ks_.clear_deadline(i);
+        if (*out) emit(KeyEventCause::persist, ks_.entry(i).key);
+      }
+      break;
+    }
+  }
+  flush();
+  return out;
 }
 
 // RENAME / RENAMENX (semantics.md B §2.9).

@@ -1,0 +1,600 @@
+// expiring/concurrent_store.hpp: ConcurrentStore, the store for many threads.
+//
+// Overview
+// --------
+// ConcurrentStore<K, V> has ExpiringStore's semantics per key (Redis 7's, see
+// docs/semantics.md) and may be called from any number of threads at once. It is a
+// power-of-two number of shards, each an ExpiringStore behind its own lock on its own cache
+// line; a key's shard is chosen by the high bits of the store's keyed hash, so that an
+// attacker who does not know the key cannot pile keys into one shard.
+//
+//   * Values leave the store by copy (get() returns std::optional<V>) or are seen under the
+//     shard's lock by a visitor (visit(key, fn)); no pointer into a shard ever escapes. For
+//     large values use std::shared_ptr<const T> as V: a copy is then a reference count.
+//   * Every single-key call is atomic (linearizable) for its key. compute(),
+//     pexpireat_if_equal() and del_if_equal() are atomic read-modify-writes of one key.
+//   * Events are delivered outside every lock, in the order the operations happened per
+//     shard (so per key); a listener may call the store.
+//   * Expiry: tick() runs every shard's active-expire cycle (one budget for all, split
+//     evenly), from your timer; or an Expirer (below) does it on its own thread.
+//   * get_or_load() is single-flight: concurrent misses on one key call the loader once,
+//     outside every lock, and all callers get its value (or its exception).
+//
+// Limits are per shard: Options::max_entries and maxmemory are divided evenly (rounded up)
+// among the shards, so the store-wide bound is exact to within one key per shard.
+// Statistics are summed over the shards when read.
+//
+// Lock: a spinlock per shard (detail/shard_lock.hpp) that yields after a bounded spin. A
+// read takes the shard's lock exclusively, since a read writes (statistics, lazy expiry,
+// LRU data), but only that shard's: with S shards and T threads, two threads meet on one
+// lock with probability about 1/S per operation.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "detail/shard_lock.hpp"
+#include "expiring_store.hpp"
+
+namespace expiring {
+
+// How a ConcurrentStore is cut up.
+struct ConcurrencyOptions {
+  // Number of shards, rounded up to a power of two; 0 = 4 x std::thread::hardware_concurrency()
+  // rounded up (at least 4, at most 1024).
+  std::size_t shards = 0;
+};
+
+template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
+          class Clock = TscClock, class ExpiryPolicy = SampledExpiry>
+class BasicConcurrentStore;
+
+// The short name, as Store is ExpiringStore's: the clock third, the policy fourth.
+template <class K, class V, class Clock = TscClock, class ExpiryPolicy = SampledExpiry>
+using ConcurrentStore = BasicConcurrentStore<K, V, expiring::Hash<K>, std::equal_to<>, Clock, ExpiryPolicy>;
+
+template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
+class BasicConcurrentStore {
+ public:
+  using engine_type = ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>;
+  using key_type = K;
+  using mapped_type = V;
+  using event_type = KeyEvent<K, V>;
+  using listener_type = std::function<void(const event_type&)>;
+  static constexpr std::int64_t kNoKey = engine_type::kNoKey;
+  static constexpr std::int64_t kNoTtl = engine_type::kNoTtl;
+
+  // ==== Construction ======================================================================
+
+  explicit BasicConcurrentStore(Clock clock, Options options = {}, ConcurrencyOptions conc = {}, Hash hash = Hash{},
+                                KeyEqual eq = KeyEqual{})
+      : hash_(hash), eq_(eq), options_(options) {
+    std::size_t n = conc.shards;
+    if (n == 0) {
+      const std::size_t hw = std::max<unsigned>(1u, std::thread::hardware_concurrency());
+      n = std::min<std::size_t>(1024, std::max<std::size_t>(4, 4 * hw));
+    }
+    shards_n_ = 1;
+    while (shards_n_ < n) shards_n_ <<= 1;
+    shift_ = 64;
+    for (std::size_t s = shards_n_; s > 1; s >>= 1) --shift_;
+    if (options.seed) hash_ = keyed_copy(hash_, *options.seed);
+    shards_.reset(new Shard[shards_n_]);
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      shards_[i].engine.emplace(clock, shard_options(options, i), hash, eq);
+    }
+  }
+  template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
+  explicit BasicConcurrentStore(Options options = {}, ConcurrencyOptions conc = {})
+      : BasicConcurrentStore(Clock{}, std::move(options), conc) {}
+
+  BasicConcurrentStore(const BasicConcurrentStore&) = delete;
+  BasicConcurrentStore& operator=(const BasicConcurrentStore&) = delete;
+
+  std::size_t shard_count() const noexcept { return shards_n_; }
+
+  // ==== Reading (copies out, or a visitor under the shard's lock) ========================
+
+  // GET: a copy of the live value, or nullopt.
+  template <class KK>
+  [[nodiscard]] std::optional<V> get(const KK& key) {
+    return with(key, [&](engine_type& e) -> std::optional<V> {
+      const V* v = e.get(key);
+      return v != nullptr ? std::optional<V>(*v) : std::nullopt;
+    });
+  }
+  // GET, seen in place: calls fn(const V&) under the shard's lock if the key is live; returns
+  // whether it was. fn must not call the store (the shard's lock is held).
+  template <class KK, class F>
+  bool visit(const KK& key, F&& fn) {
+    return with(key, [&](engine_type& e) {
+      const V* v = e.get(key);
+      if (v != nullptr) std::forward<F>(fn)(*v);
+      return v != nullptr;
+    });
+  }
+  template <class KK>
+  [[nodiscard]] bool exists(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.exists(key); });
+  }
+  template <class KK>
+  bool touch(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.touch(key); });
+  }
+  template <class KK>
+  [[nodiscard]] std::int64_t ttl(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.ttl(key); });
+  }
+  template <class KK>
+  [[nodiscard]] std::int64_t pttl(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.pttl(key); });
+  }
+  template <class KK>
+  [[nodiscard]] std::int64_t expiretime(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.expiretime(key); });
+  }
+  template <class KK>
+  [[nodiscard]] std::int64_t pexpiretime(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.pexpiretime(key); });
+  }
+
+  // ==== Writing: as ExpiringStore, one shard each ========================================
+
+  template <class KK, class VV, class... Args>
+  Result<bool> set(KK&& key, VV&& value, Args&&... args) {
+    return with(key, [&](engine_type& e) {
+      return e.set(std::forward<KK>(key), std::forward<VV>(value), std::forward<Args>(args)...);
+    });
+  }
+  template <class KK, class VV, class... Args>
+  Result<std::optional<V>> set_get(KK&& key, VV&& value, Args&&... args) {
+    return with(key, [&](engine_type& e) {
+      return e.set_get(std::forward<KK>(key), std::forward<VV>(value), std::forward<Args>(args)...);
+    });
+  }
+  template <class KK, class VV>
+  [[nodiscard]] bool setnx(KK&& key, VV&& value) {
+    return with(key, [&](engine_type& e) { return e.setnx(std::forward<KK>(key), std::forward<VV>(value)); });
+  }
+  template <class KK, class T, class VV>
+  Result<void> setex(KK&& key, T ttl, VV&& value) {
+    return with(key, [&](engine_type& e) { return e.setex(std::forward<KK>(key), ttl, std::forward<VV>(value)); });
+  }
+  template <class KK, class T, class VV>
+  Result<void> psetex(KK&& key, T ttl, VV&& value) {
+    return with(key, [&](engine_type& e) { return e.psetex(std::forward<KK>(key), ttl, std::forward<VV>(value)); });
+  }
+  template <class KK>
+  Result<std::optional<V>> getex(const KK& key, GetExExpiry option = {}) {
+    return with(key, [&](engine_type& e) { return e.getex(key, option); });
+  }
+  template <class KK>
+  std::optional<V> getdel(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.getdel(key); });
+  }
+  // In-place update under the shard's lock (fn(V&) must not call the store).
+  template <class KK, class F>
+  bool modify(const KK& key, F&& fn) {
+    return with(key, [&](engine_type& e) { return e.modify(key, std::forward<F>(fn)); });
+  }
+  template <class KK>
+  bool del(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.del(key); });
+  }
+  template <class KK>
+  bool unlink(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.unlink(key); });
+  }
+  template <class KK>
+  bool persist(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.persist(key); });
+  }
+  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT, every overload of ExpiringStore's.
+  template <class KK, class... Args>
+  Result<bool> expire(const KK& key, Args&&... args) {
+    return with(key, [&](engine_type& e) { return e.expire(key, std::forward<Args>(args)...); });
+  }
+  template <class KK, class... Args>
+  Result<bool> pexpire(const KK& key, Args&&... args) {
+    return with(key, [&](engine_type& e) { return e.pexpire(key, std::forward<Args>(args)...); });
+  }
+  template <class KK, class... Args>
+  Result<bool> expireat(const KK& key, Args&&... args) {
+    return with(key, [&](engine_type& e) { return e.expireat(key, std::forward<Args>(args)...); });
+  }
+  template <class KK, class... Args>
+  Result<bool> pexpireat(const KK& key, Args&&... args) {
+    return with(key, [&](engine_type& e) { return e.pexpireat(key, std::forward<Args>(args)...); });
+  }
+
+  // ==== Atomic read-modify-write (see ExpiringStore) =====================================
+
+  template <class KK, class VV, class... Args>
+  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected, Args&&... args) {
+    return with(key, [&](engine_type& e) { return e.pexpireat_if_equal(key, expected, std::forward<Args>(args)...); });
+  }
+  template <class KK, class VV>
+  bool del_if_equal(const KK& key, const VV& expected) {
+    return with(key, [&](engine_type& e) { return e.del_if_equal(key, expected); });
+  }
+  // fn runs under the shard's lock: it must not call the store.
+  template <class KK, class F>
+  Result<bool> compute(const KK& key, F&& fn) {
+    return with(key, [&](engine_type& e) { return e.compute(key, std::forward<F>(fn)); });
+  }
+
+  // ==== Single-flight get-or-load ========================================================
+
+  // As ExpiringStore::get_or_load(), for many threads: a live value that is not stale is
+  // returned (a copy). Otherwise one caller runs loader() outside every lock and stores its
+  // result with `ttl`; concurrent callers for the same key wait for that load and get its
+  // value, or its exception rethrown. Errors as ExpiringStore::get_or_load() (validated before
+  // anything is loaded); a waiter gets the loader's caller's error. nullopt when `ttl` is an
+  // absolute deadline already past (nothing is stored).
+  template <class KK, class F>
+  Result<std::optional<V>> get_or_load(const KK& key, F&& loader, SetExpiry ttl = {});
+
+  // The asynchronous form: the load (if one is needed) runs on a new thread; the future holds
+  // what get_or_load() would return.
+  template <class KK, class F>
+  std::future<Result<std::optional<V>>> get_or_load_async(KK key, F loader, SetExpiry ttl = {}) {
+    return std::async(std::launch::async, [this, key = std::move(key), loader = std::move(loader), ttl]() mutable {
+      return get_or_load(key, loader, ttl);
+    });
+  }
+
+  // ==== Keyspace, expiry and statistics ==================================================
+
+  // DBSIZE, summed over the shards (each read under its lock; not one snapshot).
+  std::size_t size() const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      std::lock_guard<detail::ShardLock> g(shards_[i].lock);
+      n += shards_[i].engine->size();
+    }
+    return n;
+  }
+  std::size_t expires_size() const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      std::lock_guard<detail::ShardLock> g(shards_[i].lock);
+      n += shards_[i].engine->expires_size();
+    }
+    return n;
+  }
+
+  // One active-expire cycle over every shard (each with its share of the budget, its lock held
+  // only for its own cycle). The reports are summed.
+  TickReport tick(CycleKind kind = CycleKind::Slow) {
+    TickReport sum;
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      const TickReport r = run(shards_[i], [&](engine_type& e) { return e.tick(kind); });
+      sum.ran = sum.ran || r.ran;
+      sum.rounds += r.rounds;
+      sum.sampled += r.sampled;
+      sum.expired += r.expired;
+      sum.time_cap_hit = sum.time_cap_hit || r.time_cap_hit;
+      sum.pass_completed = sum.pass_completed || r.pass_completed;
+      sum.elapsed_us += r.elapsed_us;
+      sum.lazyfreed += r.lazyfreed;
+    }
+    return sum;
+  }
+
+  Stats stats() const {
+    Stats s;
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      std::lock_guard<detail::ShardLock> g(shards_[i].lock);
+      const Stats t = shards_[i].engine->stats();
+      s.keyspace_hits += t.keyspace_hits;
+      s.keyspace_misses += t.keyspace_misses;
+      s.expired_keys += t.expired_keys;
+      s.evicted_keys += t.evicted_keys;
+      s.expired_stale_perc += t.expired_stale_perc / static_cast<double>(shards_n_);
+      s.expired_time_cap_reached_count += t.expired_time_cap_reached_count;
+      s.expire_cycle_cpu_microseconds += t.expire_cycle_cpu_microseconds;
+      s.avg_ttl += t.avg_ttl / static_cast<std::int64_t>(shards_n_);
+      s.keys += t.keys;
+      s.expires += t.expires;
+      s.lazyfree_pending_objects += t.lazyfree_pending_objects;
+      s.lazyfreed_objects += t.lazyfreed_objects;
+    }
+    return s;
+  }
+  CacheStats cache_stats() const {
+    CacheStats c;
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      std::lock_guard<detail::ShardLock> g(shards_[i].lock);
+      const CacheStats t = shards_[i].engine->cache_stats();
+      c.hit_count += t.hit_count;
+      c.miss_count += t.miss_count;
+      c.load_success_count += t.load_success_count;
+      c.load_failure_count += t.load_failure_count;
+      c.total_load_time_ns += t.total_load_time_ns;
+      c.eviction_count += t.eviction_count;
+      c.eviction_weight += t.eviction_weight;
+    }
+    return c;
+  }
+
+  // The listener and its causes (see ExpiringStore::set_listener). Events are delivered after
+  // the shard's lock is released, one delivery at a time per shard, in operation order; a
+  // listener may call the store (the events that causes are delivered after it returns). Set
+  // it before other threads use the store.
+  void set_listener(listener_type listener, KeyEventCauses causes = KeyEventCauses::all()) {
+    listener_ = std::move(listener);
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      Shard& sh = shards_[i];
+      std::lock_guard<detail::ShardLock> g(sh.lock);
+      if (listener_) {
+        sh.engine->set_listener([&sh](const event_type& ev) { sh.outbox.push_back(Owned::of(ev)); }, causes);
+      } else {
+        sh.engine->set_listener(nullptr);
+      }
+    }
+  }
+
+  std::int64_t now_ms() const { return shards_[0].engine->now_ms(); }
+
+ private:
+  // An event copied out of the shard, to be delivered without its lock.
+  struct Owned {
+    KeyEventCause cause;
+    K key;
+    std::optional<V> value;
+    static Owned of(const event_type& ev) {
+      return Owned{ev.cause, ev.key, ev.value != nullptr ? std::optional<V>(*ev.value) : std::nullopt};
+    }
+  };
+  // One in-progress load of get_or_load().
+  struct Flight {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::optional<Result<std::optional<V>>> result;
+    std::exception_ptr error;
+  };
+  struct alignas(64) Shard {
+    mutable detail::ShardLock lock;
+    std::optional<engine_type> engine;
+    std::vector<Owned> outbox;  // events of the operation in progress (under `lock`)
+    // Delivery order: tickets taken under `lock`, served in order outside it.
+    std::uint64_t next_ticket = 0;
+    std::mutex deliver_mu;
+    std::condition_variable deliver_cv;
+    std::uint64_t serving = 0;
+    std::unordered_map<K, std::shared_ptr<Flight>, Hash, KeyEqual> flights;  // under `lock`
+  };
+
+  // The delivery this thread is running, if any: nested operations of a listener on the same
+  // shard append to it instead of waiting for their own turn (which would never come).
+  struct Delivery {
+    Shard* shard;
+    std::vector<Owned>* queue;
+  };
+  static Delivery*& current_delivery() noexcept {
+    static thread_local Delivery* d = nullptr;
+    return d;
+  }
+
+  static Hash keyed_copy(Hash h, std::uint64_t seed) {
+    if constexpr (detail::is_rekeyable<Hash>::value) h.rekey(HashKey::from_seed(seed ^ 0x5DEECE66Dull));
+    return h;
+  }
+  Options shard_options(const Options& o, std::size_t i) const {
+    Options s = o;
+    const std::size_t n = shards_n_;
+    if (s.seed) s.seed = *s.seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    // Each shard's slow cycle gets 1/n of the budget: its hz is n times the store's (the
+    // engine clamps hz to 500, so beyond that a shard's share is larger).
+    s.hz = static_cast<int>(std::min<std::size_t>(500, static_cast<std::size_t>(std::max(1, o.hz)) * n));
+    if (o.max_entries != 0) s.max_entries = (o.max_entries + n - 1) / n;
+    if (o.maxmemory != 0) s.maxmemory = (o.maxmemory + n - 1) / n;
+    if (o.reserve != 0) s.reserve = (o.reserve + n - 1) / n;
+    if (o.lazyfree_queue_max != 0) s.lazyfree_queue_max = std::max<std::size_t>(1, (o.lazyfree_queue_max + n - 1) / n);
+    return s;
+  }
+
+  template <class KK>
+  Shard& shard_of(const KK& key) const {
+    // A multiplicative mix: its high bits depend on every bit of the hash.
+    const std::uint64_t h = static_cast<std::uint64_t>(hash_(key)) * 0x9E3779B97F4A7C15ull;
+    return shards_[shards_n_ == 1 ? 0 : static_cast<std::size_t>(h >> shift_)];
+  }
+
+  // Runs fn(engine) under the key's shard lock, then delivers the events it raised.
+  template <class KK, class F>
+  decltype(auto) with(const KK& key, F&& fn) {
+    return run(shard_of(key), std::forward<F>(fn));
+  }
+  template <class F>
+  auto run(Shard& sh, F&& fn) -> decltype(fn(*sh.engine)) {
+    using R = decltype(fn(*sh.engine));
+    std::vector<Owned> batch;
+    std::uint64_t ticket = 0;
+    bool deliver = false;
+    std::optional<R> out;
+    {
+      std::lock_guard<detail::ShardLock> g(sh.lock);
+      try {
+        out.emplace(fn(*sh.engine));
+      } catch (...) {
+        // A listener does not run here (the shard's listener only queues), so this is the
+        // operation's own exception (a throwing copy, bad_alloc): its events still go out.
+        if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
+        if (deliver) release(sh, batch, ticket);
+        throw;
+      }
+      if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
+    }
+    if (deliver) release(sh, batch, ticket);
+    return std::move(*out);
+  }
+  // Under sh.lock: moves the operation's events out, into the running delivery of this thread
+  // if it is delivering this shard's events, else into `batch` with a ticket.
+  void take(Shard& sh, std::vector<Owned>& batch, std::uint64_t& ticket, bool& deliver) {
+    Delivery* d = current_delivery();
+    if (d != nullptr && d->shard == &sh) {
+      for (Owned& o : sh.outbox) d->queue->push_back(std::move(o));
+      sh.outbox.clear();
+      return;
+    }
+    batch.swap(sh.outbox);
+    ticket = sh.next_ticket++;
+    deliver = true;
+  }
+  // Outside sh.lock: waits for this ticket's turn, delivers, passes the turn on.
+  void release(Shard& sh, std::vector<Owned>& batch, std::uint64_t ticket) {
+    {
+      std::unique_lock<std::mutex> g(sh.deliver_mu);
+      sh.deliver_cv.wait(g, [&] { return sh.serving == ticket; });
+    }
+    Delivery self{&sh, &batch};
+    Delivery* outer = current_delivery();
+    current_delivery() = &self;
+    std::exception_ptr first;
+    for (std::size_t i = 0; i < batch.size(); ++i) {  // nested operations may append
+      Owned ev = std::move(batch[i]);
+      try {
+        if (listener_) listener_(event_type{ev.cause, ev.key, ev.value ? &*ev.value : nullptr});
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    current_delivery() = outer;
+    {
+      std::lock_guard<std::mutex> g(sh.deliver_mu);
+      ++sh.serving;
+    }
+    sh.deliver_cv.notify_all();
+    if (first) std::rethrow_exception(first);
+  }
+
+  Hash hash_;
+  KeyEqual eq_;
+  Options options_;
+  std::size_t shards_n_ = 1;
+  int shift_ = 64;
+  std::unique_ptr<Shard[]> shards_;
+  listener_type listener_;
+};
+
+// Single-flight get-or-load: the first caller for a key registers a Flight under the shard's
+// lock and loads outside it; later callers find the Flight and wait for it.
+template <class K, class V, class H, class E, class C, class P>
+template <class KK, class F>
+Result<std::optional<V>> BasicConcurrentStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&& loader, SetExpiry ttl) {
+  Shard& sh = shard_of(key);
+  std::shared_ptr<Flight> flight;
+  bool leader = false;
+  // 1. A live value (not stale) is returned; else join or start the key's flight.
+  std::optional<Result<std::optional<V>>> early = run(sh, [&](engine_type& e) -> std::optional<Result<std::optional<V>>> {
+    const typename engine_type::LookupResult r = e.lookup(key);
+    if (r.value != nullptr && r.freshness != Freshness::stale) return Result<std::optional<V>>(std::optional<V>(*r.value));
+    K k(key);
+    auto it = sh.flights.find(k);
+    if (it != sh.flights.end()) {
+      flight = it->second;
+    } else {
+      flight = std::make_shared<Flight>();
+      sh.flights.emplace(std::move(k), flight);
+      leader = true;
+    }
+    return std::nullopt;
+  });
+  if (early) return std::move(*early);
+  if (!leader) {
+    std::unique_lock<std::mutex> g(flight->mu);
+    flight->done_cv.wait(g, [&] { return flight->done; });
+    if (flight->error) std::rethrow_exception(flight->error);
+    return *flight->result;
+  }
+  // 2. The leader loads outside every lock, stores, and wakes the waiters.
+  auto finish = [&](std::optional<Result<std::optional<V>>> result, std::exception_ptr error) {
+    run(sh, [&](engine_type&) { return sh.flights.erase(K(key)); });
+    {
+      std::lock_guard<std::mutex> g(flight->mu);
+      flight->result = std::move(result);
+      flight->error = error;
+      flight->done = true;
+    }
+    flight->done_cv.notify_all();
+  };
+  try {
+    std::optional<V> loaded;
+    loaded.emplace(std::forward<F>(loader)());
+    // The engine's get_or_load stores it (validation, jitter, limits), its "loader" handing
+    // over the value loaded outside the lock; a value another thread set meanwhile wins.
+    Result<std::optional<V>> r = run(sh, [&](engine_type& e) -> Result<std::optional<V>> {
+      Result<const V*> p = e.get_or_load(key, [&]() -> V { return std::move(*loaded); }, ttl);
+      if (!p.ok()) return p.error();
+      return *p == nullptr ? std::optional<V>() : std::optional<V>(**p);
+    });
+    finish(r, nullptr);
+    return r;
+  } catch (...) {
+    finish(std::nullopt, std::current_exception());
+    throw;
+  }
+}
+
+// A thread that runs a store's tick() hz times a second until it is stopped or destroyed.
+template <class Store>
+class Expirer {
+ public:
+  explicit Expirer(Store& store, int hz = 10) : store_(store), period_(std::chrono::microseconds(1000000 / std::max(1, hz))) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  Expirer(const Expirer&) = delete;
+  Expirer& operator=(const Expirer&) = delete;
+  ~Expirer() { stop(); }
+
+  // Stops the thread and joins it (idempotent).
+  void stop() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  std::uint64_t ticks() const noexcept { return ticks_.load(std::memory_order_relaxed); }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> g(mu_);
+    while (!stop_) {
+      g.unlock();
+      (void)store_.tick();
+      ticks_.fetch_add(1, std::memory_order_relaxed);
+      g.lock();
+      cv_.wait_for(g, period_, [&] { return stop_; });
+    }
+  }
+
+  Store& store_;
+  std::chrono::microseconds period_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<std::uint64_t> ticks_{0};
+  std::thread thread_;
+};
+
+}  // namespace expiring
