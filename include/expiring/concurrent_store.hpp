@@ -314,6 +314,7 @@ class BasicConcurrentStore {
       s.expires += t.expires;
       s.lazyfree_pending_objects += t.lazyfree_pending_objects;
       s.lazyfreed_objects += t.lazyfreed_objects;
+      s.expired_lateness += t.expired_lateness;
     }
     return s;
   }

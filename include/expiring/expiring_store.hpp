@@ -314,7 +314,7 @@ class ExpiringStore {
         if (EXPIRING_UNLIKELY(read_hook_)) return &ks_.entry(touched(it, now, detail::Access::read)).value;
         return &e.value;
       }
-      expire_entry(it);
+      expire_entry(it, now);
     }
     ++stats_.keyspace_misses;
     flush();
@@ -784,7 +784,7 @@ class ExpiringStore {
         out.emplace(ks_.entry(i).key);
         break;
       }
-      expire_entry(ks_.slot_of(i));
+      expire_entry(ks_.slot_of(i), now);
     }
     flush();
     return out;
@@ -814,7 +814,7 @@ class ExpiringStore {
     for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
       const auto i = static_cast<std::uint32_t>(pos);
       if (ks_.entry(i).is_stale(now)) {
-        expire_entry(ks_.slot_of(i));
+        expire_entry(ks_.slot_of(i), now);
       } else {
         fn(static_cast<const K&>(ks_.entry(i).key), static_cast<const V&>(ks_.entry(i).value));
       }
@@ -1231,7 +1231,7 @@ class ExpiringStore {
         if (EXPIRING_UNLIKELY(read_hook_) && touch == detail::Touch::yes) return touched(it, now, access);
         return it;
       }
-      expire_entry(it);
+      expire_entry(it, now);
       it = ks_.end();
     }
     if (read) ++stats_.keyspace_misses;
@@ -1448,7 +1448,11 @@ class ExpiringStore {
     const std::size_t max = options_.maxmemory;
     return external_ > max || incoming > max - external_;
   }
-  void expire_entry(slot_iterator it) {
+  // Reclaims a stale key (cause `expired`) found at `now`, lazily or by tick() (`active`).
+  void expire_entry(slot_iterator it, std::int64_t now, bool active = false) {
+    const std::int64_t late = detail::saturating_sub(now, ks_.entry(it).deadline);
+    auto& h = active ? stats_.expired_lateness.active : stats_.expired_lateness.lazy;
+    ++h[static_cast<std::size_t>(LatenessHistogram::bucket_of(late < 0 ? 0 : late))];
     ++stats_.expired_keys;
     remove(it, KeyEventCause::expired, options_.lazyfree_lazy_expire);
   }
@@ -1650,7 +1654,7 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
   auto [i, inserted] = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value));
   if (!inserted && ks_.entry(i).is_stale(now)) {
     // D11: a write on a stale key first reclaims it as an expiry; then the key is new.
-    expire_entry(ks_.slot_of(i));
+    expire_entry(ks_.slot_of(i), now);
     std::tie(i, inserted) = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value));
   }
   if (!inserted && cond == SetCond::NX) return false;
@@ -2031,9 +2035,10 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   // once per tick, before the cycle reads it.
   if constexpr (detail::has_resync<C>::value) clock_.resync();
   if (options_.active_expire_enabled) {
+    std::int64_t cycle_now = 0;  // the cycle's one reading (D7), for the lateness histogram
     active_.run(
-        report, ks_, options_, p, fast, stats_, [&] { return now_ms(); }, [&] { return budget_now(); },
-        [&](slot_iterator it) { expire_entry(it); });
+        report, ks_, options_, p, fast, stats_, [&] { return cycle_now = now_ms(); }, [&] { return budget_now(); },
+        [&](slot_iterator it) { expire_entry(it, cycle_now, /*active=*/true); });
   }
   flush();
   return report;

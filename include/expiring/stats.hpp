@@ -2,9 +2,51 @@
 // did.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace expiring {
+
+// How late expired keys were reclaimed: for each key, now - deadline at the moment it was
+// deleted, by lazy expiry (a call touched it) or active expiry (tick()). Log2 buckets of
+// milliseconds: bucket 0 holds lateness <= 1 ms, bucket b (1..30) lateness in
+// (2^(b-1), 2^b] ms, bucket 31 anything later. Redis and Valkey do not report this (redis
+// #15620, valkey #4385 ask for it).
+struct LatenessHistogram {
+  static constexpr int kBuckets = 32;
+  std::array<std::uint64_t, kBuckets> active{};
+  std::array<std::uint64_t, kBuckets> lazy{};
+
+  // The bucket of a lateness of `ms` (>= 0).
+  static constexpr int bucket_of(std::int64_t ms) noexcept {
+    if (ms <= 1) return 0;
+    int b = 0;
+    for (std::uint64_t x = static_cast<std::uint64_t>(ms - 1); x != 0; x >>= 1) ++b;
+    return b < kBuckets - 1 ? b : kBuckets - 1;
+  }
+  // The upper bound of bucket b in ms (bucket 31: unbounded, reported as 2^31).
+  static constexpr std::int64_t upper_ms(int b) noexcept { return std::int64_t{1} << b; }
+  // The smallest bucket bound below which at least fraction q (0..1] of `h`'s keys fall; 0
+  // when empty.
+  static std::int64_t quantile_ms(const std::array<std::uint64_t, kBuckets>& h, double q) noexcept {
+    std::uint64_t total = 0;
+    for (std::uint64_t c : h) total += c;
+    if (total == 0) return 0;
+    std::uint64_t seen = 0;
+    for (int b = 0; b < kBuckets; ++b) {
+      seen += h[static_cast<std::size_t>(b)];
+      if (static_cast<double>(seen) >= q * static_cast<double>(total)) return upper_ms(b);
+    }
+    return upper_ms(kBuckets - 1);
+  }
+  LatenessHistogram& operator+=(const LatenessHistogram& o) noexcept {
+    for (std::size_t b = 0; b < active.size(); ++b) {
+      active[b] += o.active[b];
+      lazy[b] += o.lazy[b];
+    }
+    return *this;
+  }
+};
 
 struct Stats {
   std::uint64_t keyspace_hits = 0;    // reads that found a live key
@@ -20,6 +62,7 @@ struct Stats {
   std::uint64_t expires = 0;  // volatile keys stored (INFO keyspace expires=)
   std::uint64_t lazyfree_pending_objects = 0;  // values queued for lazy free, not yet destroyed
   std::uint64_t lazyfreed_objects = 0;         // values destroyed by lazy free (tick() or the reclaimer)
+  LatenessHistogram expired_lateness;          // how late each expired key was reclaimed
 };
 
 // Cache statistics, as a cache user means them (Caffeine's CacheStats). Stats above counts

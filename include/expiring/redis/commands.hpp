@@ -639,6 +639,18 @@ class CommandExecutor {
       line("evicted_keys", std::to_string(st.evicted_keys));
       line("keyspace_hits", std::to_string(st.keyspace_hits));
       line("keyspace_misses", std::to_string(st.keyspace_misses));
+      // Not in Redis: how late expired keys were reclaimed (Stats::expired_lateness), in the
+      // style of Redis 7's latencystats lines; the bounds are the histogram's log2 buckets.
+      auto lateness = [&](const char* name, const std::array<std::uint64_t, LatenessHistogram::kBuckets>& h) {
+        std::uint64_t count = 0;
+        for (std::uint64_t c : h) count += c;
+        line(name, "count=" + std::to_string(count) +
+                       ",p50=" + std::to_string(LatenessHistogram::quantile_ms(h, 0.5)) +
+                       ",p99=" + std::to_string(LatenessHistogram::quantile_ms(h, 0.99)) +
+                       ",p99.9=" + std::to_string(LatenessHistogram::quantile_ms(h, 0.999)));
+      };
+      lateness("expired_lateness_ms_active", st.expired_lateness.active);
+      lateness("expired_lateness_ms_lazy", st.expired_lateness.lazy);
     } else if (section == "keyspace") {
       out += "# Keyspace\r\n";
       if (info_hook_) info_hook_(section, out);
