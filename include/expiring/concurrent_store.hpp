@@ -239,6 +239,81 @@ class BasicConcurrentStore {
     return with(key, [&](engine_type& e) { return e.compute(key, std::forward<F>(fn)); });
   }
 
+  // ==== Several keys: their shards locked together, in shard order =====================
+  // Each of these is atomic: no other call sees a state between its steps (all its shards
+  // are locked at once, always in ascending shard order, so two of them cannot deadlock).
+  // Their events are delivered after every lock is released, shard by shard.
+
+  // MSET: stores every (key, value) pair of `pairs` without TTL. Atomic, and all or nothing
+  // for the memory limit: Errc::out_of_memory (nothing written) when a shard's eviction
+  // cannot make room first (Redis's check before MSET).
+  template <class Pairs>
+  Result<void> mset(const Pairs& pairs) {
+    return run_many(shards_of_pairs(pairs), [&](auto&& engine_of) -> Result<void> {
+      for (const auto& kv : pairs) {
+        Result<void> r = engine_of(kv.first).perform_evictions();
+        if (!r.ok()) return r;
+      }
+      for (const auto& kv : pairs) {
+        Result<void> r = engine_of(kv.first).as_one_command([&] { (void)engine_of(kv.first).set(kv.first, kv.second); });
+        if (!r.ok()) return r;
+      }
+      return {};
+    });
+  }
+  // MSETNX: stores every pair only if none of the keys exists; true if it did. Atomic.
+  template <class Pairs>
+  Result<bool> msetnx(const Pairs& pairs) {
+    return run_many(shards_of_pairs(pairs), [&](auto&& engine_of) -> Result<bool> {
+      for (const auto& kv : pairs) {
+        if (engine_of(kv.first).peek(kv.first) != nullptr) return false;
+      }
+      for (const auto& kv : pairs) {
+        Result<void> r = engine_of(kv.first).perform_evictions();
+        if (!r.ok()) return r.error();
+      }
+      for (const auto& kv : pairs) {
+        Result<void> r = engine_of(kv.first).as_one_command([&] { (void)engine_of(kv.first).set(kv.first, kv.second); });
+        if (!r.ok()) return r.error();
+      }
+      return true;
+    });
+  }
+  // DEL k1 k2 ...: the number of live keys removed. Atomic.
+  template <class Keys>
+  std::size_t del_many(const Keys& keys) {
+    std::vector<Shard*> shards;
+    for (const auto& k : keys) shards.push_back(&shard_of(k));
+    return run_many(std::move(shards), [&](auto&& engine_of) {
+      std::size_t n = 0;
+      for (const auto& k : keys) n += engine_of(k).del(k) ? std::size_t{1} : std::size_t{0};
+      return n;
+    });
+  }
+  // RENAME / RENAMENX, also between shards (atomic). As ExpiringStore's.
+  template <class K1, class K2>
+  Result<void> rename(const K1& src, const K2& dst) {
+    Result<bool> r = rename_generic(src, dst, false);
+    if (!r.ok()) return r.error();
+    return {};
+  }
+  template <class K1, class K2>
+  Result<bool> renamenx(const K1& src, const K2& dst) {
+    return rename_generic(src, dst, true);
+  }
+  // COPY src dst [REPLACE], also between shards (atomic). As ExpiringStore's.
+  template <class K1, class K2>
+  Result<bool> copy(const K1& src, const K2& dst, bool replace = false) {
+    Shard& a = shard_of(src);
+    Shard& b = shard_of(dst);
+    if (&a == &b) return run(a, [&](engine_type& e) { return e.copy(src, dst, replace); });
+    return run_many({&a, &b}, [&](auto&& engine_of) -> Result<bool> {
+      auto t = engine_of(src).copy_out(src);
+      if (!t) return false;
+      return engine_of(dst).copy_in(dst, std::move(*t), replace);
+    });
+  }
+
   // ==== Single-flight get-or-load ========================================================
 
   // As ExpiringStore::get_or_load(), for many threads: a live value that is not stale is
@@ -413,10 +488,89 @@ class BasicConcurrentStore {
   }
 
   template <class KK>
-  Shard& shard_of(const KK& key) const {
+  Shard& shard_of(const KK& key) const noexcept {
     // A multiplicative mix: its high bits depend on every bit of the hash.
     const std::uint64_t h = static_cast<std::uint64_t>(hash_(key)) * 0x9E3779B97F4A7C15ull;
     return shards_[shards_n_ == 1 ? 0 : static_cast<std::size_t>(h >> shift_)];
+  }
+
+  template <class K1, class K2>
+  Result<bool> rename_generic(const K1& src, const K2& dst, bool nx) {
+    Shard& a = shard_of(src);
+    Shard& b = shard_of(dst);
+    if (&a == &b) {
+      return run(a, [&](engine_type& e) -> Result<bool> {
+        if (!nx) {
+          Result<void> r = e.rename(src, dst);
+          if (!r.ok()) return r.error();
+          return true;
+        }
+        return e.renamenx(src, dst);
+      });
+    }
+    return run_many({&a, &b}, [&](auto&& engine_of) -> Result<bool> {
+      engine_type& s = engine_of(src);
+      engine_type& d = engine_of(dst);
+      if (s.peek(src) == nullptr) {
+        (void)s.exists(src);  // the write lookup's lazy expiry of a stale source
+        return Errc::no_such_key;
+      }
+      if (nx && d.peek(dst) != nullptr) return false;
+      auto t = s.rename_out(src);
+      if (!t) return Errc::no_such_key;
+      return d.rename_in(dst, std::move(*t), nx);
+    });
+  }
+  template <class Pairs>
+  std::vector<Shard*> shards_of_pairs(const Pairs& pairs) {
+    std::vector<Shard*> v;
+    for (const auto& kv : pairs) v.push_back(&shard_of(kv.first));
+    return v;
+  }
+  // Runs fn(engine_of) with every shard of `shards` locked (deduplicated, in ascending order);
+  // engine_of(key) is the key's shard's engine. Then delivers each shard's events.
+  struct EngineOf {
+    const BasicConcurrentStore* store;
+    template <class KK>
+    engine_type& operator()(const KK& key) const {
+      return *store->shard_of(key).engine;
+    }
+  };
+  template <class F>
+  auto run_many(std::vector<Shard*> shards, F&& fn) -> decltype(fn(std::declval<EngineOf&>())) {
+    std::sort(shards.begin(), shards.end());
+    shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+    EngineOf engine_of{this};
+    struct Out {
+      Shard* shard;
+      std::vector<Owned> batch;
+      std::uint64_t ticket = 0;
+      bool deliver = false;
+    };
+    std::vector<Out> outs(shards.size());
+    using R = decltype(fn(engine_of));
+    std::optional<R> result;
+    std::exception_ptr error;
+    {
+      for (Shard* sh : shards) sh->lock.lock();
+      try {
+        result.emplace(fn(engine_of));
+      } catch (...) {
+        error = std::current_exception();
+      }
+      for (std::size_t i = 0; i < shards.size(); ++i) {
+        outs[i].shard = shards[i];
+        if (!shards[i]->outbox.empty()) take(*shards[i], outs[i].batch, outs[i].ticket, outs[i].deliver);
+      }
+      for (auto it = shards.rbegin(); it != shards.rend(); ++it) (*it)->lock.unlock();
+    }
+    for (Out& o : outs) {
+      if (!o.deliver) continue;
+      std::exception_ptr e = release(*o.shard, o.batch, o.ticket);
+      if (e && !error) error = e;
+    }
+    if (error) std::rethrow_exception(error);
+    return std::move(*result);
   }
 
   // Runs fn(engine) under the key's shard lock, then delivers the events it raised.
@@ -439,12 +593,14 @@ class BasicConcurrentStore {
         // A listener does not run here (the shard's listener only queues), so this is the
         // operation's own exception (a throwing copy, bad_alloc): its events still go out.
         if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
-        if (deliver) release(sh, batch, ticket);
+        if (deliver) (void)release(sh, batch, ticket);
         throw;
       }
       if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
     }
-    if (deliver) release(sh, batch, ticket);
+    if (deliver) {
+      if (std::exception_ptr e = release(sh, batch, ticket)) std::rethrow_exception(e);
+    }
     return std::move(*out);
   }
   // Under sh.lock: moves the operation's events out, into the running delivery of this thread
@@ -460,8 +616,9 @@ class BasicConcurrentStore {
     ticket = sh.next_ticket++;
     deliver = true;
   }
-  // Outside sh.lock: waits for this ticket's turn, delivers, passes the turn on.
-  void release(Shard& sh, std::vector<Owned>& batch, std::uint64_t ticket) {
+  // Outside sh.lock: waits for this ticket's turn, delivers every event, passes the turn on;
+  // returns the first exception a listener threw (the caller rethrows it).
+  [[nodiscard]] std::exception_ptr release(Shard& sh, std::vector<Owned>& batch, std::uint64_t ticket) {
     {
       std::unique_lock<std::mutex> g(sh.deliver_mu);
       sh.deliver_cv.wait(g, [&] { return sh.serving == ticket; });
@@ -484,7 +641,7 @@ class BasicConcurrentStore {
       ++sh.serving;
     }
     sh.deliver_cv.notify_all();
-    if (first) std::rethrow_exception(first);
+    return first;
   }
 
   Hash hash_;

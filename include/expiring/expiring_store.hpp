@@ -720,6 +720,76 @@ class ExpiringStore {
   template <class KK, class F>
   Result<bool> compute(const KK& key, F&& fn);
 
+  // ==== Moving entries between stores =====================================================
+  // The halves of RENAME and COPY when source and destination live in different stores
+  // (ConcurrentStore's shards): take the entry out of one, put it into the other. Each half
+  // is what the one-store command does to its own key, with the same events.
+
+  // An entry in transit: its value and absolute deadline (kNoTtl: none).
+  struct Transfer {
+    V value;
+    std::int64_t pexpiretime;
+  };
+  // RENAME's first half: removes the live key `key` and returns its value and TTL (cause
+  // `rename_from`); nullopt if it is missing. A write lookup: no hit or miss is counted.
+  template <class KK>
+  std::optional<Transfer> rename_out(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
+    std::optional<Transfer> out;
+    if (it != ks_.end()) {
+      entry_type& e = ks_.entry(it);
+      out.emplace(Transfer{std::move(e.value), ks_.is_volatile(e) ? e.deadline : kNoTtl});
+      emit(KeyEventCause::rename_from, e.key);
+      ks_.erase(it, [&](entry_type& gone) { unaccount_moved(gone, out->value); });
+    }
+    flush();
+    return out;
+  }
+  // RENAME's second half: stores t under `key`, replacing a live key and its TTL (cause
+  // `rename_to`). Never refused, as RENAME is not (it moves memory, it does not add it). With
+  // `nx` (RENAMENX) a live key is kept and false returned.
+  template <class KK>
+  bool rename_in(const KK& key, Transfer t, bool nx = false) {
+    const std::int64_t now = now_ms();
+    const bool stored = put_transfer(key, std::move(t), nx ? SetCond::NX : SetCond::Always, now, KeyEventCause::rename_to);
+    flush();
+    return stored;
+  }
+  // COPY's first half: the live value and TTL of `key` (nullopt if missing), counted as a
+  // keyspace hit or miss as COPY's source lookup is.
+  template <class KK>
+  std::optional<Transfer> copy_out(const KK& key) {
+    const std::int64_t now = now_ms();
+    const auto& lk = lookup_key(key);
+    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
+    ++(it != ks_.end() ? probe_hits_ : probe_misses_);
+    std::optional<Transfer> out;
+    if (it != ks_.end()) {
+      const entry_type& e = ks_.entry(it);
+      out.emplace(Transfer{e.value, ks_.is_volatile(e) ? e.deadline : kNoTtl});
+    }
+    flush();
+    return out;
+  }
+  // COPY's second half: stores t under `key` (cause `copy_to`); false when a live key is there
+  // and `replace` is false. Errc::out_of_memory as copy().
+  template <class KK>
+  Result<bool> copy_in(const KK& key, Transfer t, bool replace) {
+    const std::int64_t now = now_ms();
+    if (!make_room(now, tracking_ ? incoming_weight(key, t.value) : 0)) return Errc::out_of_memory;
+    const auto& lk = lookup_key(key);
+    if (EXPIRING_UNLIKELY(options_.max_entries != 0) && ks_.size() >= options_.max_entries &&
+        !room_for_key(lk, ks_.hash_of(lk), now)) {
+      flush();
+      return Errc::out_of_memory;
+    }
+    const bool stored = put_transfer(key, std::move(t), replace ? SetCond::Always : SetCond::NX, now, KeyEventCause::copy_to);
+    flush();
+    return stored;
+  }
+
   // ==== Keyspace ==========================================================================
 
   // RENAME src dst: moves src's value and TTL (or lack of one) to dst, replacing dst and its
@@ -1519,6 +1589,45 @@ class ExpiringStore {
                               ExpireFlags flags, Jitter jitter = {}, bool overflowed = false);
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
+  // The value of an entry moved out before its erasure: its weight leaves used memory.
+  void unaccount_moved(const entry_type& e, const V& moved) {
+    if (tracking_) used_ -= weigher_ ? call_weigher(e.key, moved) : sizeof(K) + sizeof(V) + detail::heap_bytes(e.key) +
+                                                                     detail::heap_bytes(moved);
+  }
+  // Stores a transferred entry under `key` (a write lookup; a live key is replaced unless
+  // cond is NX), with its TTL exactly; raises `cause`.
+  template <class KK>
+  bool put_transfer(const KK& key, Transfer t, SetCond cond, std::int64_t now, KeyEventCause cause) {
+    const auto& lk = lookup_key(key);
+    const std::uint64_t h = ks_.hash_of(lk);
+    auto it = lookup(lk, h, now, detail::Access::write);
+    if (it != ks_.end() && cond == SetCond::NX) return false;
+    if (t.pexpiretime != kNoTtl) {
+      if (t.pexpiretime < now) {  // it expired in transit: the key is gone, as a lazy expiry
+        if (it != ks_.end()) remove(it, KeyEventCause::del);
+        return true;
+      }
+      ks_.prepare_deadline(t.pexpiretime);
+    }
+    std::uint32_t i = 0;
+    if (it != ks_.end()) {
+      i = it->index;
+      unaccount(ks_.entry(i));
+      replace_value(ks_.entry(i).value, std::move(t.value));
+      account(ks_.entry(i));
+    } else {
+      i = ks_.try_emplace(lk, h, key, std::move(t.value)).first;
+      account(ks_.entry(i));
+      init_access(i, now);
+    }
+    if (t.pexpiretime != kNoTtl) {
+      ks_.set_deadline(i, t.pexpiretime);
+    } else {
+      ks_.clear_deadline(i);
+    }
+    emit(cause, ks_.entry(i).key);
+    return true;
+  }
   template <class KK, class VV>
   Result<bool> expire_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms, ExpireFlags flags,
                                bool overflowed) {
