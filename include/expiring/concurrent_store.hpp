@@ -129,6 +129,49 @@ class BasicConcurrentStore {
       return v != nullptr;
     });
   }
+  // MGET: out[i] = a copy of keys[i]'s live value or nullopt, for any range of keys; returns
+  // the number of hits. Keys are grouped by shard and each shard's lock is taken once for its
+  // group, inside which the lookups run back to back, so that their cache misses overlap (a
+  // lock per key serialises them). Per shard atomic, not across shards. `out` must have room
+  // for size(keys) elements.
+  template <class Keys>
+  std::size_t get_many(const Keys& keys, std::optional<V>* out) {
+    // Group by shard with a counting sort (O(keys + shards)), into per-thread scratch.
+    using KeyPtr = const typename Keys::value_type*;
+    static thread_local std::vector<std::uint32_t> shard_ix, start;
+    static thread_local std::vector<std::pair<KeyPtr, std::uint32_t>> grouped;  // (key, out index)
+    shard_ix.clear();
+    start.assign(shards_n_ + 1, 0);
+    for (const auto& k : keys) {
+      const auto sh = static_cast<std::uint32_t>(&shard_of(k) - shards_.get());
+      shard_ix.push_back(sh);
+      ++start[sh + 1];
+    }
+    for (std::size_t i = 1; i <= shards_n_; ++i) start[i] += start[i - 1];
+    grouped.resize(shard_ix.size());
+    {
+      std::vector<std::uint32_t> fill(start.begin(), start.end() - 1);
+      std::uint32_t i = 0;
+      for (const auto& k : keys) {
+        grouped[fill[shard_ix[i]]++] = {&k, i};
+        ++i;
+      }
+    }
+    std::size_t hits = 0;
+    for (std::size_t sh = 0; sh < shards_n_; ++sh) {
+      if (start[sh] == start[sh + 1]) continue;
+      hits += run(shards_[sh], [&](engine_type& eng) {
+        std::size_t h = 0;
+        for (std::uint32_t j = start[sh]; j < start[sh + 1]; ++j) {
+          const V* v = eng.get(*grouped[j].first);
+          out[grouped[j].second] = v != nullptr ? std::optional<V>(*v) : std::nullopt;
+          h += v != nullptr ? 1u : 0u;
+        }
+        return h;
+      });
+    }
+    return hits;
+  }
   template <class KK>
   [[nodiscard]] bool exists(const KK& key) {
     return with(key, [&](engine_type& e) { return e.exists(key); });
