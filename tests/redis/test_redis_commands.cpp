@@ -766,6 +766,20 @@ namespace {
 using redistext::info_field;
 }  // namespace
 
+TEST_CASE("info: expiry lateness, lazy and active (not in Redis)", "[redis][info][lateness]") {
+  Fx f;
+  f.R({"SET", "lazy", "1", "PX", "10"});
+  f.R({"SET", "active", "1", "PX", "10"});
+  const std::string before = f.run({"INFO", "stats"}).str();
+  CHECK(info_field(before, "expired_lateness_ms_lazy") == "count=0,p50=0,p99=0,p99.9=0");
+  f.at(300);                 // 290 ms after both deadlines: bucket (256, 512]
+  f.R({"GET", "lazy"});      // lazy expiry
+  (void)f.store.tick();      // active expiry of the other
+  const std::string after = f.run({"INFO", "stats"}).str();
+  CHECK(info_field(after, "expired_lateness_ms_lazy") == "count=1,p50=512,p99=512,p99.9=512");
+  CHECK(info_field(after, "expired_lateness_ms_active") == "count=1,p50=512,p99=512,p99.9=512");
+}
+
 TEST_CASE("info: Redis's sections and field names", "[redis][info]") {
   Fx f;
   f.R({"SET", "a", "1", "EX", "100"});
