@@ -393,6 +393,19 @@ class BasicConcurrentStore {
     return d;
   }
 
+  // The error the engine's get_or_load() would give for `ttl` before it reads (its checks).
+  static std::optional<Errc> invalid_ttl(SetExpiry ttl, std::int64_t now) noexcept {
+    const detail::ExpirySpec spec = ttl.spec();
+    const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
+    const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
+    if (!seconds && !relative && spec.kind != detail::ExpiryKind::pxat) return std::nullopt;  // no deadline
+    if (spec.invalid || spec.value <= 0) return Errc::invalid_expire_time;
+    if (relative && !spec.jitter.valid()) return Errc::out_of_range;
+    std::int64_t v = spec.value;
+    if (seconds && !detail::seconds_to_ms(v, v)) return Errc::invalid_expire_time;
+    if (relative && !detail::checked_add(v, now, v)) return Errc::invalid_expire_time;
+    return std::nullopt;
+  }
   static Hash keyed_copy(Hash h, std::uint64_t seed) {
     if constexpr (detail::is_rekeyable<Hash>::value) h.rekey(HashKey::from_seed(seed ^ 0x5DEECE66Dull));
     return h;
@@ -505,6 +518,8 @@ Result<std::optional<V>> BasicConcurrentStore<K, V, H, E, C, P>::get_or_load(con
   bool leader = false;
   // 1. A live value (not stale) is returned; else join or start the key's flight.
   std::optional<Result<std::optional<V>>> early = run(sh, [&](engine_type& e) -> std::optional<Result<std::optional<V>>> {
+    // Validate first, as the engine's get_or_load() does, so that a bad TTL never costs a load.
+    if (const std::optional<Errc> bad = invalid_ttl(ttl, e.now_ms())) return Result<std::optional<V>>(*bad);
     const typename engine_type::LookupResult r = e.lookup(key);
     if (r.value != nullptr && r.freshness != Freshness::stale) return Result<std::optional<V>>(std::optional<V>(*r.value));
     K k(key);
