@@ -36,6 +36,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <future>
@@ -392,6 +393,24 @@ class BasicConcurrentStore {
     static thread_local Delivery* d = nullptr;
     return d;
   }
+  // Events a listener's operation raised on another shard (or store) during a delivery: this
+  // thread delivers them, in the order it took their tickets, once its outermost delivery has
+  // passed its turn on. Waiting for another shard's turn while holding one would deadlock
+  // against a thread doing the reverse.
+  struct Deferred {
+    BasicConcurrentStore* owner;
+    Shard* shard;
+    std::vector<Owned> batch;
+    std::uint64_t ticket;
+  };
+  static std::deque<Deferred>& deferred() noexcept {
+    static thread_local std::deque<Deferred> q;
+    return q;
+  }
+  static bool& draining() noexcept {
+    static thread_local bool on = false;
+    return on;
+  }
 
   // The error the engine's get_or_load() would give for `ttl` before it reads (its checks).
   static std::optional<Errc> invalid_ttl(SetExpiry ttl, std::int64_t now) noexcept {
@@ -470,6 +489,11 @@ class BasicConcurrentStore {
     }
     batch.swap(sh.outbox);
     ticket = sh.next_ticket++;
+    if (d != nullptr) {
+      deferred().push_back(Deferred{this, &sh, std::move(batch), ticket});
+      batch.clear();
+      return;
+    }
     deliver = true;
   }
   // Outside sh.lock: waits for this ticket's turn, delivers, passes the turn on.
@@ -496,6 +520,20 @@ class BasicConcurrentStore {
       ++sh.serving;
     }
     sh.deliver_cv.notify_all();
+    if (outer == nullptr && !draining()) {  // holding no turn now: the deferred ones, first taken first
+      draining() = true;
+      std::deque<Deferred>& q = deferred();
+      while (!q.empty()) {
+        Deferred job = std::move(q.front());
+        q.pop_front();
+        try {
+          job.owner->release(*job.shard, job.batch, job.ticket);  // may defer more (appended to q)
+        } catch (...) {
+          if (!first) first = std::current_exception();
+        }
+      }
+      draining() = false;
+    }
     if (first) std::rethrow_exception(first);
   }
 
