@@ -36,6 +36,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <future>
@@ -511,7 +512,38 @@ class BasicConcurrentStore {
     static thread_local Delivery* d = nullptr;
     return d;
   }
+  // Events a listener's operation raised on another shard (or store) during a delivery: this
+  // thread delivers them, in the order it took their tickets, once its outermost delivery has
+  // passed its turn on. Waiting for another shard's turn while holding one would deadlock
+  // against a thread doing the reverse.
+  struct Deferred {
+    BasicConcurrentStore* owner;
+    Shard* shard;
+    std::vector<Owned> batch;
+    std::uint64_t ticket;
+  };
+  static std::deque<Deferred>& deferred() noexcept {
+    static thread_local std::deque<Deferred> q;
+    return q;
+  }
+  static bool& draining() noexcept {
+    static thread_local bool on = false;
+    return on;
+  }
 
+  // The error the engine's get_or_load() would give for `ttl` before it reads (its checks).
+  static std::optional<Errc> invalid_ttl(SetExpiry ttl, std::int64_t now) noexcept {
+    const detail::ExpirySpec spec = ttl.spec();
+    const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
+    const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
+    if (!seconds && !relative && spec.kind != detail::ExpiryKind::pxat) return std::nullopt;  // no deadline
+    if (spec.invalid || spec.value <= 0) return Errc::invalid_expire_time;
+    if (relative && !spec.jitter.valid()) return Errc::out_of_range;
+    std::int64_t v = spec.value;
+    if (seconds && !detail::seconds_to_ms(v, v)) return Errc::invalid_expire_time;
+    if (relative && !detail::checked_add(v, now, v)) return Errc::invalid_expire_time;
+    return std::nullopt;
+  }
   static Hash keyed_copy(Hash h, std::uint64_t seed) {
     if constexpr (detail::is_rekeyable<Hash>::value) h.rekey(HashKey::from_seed(seed ^ 0x5DEECE66Dull));
     return h;
@@ -657,6 +689,11 @@ class BasicConcurrentStore {
     }
     batch.swap(sh.outbox);
     ticket = sh.next_ticket++;
+    if (d != nullptr) {
+      deferred().push_back(Deferred{this, &sh, std::move(batch), ticket});
+      batch.clear();
+      return;
+    }
     deliver = true;
   }
   // Outside sh.lock: waits for this ticket's turn, delivers every event, passes the turn on;
@@ -684,6 +721,17 @@ class BasicConcurrentStore {
       ++sh.serving;
     }
     sh.deliver_cv.notify_all();
+    if (outer == nullptr && !draining()) {  // holding no turn now: the deferred ones, first taken first
+      draining() = true;
+      std::deque<Deferred>& q = deferred();
+      while (!q.empty()) {
+        Deferred job = std::move(q.front());
+        q.pop_front();
+        std::exception_ptr e = job.owner->release(*job.shard, job.batch, job.ticket);  // may defer more
+        if (e && !first) first = e;
+      }
+      draining() = false;
+    }
     return first;
   }
 
@@ -706,6 +754,8 @@ Result<std::optional<V>> BasicConcurrentStore<K, V, H, E, C, P>::get_or_load(con
   bool leader = false;
   // 1. A live value (not stale) is returned; else join or start the key's flight.
   std::optional<Result<std::optional<V>>> early = run(sh, [&](engine_type& e) -> std::optional<Result<std::optional<V>>> {
+    // Validate first, as the engine's get_or_load() does, so that a bad TTL never costs a load.
+    if (const std::optional<Errc> bad = invalid_ttl(ttl, e.now_ms())) return Result<std::optional<V>>(*bad);
     const typename engine_type::LookupResult r = e.lookup(key);
     if (r.value != nullptr && r.freshness != Freshness::stale) return Result<std::optional<V>>(std::optional<V>(*r.value));
     K k(key);
