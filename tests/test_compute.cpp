@@ -179,3 +179,13 @@ TEST_CASE("transfers: rename_out/rename_in and copy_out/copy_in keep value, TTL 
   CHECK(a.check_invariants());
   CHECK(b.check_invariants());
 }
+
+TEST_CASE("pexpireat_if_equal reclaims a stale key as PEXPIREAT's lookup does", "[compute][lease]") {
+  Fx f;
+  REQUIRE(f.s.set("lease", "t", 10ms).ok());
+  f.clock.advance(11ms);
+  f.events.clear();
+  CHECK(f.s.pexpireat_if_equal("lease", "t", kT0 + 100'000) == false);
+  CHECK(f.events == Events{{KeyEventCause::expired, "lease"}});
+  CHECK(f.s.size() == 0);
+}

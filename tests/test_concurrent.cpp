@@ -1425,3 +1425,20 @@ TEST_CASE("concurrent: mixed operations of many threads leave what each thread's
   CHECK(del_events.load() == want_dels);
   CHECK(set_events.load() == want_sets);
 }
+
+TEST_CASE("concurrent: get_or_load's loads count in cache_stats, time and failures included", "[concurrent]") {
+  expiring::ManualClock clock{1'000'000};
+  expiring::ConcurrentStore<std::string, std::string, expiring::ManualClock, TestPolicy> c{clock, {}, {4}};
+  auto r = c.get_or_load("slow", [] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return std::string("v");
+  });
+  REQUIRE(r.ok());
+  CHECK(*r == std::optional<std::string>("v"));
+  CHECK_THROWS_AS(c.get_or_load("bad", []() -> std::string { throw std::runtime_error("down"); }), std::runtime_error);
+  const expiring::CacheStats s = c.cache_stats();
+  CHECK(s.load_success_count == 1);
+  CHECK(s.load_failure_count == 1);
+  CHECK(s.total_load_time_ns >= 2'000'000);
+  CHECK(s.miss_count >= 1);
+}

@@ -446,10 +446,12 @@ class BasicConcurrentStore {
       c.miss_count += t.miss_count;
       c.load_success_count += t.load_success_count;
       c.load_failure_count += t.load_failure_count;
-      c.total_load_time_ns += t.total_load_time_ns;
+      c.total_load_time_ns += t.total_load_time_ns;  // ~0: the engine only times the hand-over
       c.eviction_count += t.eviction_count;
       c.eviction_weight += t.eviction_weight;
     }
+    c.total_load_time_ns += load_ns_.load(std::memory_order_relaxed);
+    c.load_failure_count += load_failed_.load(std::memory_order_relaxed);
     return c;
   }
 
@@ -742,6 +744,9 @@ class BasicConcurrentStore {
   int shift_ = 64;
   std::unique_ptr<Shard[]> shards_;
   listener_type listener_;
+  // get_or_load()'s loads run outside the engines: their time and failures are counted here.
+  std::atomic<std::uint64_t> load_ns_{0};
+  std::atomic<std::uint64_t> load_failed_{0};
 };
 
 // Single-flight get-or-load: the first caller for a key registers a Flight under the shard's
@@ -789,7 +794,19 @@ Result<std::optional<V>> BasicConcurrentStore<K, V, H, E, C, P>::get_or_load(con
   };
   try {
     std::optional<V> loaded;
-    loaded.emplace(std::forward<F>(loader)());
+    const auto started = std::chrono::steady_clock::now();
+    auto timed = [&] {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started);
+      load_ns_.fetch_add(static_cast<std::uint64_t>(ns.count() < 0 ? 0 : ns.count()), std::memory_order_relaxed);
+    };
+    try {
+      loaded.emplace(std::forward<F>(loader)());
+    } catch (...) {
+      timed();
+      load_failed_.fetch_add(1, std::memory_order_relaxed);  // the engine never saw this load
+      throw;
+    }
+    timed();  // the engine counts the load's success when it stores the value
     // The engine's get_or_load stores it (validation, jitter, limits), its "loader" handing
     // over the value loaded outside the lock; a value another thread set meanwhile wins.
     Result<std::optional<V>> r = run(sh, [&](engine_type& e) -> Result<std::optional<V>> {
@@ -816,13 +833,14 @@ class Expirer {
   Expirer& operator=(const Expirer&) = delete;
   ~Expirer() { stop(); }
 
-  // Stops the thread and joins it (idempotent).
+  // Stops the thread and joins it (idempotent; may be called from several threads).
   void stop() {
     {
       std::lock_guard<std::mutex> g(mu_);
       stop_ = true;
     }
     cv_.notify_all();
+    std::lock_guard<std::mutex> j(join_mu_);
     if (thread_.joinable()) thread_.join();
   }
   std::uint64_t ticks() const noexcept { return ticks_.load(std::memory_order_relaxed); }
@@ -842,6 +860,7 @@ class Expirer {
   Store& store_;
   std::chrono::microseconds period_;
   std::mutex mu_;
+  std::mutex join_mu_;  // one joiner at a time
   std::condition_variable cv_;
   bool stop_ = false;
   std::atomic<std::uint64_t> ticks_{0};

@@ -1584,9 +1584,13 @@ class ExpiringStore {
   Result<void> getex_at(const KK& key, detail::ExpirySpec spec, std::int64_t now, Read&& read);
   template <class KK>
   std::int64_t ttl_query(const KK& key, detail::TimeBase base, detail::TimeUnit unit);
-  template <class KK>
+  // The guard of expire_generic(): which live values the TTL change applies to.
+  struct AnyValue {
+    constexpr bool operator()(const V&) const noexcept { return true; }
+  };
+  template <class KK, class Guard = AnyValue>
   Result<bool> expire_generic(const KK& key, std::int64_t v, detail::TimeUnit unit, detail::TimeBase base,
-                              ExpireFlags flags, Jitter jitter = {}, bool overflowed = false);
+                              ExpireFlags flags, Jitter jitter = {}, bool overflowed = false, Guard guard = {});
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
   // The value of an entry moved out before its erasure: its weight leaves used memory.
@@ -1628,17 +1632,13 @@ class ExpiringStore {
     emit(cause, ks_.entry(i).key);
     return true;
   }
+  // PEXPIREAT guarded by the value: one lookup (a stale key is reclaimed as by PEXPIREAT), one
+  // clock reading.
   template <class KK, class VV>
   Result<bool> expire_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms, ExpireFlags flags,
                                bool overflowed) {
-    const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
-    const bool gt = has(flags, ExpireFlags::GT), lt = has(flags, ExpireFlags::LT);
-    if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
-    if (gt && lt) return Errc::gt_and_lt;
-    if (overflowed) return Errc::invalid_expire_time;
-    const V* v = peek(key);
-    if (v == nullptr || !(*v == expected)) return false;
-    return expire_generic(key, unix_ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags);
+    return expire_generic(key, unix_ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags, {}, overflowed,
+                          [&](const V& v) { return v == expected; });
   }
   template <class K1, class K2>
   Result<bool> rename_at(const K1& src, const K2& dst, SetCond cond, std::int64_t now);
@@ -1891,10 +1891,10 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, detail::T
 
 // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (semantics.md B §2.1, D3, D6).
 template <class K, class V, class H, class E, class C, class P>
-template <class KK>
+template <class KK, class Guard>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, detail::TimeUnit unit,
                                                           detail::TimeBase base, ExpireFlags flags, Jitter jitter,
-                                                          bool overflowed) {
+                                                          bool overflowed, Guard guard) {
   const bool seconds = unit == detail::TimeUnit::seconds, relative = base == detail::TimeBase::relative;
   // 1. Flags, then 2-3. the number: errors win over "missing key".
   const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
@@ -1915,7 +1915,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std:
   const auto& lk = lookup_key(key);
   auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
   bool applied = false;
-  if (it != ks_.end()) {
+  if (it != ks_.end() && guard(static_cast<const V&>(ks_.entry(it).value))) {
     const std::uint32_t i = it->index;
     const entry_type& e = ks_.entry(i);
     // 5. Conditions; no TTL counts as infinite.
