@@ -13,6 +13,7 @@
 //                time): with tbb, the ceiling for a concurrent map
 //   unlocked     expiring::Store<uint64_t, uint64_t, Clock> with no lock, at 1 thread only: the
 //                baseline of the goals
+//   loop         the thread loop alone, no map: how far the machine itself scales
 //
 // Workload: the keys 0..n-1 (through bench::make_key, a bijection, computed in the loop: no
 // key array is read) are pre-filled, each with a TTL of 1 h (nothing expires in a run; a
@@ -39,7 +40,7 @@
 //
 // Modes: --smoke (ctest; also EXPIRING_BENCH_SMOKE=1 or a tiny --benchmark_min_time: 1e3
 // keys, threads 1, 2, 4, 0.05 s, one repetition), --quick (default: 1e4 and 1e6 keys), --full.
-// --threads=1,2,4 and --keys=N,N override; --out=DIR writes concurrent.csv
+// --threads=1,2,4, --keys=N,N and --contenders=concurrent,unlocked,... (a subset) override; --out=DIR writes concurrent.csv
 // (mix,keys,threads,contender,rep,mops), concurrent_meta.csv (key,value) and
 // concurrent_table.md (the printed tables). scripts/plot_concurrent.py draws the CSV.
 #include <benchmark/benchmark.h>
@@ -168,6 +169,25 @@ struct Cuckoo {
 };
 #endif
 
+// The harness alone: the same loop (generator, key, value check) with no map behind it. Its
+// throughput over thread counts is the machine's own scaling (vCPUs that are hyperthreads of
+// one core, or a host that is busy, show here), against which the contenders' scaling reads.
+struct Loop {
+  static constexpr const char* name = "loop";
+  bool get(u64 k, u64& v) {
+    v = value_of(k);
+    benchmark::DoNotOptimize(v);
+    return true;
+  }
+  bool set(u64 k, u64 v) {
+    benchmark::DoNotOptimize(k);
+    benchmark::DoNotOptimize(v);
+    return true;
+  }
+  std::size_t size() const { return n; }
+  std::size_t n = 0;
+};
+
 // ---- one timed point ----------------------------------------------------------------------
 
 struct alignas(64) Slot {
@@ -264,6 +284,10 @@ struct Settings {
   std::size_t shards = 0;
   bool cached_clock = false;
   unsigned hw = 1;
+  std::string contenders;  // comma-separated subset; empty = all
+  bool wanted(const std::string& c) const {
+    return contenders.empty() || ("," + contenders + ",").find("," + c + ",") != std::string::npos;
+  }
 };
 
 struct Mix {
@@ -272,7 +296,7 @@ struct Mix {
 };
 const Mix kMixes[] = {{"95/5", 62259}, {"50/50", 32768}};  // 62259/65536 = 95.0%
 
-const std::vector<std::string> kColumns = {"concurrent", "mutex", "tbb", "cuckoo", "unlocked"};
+const std::vector<std::string> kColumns = {"concurrent", "mutex", "tbb", "cuckoo", "unlocked", "loop"};
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
@@ -356,6 +380,10 @@ void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv&
   es.push_back(entry_for(*cuckoo));
 #endif
   es.push_back(entry_for(unlocked, true));
+  Loop loop;
+  loop.n = n;
+  es.push_back(entry_for(loop));
+  es.erase(std::remove_if(es.begin(), es.end(), [&](const Entry& e) { return !st.wanted(e.name); }), es.end());
 
   const std::int64_t f0 = steady_ns();
   fill(unlocked, n);
@@ -461,7 +489,8 @@ void report(const Settings& st, Results& res, const std::vector<std::string>& pr
   res.say(fmt("\nconcurrent = `ConcurrentStore<uint64_t, uint64_t, %s>` (%s shards); mutex = one `std::mutex` "
               "around `Store<uint64_t, uint64_t, %s>`; unlocked = that store without a lock (1 thread only); "
               "tbb = `tbb::concurrent_hash_map<uint64_t, uint64_t>`, cuckoo = "
-              "`libcuckoo::cuckoohash_map<uint64_t, uint64_t>` (no TTL). \"(over)\": more threads than the %u "
+              "`libcuckoo::cuckoohash_map<uint64_t, uint64_t>` (no TTL); loop = the same thread loop with no map "
+              "(the machine's own scaling). \"(over)\": more threads than the %u "
               "hardware threads.\n",
               clock_name, st.shards == 0 ? "default" : fmt("%zu", st.shards).c_str(), clock_name, st.hw));
 
@@ -529,6 +558,9 @@ int run_all(const Settings& st, Clock clock, const char* clock_name, const char*
   std::printf("bench_concurrent: libcuckoo/cuckoohash_map.hh was not found at configure time: libcuckoo left out\n");
 #endif
   present.push_back("unlocked");
+  present.push_back("loop");
+  present.erase(std::remove_if(present.begin(), present.end(), [&](const std::string& c) { return !st.wanted(c); }),
+                present.end());
 
   std::string threads;
   for (int t : st.threads) threads += (threads.empty() ? "" : ",") + std::to_string(t);
@@ -583,6 +615,8 @@ int main(int argc, char** argv) {
         keys_arg = a.substr(7);
       } else if (a.rfind("--clock=", 0) == 0) {
         clock_arg = a.substr(8);
+      } else if (a.rfind("--contenders=", 0) == 0) {
+        st.contenders = a.substr(13);
       } else if (a.rfind("--shards=", 0) == 0) {
         st.shards = static_cast<std::size_t>(std::atof(a.c_str() + 9));
       } else {
