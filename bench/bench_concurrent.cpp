@@ -41,7 +41,8 @@
 // Modes: --smoke (ctest; also EXPIRING_BENCH_SMOKE=1 or a tiny --benchmark_min_time: 1e3
 // keys, threads 1, 2, 4, 0.05 s, one repetition), --quick (default: 1e4 and 1e6 keys), --full.
 // --threads=1,2,4, --keys=N,N and --contenders=concurrent,unlocked,... (a subset) override; --out=DIR writes concurrent.csv
-// (mix,keys,threads,contender,rep,mops), concurrent_meta.csv (key,value) and
+// (mix,keys,threads,contender,rep,mops), concurrent_cpu.csv (the same with cpus: the CPU time
+// the threads got over the wall time), concurrent_meta.csv (key,value) and
 // concurrent_table.md (the printed tables). scripts/plot_concurrent.py draws the CSV.
 #include <benchmark/benchmark.h>
 
@@ -196,6 +197,7 @@ struct alignas(64) Slot {
   u64 bad = 0;  // get() misses, wrong values, failed sets
   u64 sink = 0;
   std::int64_t end_ns = 0;
+  std::int64_t cpu_ns = 0;  // the thread's CPU time from the start signal to its end
 };
 
 struct Control {
@@ -206,6 +208,7 @@ struct Control {
 
 struct PointResult {
   double mops = 0;
+  double cpus = 0;  // CPUs the threads got: their CPU time over the wall time
   u64 ops = 0, gets = 0, bad = 0;
 };
 
@@ -214,6 +217,7 @@ void worker(C& c, Control& ctl, Slot& slot, u64 seed, std::uint32_t n, std::uint
   u64 x = splitmix64(seed) | 1;
   ctl.ready.fetch_add(1, std::memory_order_acq_rel);
   while (!ctl.go.load(std::memory_order_acquire)) std::this_thread::yield();
+  const std::int64_t cpu0 = thread_cpu_ns();
   u64 ops = 0, gets = 0, bad = 0, sink = 0;
   while (!ctl.stop.load(std::memory_order_relaxed)) {
     for (int i = 0; i < 64; ++i) {
@@ -236,6 +240,7 @@ void worker(C& c, Control& ctl, Slot& slot, u64 seed, std::uint32_t n, std::uint
     ops += 64;
   }
   slot.end_ns = steady_ns();
+  slot.cpu_ns = thread_cpu_ns() - cpu0;
   slot.ops = ops;
   slot.gets = gets;
   slot.bad = bad;
@@ -261,7 +266,9 @@ PointResult run_point(C& c, std::uint32_t n, std::uint32_t get_below, int thread
   PointResult r;
   std::int64_t t1 = t0;
   u64 sink = 0;
+  std::int64_t cpu = 0;
   for (const Slot& s : slots) {
+    cpu += s.cpu_ns;
     r.ops += s.ops;
     r.gets += s.gets;
     r.bad += s.bad;
@@ -270,6 +277,7 @@ PointResult run_point(C& c, std::uint32_t n, std::uint32_t get_below, int thread
   }
   benchmark::DoNotOptimize(sink);
   r.mops = static_cast<double>(r.ops) / (static_cast<double>(t1 - t0) / 1e9) / 1e6;
+  r.cpus = static_cast<double>(cpu) / static_cast<double>(t1 - t0);
   return r;
 }
 
@@ -324,6 +332,7 @@ void error(const std::string& what) {
 
 struct Results {
   std::map<Key, std::vector<double>> mops;  // index = rep (NaN if not run)
+  std::map<std::tuple<std::string, std::size_t, int>, std::vector<double>> cpus;  // every run of a point
   std::string text;                         // the printed tables, for concurrent_table.md
   void say(const std::string& s) {
     std::fputs(s.c_str(), stdout);
@@ -364,7 +373,7 @@ void fill(C& c, std::size_t n) {
 // ---- the run --------------------------------------------------------------------------------
 
 template <class Clock>
-void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv& csv) {
+void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv& csv, Csv& cpu_csv) {
   Unlocked<Clock> unlocked(clock);
   Mutexed<Clock> mutexed(clock);
   Concurrent<Clock> concurrent(clock, st.shards);
@@ -431,6 +440,8 @@ void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv&
           v.resize(static_cast<std::size_t>(st.reps), std::nan(""));
           v[static_cast<std::size_t>(rep)] = r.mops;
           csv.row(fmt("%s,%zu,%d,%s,%d,%.4f", mix.name, n, th, e.name.c_str(), rep, r.mops));
+          cpu_csv.row(fmt("%s,%zu,%d,%s,%d,%.3f", mix.name, n, th, e.name.c_str(), rep, r.cpus));
+          res.cpus[std::make_tuple(std::string(mix.name), n, th)].push_back(r.cpus);
         }
       }
     }
@@ -441,7 +452,7 @@ void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv&
         const auto* v = res.find(mix.name, n, th, e.name);
         if (v != nullptr) std::printf("  %s %.2f", e.name.c_str(), median(*v));
       }
-      std::printf(" Mops/s\n");
+      std::printf(" Mops/s; %.2f CPUs\n", median(res.cpus[std::make_tuple(std::string(mix.name), n, th)]));
     }
     std::fflush(stdout);
   }
@@ -472,6 +483,8 @@ void report(const Settings& st, Results& res, const std::vector<std::string>& pr
     head += " " + c + " |";
     rule += "---:|";
   }
+  head += " CPUs got |";
+  rule += "---:|";
   res.say(head + "\n" + rule + "\n");
   for (const Mix& mix : kMixes) {
     for (std::size_t n : st.keys) {
@@ -482,6 +495,7 @@ void report(const Settings& st, Results& res, const std::vector<std::string>& pr
           if (std::find(present.begin(), present.end(), c) == present.end()) continue;
           line += " " + cell(res.find(mix.name, n, th, c)) + " |";
         }
+        line += fmt(" %.2f |", median(res.cpus[std::make_tuple(std::string(mix.name), n, th)]));
         res.say(line + "\n");
       }
     }
@@ -490,9 +504,12 @@ void report(const Settings& st, Results& res, const std::vector<std::string>& pr
               "around `Store<uint64_t, uint64_t, %s>`; unlocked = that store without a lock (1 thread only); "
               "tbb = `tbb::concurrent_hash_map<uint64_t, uint64_t>`, cuckoo = "
               "`libcuckoo::cuckoohash_map<uint64_t, uint64_t>` (no TTL); loop = the same thread loop with no map "
-              "(the machine's own scaling). \"(over)\": more threads than the %u "
-              "hardware threads.\n",
-              clock_name, st.shards == 0 ? "default" : fmt("%zu", st.shards).c_str(), clock_name, st.hw));
+              "(the machine's own scaling).",
+              clock_name, st.shards == 0 ? "default" : fmt("%zu", st.shards).c_str(), clock_name));
+  res.say(fmt(" \"(over)\": more threads than the %u hardware threads. CPUs got: the threads' CPU time over the "
+              "wall time (median over the point's runs); below min(threads, hardware threads), other processes "
+              "took the rest.\n",
+              st.hw));
 
   res.say("\n### Goals (ratios of medians per repetition, same run)\n\n| goal | mix | keys | target | measured | "
           "result |\n|---|---|---:|---|---|---|\n");
@@ -582,7 +599,8 @@ int run_all(const Settings& st, Clock clock, const char* clock_name, const char*
   const std::int64_t t0 = steady_ns();
   {
     Csv csv(out_dir, "concurrent.csv", "mix,keys,threads,contender,rep,mops");
-    for (std::size_t n : st.keys) run_keys(st, clock, n, res, csv);
+    Csv cpu_csv(out_dir, "concurrent_cpu.csv", "mix,keys,threads,contender,rep,cpus");
+    for (std::size_t n : st.keys) run_keys(st, clock, n, res, csv, cpu_csv);
   }
   report(st, res, present, clock_name);
   const double secs = static_cast<double>(steady_ns() - t0) / 1e9;
