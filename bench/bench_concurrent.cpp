@@ -40,10 +40,12 @@
 //
 // Modes: --smoke (ctest; also EXPIRING_BENCH_SMOKE=1 or a tiny --benchmark_min_time: 1e3
 // keys, threads 1, 2, 4, 0.05 s, one repetition), --quick (default: 1e4 and 1e6 keys), --full.
-// --threads=1,2,4, --keys=N,N and --contenders=concurrent,unlocked,... (a subset) override; --out=DIR writes concurrent.csv
-// (mix,keys,threads,contender,rep,mops), concurrent_cpu.csv (the same with cpus: the CPU time
-// the threads got over the wall time), concurrent_meta.csv (key,value) and
-// concurrent_table.md (the printed tables). scripts/plot_concurrent.py draws the CSV.
+// --threads=1,2,4, --keys=N,N and --contenders=concurrent,unlocked,... (a subset) override.
+// --out=DIR writes concurrent.csv (mix,keys,threads,contender,rep,mops), concurrent_cpu.csv
+// (the same with cpus: the CPU time the threads got over the wall time, the table's "CPUs got":
+// on a shared machine it shows which points lost a core to other processes),
+// concurrent_meta.csv (key,value) and concurrent_table.md (the printed tables).
+// scripts/plot_concurrent.py draws the CSV into docs/bench/concurrent.svg.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
