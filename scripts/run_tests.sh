@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # ---- Debian packages ------------------------------------------------------------------------
 packages=(cmake g++ make pkg-config libabsl-dev libxxhash-dev catch2 libbenchmark-dev
-          redis-server redis-tools)
+          redis-server redis-tools libtbb-dev libcuckoo-dev)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
