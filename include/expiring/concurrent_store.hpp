@@ -24,10 +24,12 @@
 // among the shards, so the store-wide bound is exact to within one key per shard.
 // Statistics are summed over the shards when read.
 //
-// Lock: a spinlock per shard (detail/shard_lock.hpp) that yields after a bounded spin. A
-// read takes the shard's lock exclusively, since a read writes (statistics, lazy expiry,
-// LRU data), but only that shard's: with S shards and T threads, two threads meet on one
-// lock with probability about 1/S per operation.
+// Lock: a spinlock per shard (detail/shard_lock.hpp), alone on its cache line, that yields
+// after a bounded spin. A read takes the shard's lock exclusively, since a read writes
+// (statistics, lazy expiry, LRU data), but only that shard's. Measured (docs/design/
+// concurrent.md): waiting is rare, but every operation writes its shard's lines, which then
+// move between cores; so on 2 cores 2 threads do not yet beat 1 on small data sets. The
+// planned fix is a read path that writes nothing shared (see the design notes).
 #pragma once
 
 #include <algorithm>
