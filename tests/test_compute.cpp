@@ -36,7 +36,7 @@ struct Fx {
 using Events = std::vector<std::pair<KeyEventCause, std::string>>;
 }  // namespace
 
-TEST_CASE("compute: the function sees the value and deadline; keep changes nothing", "[compute]") {
+TEST_CASE("compute: the function sees the value and deadline, and keep changes nothing", "[compute]") {
   Fx f;
   REQUIRE(f.s.set("k", "v", 10s).ok());
   f.events.clear();
