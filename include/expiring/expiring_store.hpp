@@ -1960,8 +1960,9 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   if (EXPIRING_UNLIKELY(options_.max_entries != 0) && ks_.size() >= options_.max_entries) {
     const entry_type* src_entry = ks_.find_entry(ls, hs);
     const entry_type* dst_entry = ks_.find_entry(ld, hd);
-    const bool adds = src_entry != nullptr && !src_entry->is_stale(now) && (dst_entry == nullptr || dst_entry->is_stale(now));
-    if (adds && dst_entry == nullptr && !evict_to_entries(now, options_.max_entries - 1)) return Errc::out_of_memory;
+    // A stale destination is reclaimed and replaced in place: only an absent one adds a key.
+    const bool adds = src_entry != nullptr && !src_entry->is_stale(now) && dst_entry == nullptr;
+    if (adds && !evict_to_entries(now, options_.max_entries - 1)) return Errc::out_of_memory;
   }
   auto sit = lookup(ls, hs, now, detail::Access::read);
   ++(sit != ks_.end() ? probe_hits_ : probe_misses_);
