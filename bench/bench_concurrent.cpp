@@ -6,7 +6,8 @@
 // default expiring::TscClock, --clock=cached: one expiring::CachedClock built at start and
 // never refreshed, a plain load):
 //   concurrent   expiring::ConcurrentStore<uint64_t, uint64_t, Clock>, default shards (--shards=N
-//                to override)
+//                to override): get() reads without the lock (ConcurrencyOptions::optimistic_reads)
+//   locked       the same with optimistic_reads off: every get() takes its shard's lock
 //   mutex        one std::mutex around an expiring::Store<uint64_t, uint64_t, Clock>
 //   tbb          tbb::concurrent_hash_map<uint64_t, uint64_t> (no TTL; if found at configure time)
 //   cuckoo       libcuckoo::cuckoohash_map<uint64_t, uint64_t> (no TTL; if found at configure
@@ -123,11 +124,12 @@ struct Mutexed {
   std::size_t size() const { return s.size(); }
 };
 
-template <class Clock>
+template <class Clock, bool kOptimistic = true>
 struct Concurrent {
-  static constexpr const char* name = "concurrent";
+  static constexpr const char* name = kOptimistic ? "concurrent" : "locked";
   expiring::ConcurrentStore<u64, u64, Clock> s;
-  Concurrent(Clock c, std::size_t shards) : s(c, expiring::Options{}, expiring::ConcurrencyOptions{shards}) {}
+  Concurrent(Clock c, std::size_t shards)
+      : s(c, expiring::Options{}, expiring::ConcurrencyOptions{shards, kOptimistic}) {}
   bool get(u64 k, u64& v) {
     const std::optional<u64> r = s.get(k);
     if (!r) return false;
@@ -379,8 +381,10 @@ void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv&
   Unlocked<Clock> unlocked(clock);
   Mutexed<Clock> mutexed(clock);
   Concurrent<Clock> concurrent(clock, st.shards);
+  Concurrent<Clock, false> locked(clock, st.shards);
   std::vector<Entry> es;
   es.push_back(entry_for(concurrent));
+  es.push_back(entry_for(locked));
   es.push_back(entry_for(mutexed));
 #if defined(EXPIRING_BENCH_HAS_TBB)
   auto tbb = std::make_unique<Tbb>();
@@ -400,6 +404,7 @@ void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv&
   fill(unlocked, n);
   fill(mutexed, n);
   fill(concurrent, n);
+  fill(locked, n);
 #if defined(EXPIRING_BENCH_HAS_TBB)
   fill(*tbb, n);
 #endif

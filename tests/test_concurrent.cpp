@@ -672,76 +672,101 @@ TEST_CASE("concurrent: the linearizability checker rejects non-linearizable hist
   }
 }
 
-TEST_CASE("concurrent: per-key histories of 4 threads are linearizable", "[concurrent]") {
+// Runs 4 threads of random single-key calls on 8 keys of `store` (key_of(i) names key i,
+// value_of(id) and id_of(value) convert the ids written) and checks each key's history.
+template <class S, class KeyOf, class ValueOf, class IdOf>
+void check_per_key_histories(S& store, KeyOf key_of, ValueOf value_of, IdOf id_of) {
   constexpr int kThreads = 4;
   constexpr int kKeys = 8;
   const int per_thread = scaled(600, 400);  // about 300 (200) calls per key
+  std::atomic<std::uint64_t> ticks{0};      // the global order of invocations and responses
+  std::vector<std::vector<std::pair<int, lin::Call>>> logs(kThreads);
+  StartLine start(kThreads);
+  std::vector<std::thread> threads;
+  const auto deadline = Steady::now() + std::chrono::seconds(20);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<std::uint64_t>(1000 + t));
+      auto& log = logs[static_cast<std::size_t>(t)];
+      log.reserve(static_cast<std::size_t>(per_thread));
+      start.arrive_and_wait();
+      for (int i = 0; i < per_thread && Steady::now() < deadline; ++i) {
+        const int key = static_cast<int>(rng() % kKeys);
+        const auto k = key_of(key);
+        const std::int64_t id = static_cast<std::int64_t>(t) * 1'000'000 + i + 1;
+        const int r = static_cast<int>(rng() % 100);
+        lin::Call c{};
+        c.op = r < 30 ? lin::Op::set : r < 45 ? lin::Op::set_nx : r < 75 ? lin::Op::get : r < 90 ? lin::Op::del : lin::Op::pexpire;
+        c.arg = id;
+        c.invoked = ticks.fetch_add(1);
+        switch (c.op) {
+          case lin::Op::set: {
+            const Result<bool> w = store.set(k, value_of(id));
+            c.result = w.ok() && *w ? 1 : 0;
+            break;
+          }
+          case lin::Op::set_nx: {
+            const Result<bool> w = store.set(k, value_of(id), SetCond::NX);
+            c.result = !w.ok() ? 2 : (*w ? 1 : 0);
+            break;
+          }
+          case lin::Op::get: {
+            const auto v = store.get(k);
+            c.result = v ? id_of(*v) : lin::kNone;
+            break;
+          }
+          case lin::Op::del: c.result = store.del(k) ? 1 : 0; break;
+          case lin::Op::pexpire: {
+            const Result<bool> w = store.pexpire(k, 3'600'000);  // an hour: never reached
+            c.result = !w.ok() ? 2 : (*w ? 1 : 0);
+            break;
+          }
+        }
+        c.responded = ticks.fetch_add(1);
+        log.emplace_back(key, c);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  std::vector<std::vector<lin::Call>> per_key(kKeys);
+  std::size_t total = 0;
+  for (const auto& log : logs) {
+    for (const auto& [key, c] : log) per_key[static_cast<std::size_t>(key)].push_back(c);
+    total += log.size();
+  }
+  REQUIRE(total == static_cast<std::size_t>(kThreads * per_thread));  // none cut short by the deadline
+  for (int key = 0; key < kKeys; ++key) {
+    CAPTURE(key, per_key[static_cast<std::size_t>(key)].size());
+    lin::Checker checker(per_key[static_cast<std::size_t>(key)]);
+    const std::optional<bool> ok = checker.check();
+    REQUIRE(ok.has_value());  // the search finished within its budget
+    CHECK(*ok);
+  }
+}
+
+TEST_CASE("concurrent: per-key histories of 4 threads are linearizable", "[concurrent]") {
   for (const std::size_t n : {std::size_t{1}, std::size_t{4}}) {
     CAPTURE(n);
     ManualClock clock(T0);  // frozen: nothing expires during the run
     CStore store(clock, test_options(9), shards(n));
-    std::atomic<std::uint64_t> ticks{0};  // the global order of invocations and responses
-    std::vector<std::vector<std::pair<int, lin::Call>>> logs(kThreads);
-    StartLine start(kThreads);
-    std::vector<std::thread> threads;
-    const auto deadline = Steady::now() + std::chrono::seconds(20);
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        std::mt19937_64 rng(static_cast<std::uint64_t>(1000 + t));
-        auto& log = logs[static_cast<std::size_t>(t)];
-        log.reserve(static_cast<std::size_t>(per_thread));
-        start.arrive_and_wait();
-        for (int i = 0; i < per_thread && Steady::now() < deadline; ++i) {
-          const int key = static_cast<int>(rng() % kKeys);
-          const std::string k = "lin:" + std::to_string(key);
-          const std::int64_t id = static_cast<std::int64_t>(t) * 1'000'000 + i + 1;
-          const int r = static_cast<int>(rng() % 100);
-          lin::Call c{};
-          c.op = r < 30 ? lin::Op::set : r < 45 ? lin::Op::set_nx : r < 75 ? lin::Op::get : r < 90 ? lin::Op::del : lin::Op::pexpire;
-          c.arg = id;
-          c.invoked = ticks.fetch_add(1);
-          switch (c.op) {
-            case lin::Op::set: {
-              const Result<bool> w = store.set(k, std::to_string(id));
-              c.result = w.ok() && *w ? 1 : 0;
-              break;
-            }
-            case lin::Op::set_nx: {
-              const Result<bool> w = store.set(k, std::to_string(id), SetCond::NX);
-              c.result = !w.ok() ? 2 : (*w ? 1 : 0);
-              break;
-            }
-            case lin::Op::get: {
-              const std::optional<std::string> v = store.get(k);
-              c.result = v ? std::stoll(*v) : lin::kNone;
-              break;
-            }
-            case lin::Op::del: c.result = store.del(k) ? 1 : 0; break;
-            case lin::Op::pexpire: {
-              const Result<bool> w = store.pexpire(k, 3'600'000);  // an hour: never reached
-              c.result = !w.ok() ? 2 : (*w ? 1 : 0);
-              break;
-            }
-          }
-          c.responded = ticks.fetch_add(1);
-          log.emplace_back(key, c);
-        }
-      });
-    }
-    for (std::thread& th : threads) th.join();
-    std::vector<std::vector<lin::Call>> per_key(kKeys);
-    std::size_t total = 0;
-    for (const auto& log : logs) {
-      for (const auto& [key, c] : log) per_key[static_cast<std::size_t>(key)].push_back(c);
-      total += log.size();
-    }
-    REQUIRE(total == static_cast<std::size_t>(kThreads * per_thread));  // none cut short by the deadline
-    for (int key = 0; key < kKeys; ++key) {
-      CAPTURE(key, per_key[static_cast<std::size_t>(key)].size());
-      lin::Checker checker(per_key[static_cast<std::size_t>(key)]);
-      const std::optional<bool> ok = checker.check();
-      REQUIRE(ok.has_value());  // the search finished within its budget
-      CHECK(*ok);
+    check_per_key_histories(
+        store, [](int key) { return "lin:" + std::to_string(key); }, [](std::int64_t id) { return std::to_string(id); },
+        [](const std::string& v) { return static_cast<std::int64_t>(std::stoll(v)); });
+  }
+}
+
+TEST_CASE("concurrent: per-key histories with optimistic reads (u64 keys and values) are linearizable",
+          "[concurrent]") {
+  for (const std::size_t n : {std::size_t{1}, std::size_t{4}}) {
+    for (const bool optimistic : {true, false}) {
+      CAPTURE(n, optimistic);
+      ManualClock clock(T0);
+      expiring::ConcurrentStore<std::uint64_t, std::uint64_t, ManualClock, TestPolicy> store(
+          clock, test_options(9), expiring::ConcurrencyOptions{n, optimistic});
+      check_per_key_histories(
+          store, [](int key) { return static_cast<std::uint64_t>(key) * 0x9E3779B97F4A7C15ull; },
+          [](std::int64_t id) { return static_cast<std::uint64_t>(id); },
+          [](std::uint64_t v) { return static_cast<std::int64_t>(v); });
     }
   }
 }

@@ -52,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/read_section.hpp"
 #include "detail/shard_lock.hpp"
 #include "expiring_store.hpp"
 
@@ -63,6 +64,9 @@ struct ConcurrencyOptions {
   // rounded up (at least 16, at most 4096). bench_concurrent on 2 cores, 1e4 keys, 95/5: 8 shards
   // give 2 threads 16.2 Mops/s, 32 give 23.5, 128 give 24.2 (one thread: 32.3, 28.5, 27.1).
   std::size_t shards = 0;
+  // Whether get() of a trivially copyable integer-like key and value reads without taking the
+  // shard's lock (see "Reads" above). Off: every read locks, as every write does.
+  bool optimistic_reads = true;
 };
 
 template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
@@ -88,7 +92,7 @@ class BasicConcurrentStore {
 
   explicit BasicConcurrentStore(Clock clock, Options options = {}, ConcurrencyOptions conc = {}, Hash hash = Hash{},
                                 KeyEqual eq = KeyEqual{})
-      : hash_(hash), eq_(eq), options_(options) {
+      : hash_(hash), eq_(eq), options_(options), optimistic_(kOptimistic && conc.optimistic_reads) {
     std::size_t n = conc.shards;
     if (n == 0) {
       const std::size_t hw = std::max<unsigned>(1u, std::thread::hardware_concurrency());
@@ -102,6 +106,7 @@ class BasicConcurrentStore {
     shards_.reset(new Shard[shards_n_]);
     for (std::size_t i = 0; i < shards_n_; ++i) {
       shards_[i].engine.emplace(clock, shard_options(options, i), hash, eq);
+      if (optimistic_) shards_[i].engine->set_free_hook(&detail::Readers::synchronize_at, &readers_);
     }
   }
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
@@ -118,6 +123,17 @@ class BasicConcurrentStore {
   // GET: a copy of the live value, or nullopt.
   template <class KK>
   [[nodiscard]] std::optional<V> get(const KK& key) {
+    if constexpr (kOptimistic) {
+      if (optimistic_) {
+        std::optional<V> out;
+        const K k(key);
+        if (get_optimistic(k, out)) return out;
+        return with(k, [&](engine_type& e) -> std::optional<V> {
+          const V* v = e.get(k);
+          return v != nullptr ? std::optional<V>(*v) : std::nullopt;
+        });
+      }
+    }
     return with(key, [&](engine_type& e) -> std::optional<V> {
       const V* v = e.get(key);
       return v != nullptr ? std::optional<V>(*v) : std::nullopt;
@@ -140,6 +156,16 @@ class BasicConcurrentStore {
   // for size(keys) elements.
   template <class Keys>
   std::size_t get_many(const Keys& keys, std::optional<V>* out) {
+    if constexpr (kOptimistic) {
+      if (optimistic_) {  // no lock to amortise: lookups without fences overlap their misses
+        std::size_t i = 0, hits = 0;
+        for (const auto& k : keys) {
+          out[i] = get(k);
+          hits += out[i++].has_value() ? 1u : 0u;
+        }
+        return hits;
+      }
+    }
     // Group by shard with a counting sort (O(keys + shards)), into per-thread scratch.
     using KeyPtr = const typename Keys::value_type*;
     static thread_local std::vector<std::uint32_t> shard_ix, start;
@@ -438,6 +464,8 @@ class BasicConcurrentStore {
       s.lazyfreed_objects += t.lazyfreed_objects;
       s.expired_lateness += t.expired_lateness;
     }
+    s.keyspace_hits += readers_.hits();
+    s.keyspace_misses += readers_.misses();
     return s;
   }
   CacheStats cache_stats() const {
@@ -453,6 +481,8 @@ class BasicConcurrentStore {
       c.eviction_count += t.eviction_count;
       c.eviction_weight += t.eviction_weight;
     }
+    c.hit_count += readers_.hits();  // optimistic get()s: value reads
+    c.miss_count += readers_.misses();
     c.total_load_time_ns += load_ns_.load(std::memory_order_relaxed);
     c.load_failure_count += load_failed_.load(std::memory_order_relaxed);
     return c;
@@ -569,11 +599,53 @@ class BasicConcurrentStore {
     return s;
   }
 
+  // get() without the lock: the shard's table read between two loads of its version, in a
+  // read section (read_section.hpp) so that no block is freed under it; tried again while a
+  // writer is seen (a few times: a write takes tens of ns), false when the read must take
+  // the lock (writers kept coming, the key is stale, this thread has no reader id).
+  bool get_optimistic(const K& k, std::optional<V>& out) {
+    // One hash for the shard and the table when the shards hash with the store's key (no
+    // Options::seed: each shard's hash is then keyed from its own seed).
+    const auto raw = static_cast<std::uint64_t>(hash_(k));
+    Shard& sh = shards_[shard_index(raw)];
+    const engine_type& e = *sh.engine;
+    const std::uint64_t h =
+        e.hash_from(options_.seed ? static_cast<std::uint64_t>(e.hash_function()(k)) : raw);
+    detail::ReaderSlot* slot = readers_.enter();
+    if (slot == nullptr) return false;
+    alignas(V) unsigned char bytes[sizeof(V)];
+    using RacyRead = typename engine_type::RacyRead;
+    RacyRead r = RacyRead::torn;
+    for (int attempt = 0; attempt < kReadAttempts && r == RacyRead::torn; ++attempt) {
+      const std::uint64_t v = sh.lock.read_begin();
+      if ((v & 1) != 0) {
+        EXPIRING_CPU_RELAX();
+        continue;
+      }
+      r = e.read_racy(k, h, bytes, [&] { return sh.lock.read_valid(v); });
+      if (r != RacyRead::locked && !sh.lock.read_valid(v)) r = RacyRead::torn;
+    }
+    detail::Readers::leave(slot);
+    if (r == RacyRead::hit) {
+      detail::ReaderSlot::bump(slot->hits);
+      out.emplace(*std::launder(reinterpret_cast<const V*>(bytes)));
+      return true;
+    }
+    if (r == RacyRead::miss) {
+      detail::ReaderSlot::bump(slot->misses);
+      return true;
+    }
+    return false;
+  }
+
   template <class KK>
   Shard& shard_of(const KK& key) const noexcept {
+    return shards_[shard_index(static_cast<std::uint64_t>(hash_(key)))];
+  }
+  std::size_t shard_index(std::uint64_t hash) const noexcept {
     // A multiplicative mix: its high bits depend on every bit of the hash.
-    const std::uint64_t h = static_cast<std::uint64_t>(hash_(key)) * 0x9E3779B97F4A7C15ull;
-    return shards_[shards_n_ == 1 ? 0 : static_cast<std::size_t>(h >> shift_)];
+    const std::uint64_t h = hash * 0x9E3779B97F4A7C15ull;
+    return shards_n_ == 1 ? 0 : static_cast<std::size_t>(h >> shift_);
   }
 
   template <class K1, class K2>
@@ -742,11 +814,16 @@ class BasicConcurrentStore {
     return first;
   }
 
+  static constexpr bool kOptimistic = engine_type::kRacyReads;
+  static constexpr int kReadAttempts = 8;
+
   Hash hash_;
   KeyEqual eq_;
   Options options_;
+  bool optimistic_;
   std::size_t shards_n_ = 1;
   int shift_ = 64;
+  detail::Readers readers_;  // before shards_: the shards' tables call it as they are freed
   std::unique_ptr<Shard[]> shards_;
   listener_type listener_;
   // get_or_load()'s loads run outside the engines: their time and failures are counted here.

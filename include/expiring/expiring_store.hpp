@@ -72,6 +72,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <iterator>
@@ -789,6 +790,49 @@ class ExpiringStore {
     flush();
     return stored;
   }
+
+  // ==== Reading without writing (ConcurrentStore's optimistic get) ========================
+  // A lookup that writes nothing, made while writers may be changing the store: it reads
+  // the key, value and deadline as bytes, so they must be trivially copyable and the key
+  // compared bytewise (integers, enums, pointers, with std::equal_to). What it reads may be
+  // torn; the caller rejects that by validating a version (see concurrent_store.hpp and
+  // detail/read_section.hpp) and frees nothing a reader may be in (set_free_hook()).
+
+  static constexpr bool kRacyReads =
+      std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V> &&
+      ((std::is_integral_v<K> && !std::is_same_v<K, bool>) || std::is_enum_v<K> || std::is_pointer_v<K>) &&
+      (std::is_same_v<KeyEqual, std::equal_to<>> || std::is_same_v<KeyEqual, std::equal_to<K>>);
+  enum class RacyRead { hit, miss, torn, locked };
+  // GET of `key` (hash h = hash_from(hash_function()(key))) without writing: `hit` with the
+  // value's bytes in `out` (sizeof(V)), `miss` for an absent key, `torn` when valid() said the
+  // table's addresses were read while a writer ran (valid() is called once, after those
+  // addresses are read and before anything is read through them), `locked` when the read
+  // must be done under the lock (the key is stale and must be reclaimed, or reads have a
+  // hook). Counts nothing (the caller counts hits and misses). Only when kRacyReads.
+  template <class Valid>
+  RacyRead read_racy(const K& key, std::uint64_t h, unsigned char* out, Valid&& valid) const {
+    static_assert(kRacyReads, "read_racy() needs trivially copyable keys and values");
+    const bool hook = read_hook_;
+    const auto view = ks_.view();
+    if (!valid()) return RacyRead::torn;
+    if (hook) return RacyRead::locked;
+    const entry_type* slots = view.slots;
+    const std::uint32_t i = keyspace_type::table_type::find_in(view, h, [&](std::uint32_t j) {
+      K k;
+      std::memcpy(static_cast<void*>(&k), static_cast<const void*>(&slots[j].key), sizeof(K));
+      return k == key;
+    });
+    if (i == detail::kNoSlot) return RacyRead::miss;
+    std::int64_t deadline;
+    std::memcpy(&deadline, &slots[i].deadline, sizeof deadline);
+    if (deadline != detail::kNoDeadline && now_ms() > deadline) return RacyRead::locked;
+    std::memcpy(out, static_cast<const void*>(&slots[i].value), sizeof(V));
+    return RacyRead::hit;
+  }
+  // The 64-bit hash read_racy() takes, from hash_function()(key).
+  std::uint64_t hash_from(std::uint64_t raw) const noexcept { return ks_.template hash_from<K>(raw); }
+  // fn(ctx) is called before the table frees a block of entries.
+  void set_free_hook(void (*fn)(void*), void* ctx) noexcept { ks_.entries_mut().set_free_hook(fn, ctx); }
 
   // ==== Keyspace ==========================================================================
 

@@ -121,10 +121,15 @@ class Keyspace {
   // from a weak user hash.
   template <class KK>
   std::uint64_t hash_of(const KK& key) const {
-    if constexpr (is_avalanching<Hash>::value && sizeof(decltype(hasher_(key))) >= 8) {
-      return static_cast<std::uint64_t>(hasher_(key));
+    return hash_from<KK>(static_cast<std::uint64_t>(hasher_(key)));
+  }
+  // hash_of(key) from hasher()(key), for a caller that has it already.
+  template <class KK>
+  std::uint64_t hash_from(std::uint64_t raw) const noexcept {
+    if constexpr (is_avalanching<Hash>::value && sizeof(decltype(hasher_(std::declval<const KK&>()))) >= 8) {
+      return raw;
     } else {
-      return mix(static_cast<std::uint64_t>(hasher_(key)) ^ seed_);
+      return mix(raw ^ seed_);
     }
   }
 
@@ -316,6 +321,8 @@ class Keyspace {
   ExpiryIndex& expiry() noexcept { return expiry_; }
   const ExpiryIndex& expiry() const noexcept { return expiry_; }
   table_type& entries_mut() noexcept { return table_; }
+  // The table's addresses for an optimistic reader (SlotTable::View).
+  typename table_type::View view() const noexcept { return table_.view(); }
 
   // Makes room so that the following set_deadline(.., when) cannot throw.
   void prepare_deadline(std::int64_t when) { expiry_.prepare(when, table_.capacity()); }

@@ -1,14 +1,19 @@
-// expiring/detail/shard_lock.hpp: the lock of one shard of ConcurrentStore.
+// expiring/detail/shard_lock.hpp: the lock of one shard of ConcurrentStore, and its version.
 //
-// A test-and-test-and-set spinlock: one byte, no system call on any path. Critical sections
-// are one engine operation (tens to hundreds of ns), shorter than a futex round trip, so a
-// waiter spins on a read of the lock (its cache line stays shared until the owner releases
-// it) with a pause between reads, doubling the pause up to a bound, and after that yields its
-// time slice, so that a preempted owner (the usual case on an oversubscribed machine) gets the
-// CPU back instead of being spun against. The shard puts it on its own cache line.
+// A test-and-test-and-set spinlock over a 64-bit sequence number (a seqlock's writer side):
+// the number is odd while the lock is held and grows by 2 with every critical section, so it
+// is also the shard's version, which optimistic readers load without writing (see
+// read_section.hpp): a reader that saw the same even number before and after its reads read
+// a state no writer touched in between. No system call on any path. Critical sections are
+// one engine operation (tens to hundreds of ns), shorter than a futex round trip, so a waiter
+// spins on a load (its cache line stays shared until the owner releases it) with a pause
+// between loads, doubling the pause up to a bound, and then yields its time slice, so that a
+// preempted owner (the usual case on an oversubscribed machine) gets the CPU back instead of
+// being spun against. The shard puts it on its own cache line.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <thread>
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
@@ -29,32 +34,50 @@ class ShardLock {
   ShardLock& operator=(const ShardLock&) = delete;
 
   void lock() noexcept {
-    if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    std::uint64_t v = seq_.load(std::memory_order_relaxed);
+    if ((v & 1) == 0 && seq_.compare_exchange_strong(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed)) {
+      return;
+    }
     contended();
   }
   bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+    std::uint64_t v = seq_.load(std::memory_order_relaxed);
+    return (v & 1) == 0 && seq_.compare_exchange_strong(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed);
   }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  // Only the owner writes seq_ while it is odd, so a plain increment suffices.
+  void unlock() noexcept { seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+  // ---- the reader's side (no writes) ----
+
+  // The version to validate against; odd means a writer holds the lock.
+  std::uint64_t read_begin() const noexcept { return seq_.load(std::memory_order_acquire); }
+  // Whether nothing was written since read_begin() returned v (even): the loads before this
+  // call are ordered before its load of the version.
+  bool read_valid(std::uint64_t v) const noexcept {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return seq_.load(std::memory_order_relaxed) == v;
+  }
 
  private:
   void contended() noexcept {
-    constexpr int kMaxPauses = 64;  // ~64 x 10-140 cycles per read: then yield
+    constexpr int kMaxPauses = 64;  // ~64 x 10-140 cycles per load: then yield
     int pauses = 1;
     for (;;) {
-      while (locked_.load(std::memory_order_relaxed)) {
+      std::uint64_t v = seq_.load(std::memory_order_relaxed);
+      while ((v & 1) != 0) {
         if (pauses <= kMaxPauses) {
           for (int i = 0; i < pauses; ++i) EXPIRING_CPU_RELAX();
           pauses *= 2;
         } else {
           std::this_thread::yield();
         }
+        v = seq_.load(std::memory_order_relaxed);
       }
-      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+      if (seq_.compare_exchange_weak(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed)) return;
     }
   }
 
-  std::atomic<bool> locked_{false};
+  std::atomic<std::uint64_t> seq_{0};
 };
 
 }  // namespace expiring::detail

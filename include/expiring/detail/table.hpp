@@ -189,19 +189,31 @@ class SlotTable {
   // The slot of the entry for which eq(entry) holds among those with hash h, or kNoSlot.
   template <class Eq>
   std::uint32_t find(std::uint64_t h, Eq&& eq) const {
-    const unsigned char fp = fingerprint(h);
-    std::size_t g = home(h);
-    for (std::size_t step = 0; step <= mask_;) {
-      const unsigned char* c = ctrl_ + g * kGroupBytes;
-      for (std::uint32_t m = ControlGroup::match(c, fp); m != 0; m &= m - 1) {
-        const auto i = static_cast<std::uint32_t>(g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m)));
-        if (eq(slots_[i])) return i;
-      }
-      if ((c[kGroupSlots] & ControlGroup::overflow_bit(fp)) == 0) return kNoSlot;
-      ++step;
-      g = (g + step) & mask_;
-    }
-    return kNoSlot;
+    return probe(ctrl_, mask_, h, [&](std::uint32_t i) { return eq(slots_[i]); });
+  }
+
+  // ---- optimistic readers (ConcurrentStore, read_section.hpp) --------------------------
+
+  // The table's addresses, as one optimistic reader reads them: consistent only if nothing
+  // was written while they were loaded (the reader validates that before using them).
+  struct View {
+    const unsigned char* ctrl;
+    const Entry* slots;
+    std::size_t mask;
+  };
+  View view() const noexcept { return View{ctrl_, slots_, mask_}; }
+  // find() over a View, with match(slot index) in place of the key comparison: every address
+  // it forms lies in the view's block, whatever the control bytes hold, and it visits at most
+  // every group once.
+  template <class Match>
+  static std::uint32_t find_in(const View& v, std::uint64_t h, Match&& match) {
+    return probe(v.ctrl, v.mask, h, match);
+  }
+  // Called before the table frees a block (a rehash, clear(), destruction), so that readers
+  // who may be inside it can leave first. Stays with this object: not copied or moved.
+  void set_free_hook(void (*fn)(void*), void* ctx) noexcept {
+    free_hook_ = fn;
+    free_ctx_ = ctx;
   }
 
   // Prefetches the control group a lookup of h reads first.
@@ -379,6 +391,22 @@ class SlotTable {
     return f == 0 ? static_cast<unsigned char>(1) : f;
   }
   std::size_t home(std::uint64_t h) const noexcept { return static_cast<std::size_t>(h >> 8) & mask_; }
+  template <class Match>
+  static std::uint32_t probe(const unsigned char* ctrl, std::size_t mask, std::uint64_t h, Match&& match) {
+    const unsigned char fp = fingerprint(h);
+    std::size_t g = static_cast<std::size_t>(h >> 8) & mask;
+    for (std::size_t step = 0; step <= mask;) {
+      const unsigned char* c = ctrl + g * kGroupBytes;
+      for (std::uint32_t m = ControlGroup::match(c, fp); m != 0; m &= m - 1) {
+        const auto i = static_cast<std::uint32_t>(g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m)));
+        if (match(i)) return i;
+      }
+      if ((c[kGroupSlots] & ControlGroup::overflow_bit(fp)) == 0) return kNoSlot;
+      ++step;
+      g = (g + step) & mask;
+    }
+    return kNoSlot;
+  }
   static std::size_t ctrl_index(std::uint32_t i) noexcept {
     return (i / kGroupSlots) * kGroupBytes + i % kGroupSlots;
   }
@@ -411,6 +439,7 @@ class SlotTable {
     size_ = 0;
   }
   void release() noexcept {
+    if (block_ != nullptr && free_hook_ != nullptr) free_hook_(free_ctx_);
     ::operator delete(block_);
     block_ = nullptr;
     ctrl_ = empty_group();
@@ -444,6 +473,8 @@ class SlotTable {
   std::size_t mask_ = 0;
   std::size_t size_ = 0;
   std::size_t max_load_ = 0;
+  void (*free_hook_)(void*) = nullptr;
+  void* free_ctx_ = nullptr;
 };
 
 }  // namespace expiring::detail

@@ -1,0 +1,236 @@
+// expiring/detail/read_section.hpp: optimistic readers, and when memory they read may be freed.
+//
+// Design
+// ------
+// ConcurrentStore's get() of a trivially copyable key and value takes no lock: it reads the
+// shard's table between two loads of the shard's version (shard_lock.hpp) and keeps what it
+// read only if the version did not move. Such a reader may be looking at a table block that
+// a writer is about to free (a rehash replaces the block), so the writer must know whether a
+// reader can still be inside it. This file is that knowledge, at no shared write per read:
+//
+//   * Each thread gets a small id (ReaderIds: taken on first use, given back at thread exit,
+//     at most kReaderSlots at a time; a thread without one takes the shard's lock instead).
+//   * Each store has a ReaderSlot per id, a cache line that only its thread writes: an odd
+//     `seq` while the thread is inside a read section, and the thread's hit and miss counts
+//     (statistics without a shared write).
+//   * A writer that frees a block calls synchronize() first: it waits until every slot that
+//     was odd has moved on. A section is a few dozen nanoseconds; the wait is the rare
+//     rehash's, under the shard's lock (readers never wait for anything, so it ends).
+//
+// Ordering. The reader's store "I am inside" must be visible to a writer that later scans
+// the slots, before the reader loads the version: a store-load order, which x86 keeps only
+// with a fence (~20-30 cycles and a drain of the store buffer per read). On Linux the fence
+// is moved to the writer instead: membarrier(PRIVATE_EXPEDITED) makes every running thread of
+// the process execute a full barrier, so the reader needs only a compiler barrier. Where
+// membarrier is not available the reader issues the fence itself.
+//
+// Under ThreadSanitizer the reads of a section are marked as ignored (they race with writers
+// by design, and their results are thrown away when the version moved); the version, the
+// slots and everything outside sections stay checked.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "shard_lock.hpp"
+
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define EXPIRING_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EXPIRING_TSAN 1
+#endif
+#endif
+
+#if defined(EXPIRING_TSAN)
+extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
+extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
+#define EXPIRING_IGNORE_READS_BEGIN() AnnotateIgnoreReadsBegin(__FILE__, __LINE__)
+#define EXPIRING_IGNORE_READS_END() AnnotateIgnoreReadsEnd(__FILE__, __LINE__)
+#else
+#define EXPIRING_IGNORE_READS_BEGIN() ((void)0)
+#define EXPIRING_IGNORE_READS_END() ((void)0)
+#endif
+
+namespace expiring::detail {
+
+inline constexpr std::size_t kReaderSlots = 256;
+
+// ---- asymmetric fences ------------------------------------------------------------------
+
+// Whether membarrier(PRIVATE_EXPEDITED) works here (registered once per process).
+inline bool asymmetric_fences() noexcept {
+#if defined(__linux__) && defined(SYS_membarrier)  // (the MEMBARRIER_CMD_* are enumerators)
+  static const bool ok = [] {
+    const long cmds = ::syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) return false;
+    return ::syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+// The reader's half: orders its slot store before its later loads, given heavy_fence() on
+// the writer's side.
+inline void light_fence(bool asymmetric) noexcept {
+  if (asymmetric) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+}
+inline void heavy_fence(bool asymmetric) noexcept {
+#if defined(__linux__) && defined(SYS_membarrier)  // (the MEMBARRIER_CMD_* are enumerators)
+  if (asymmetric) {
+    if (::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+    // Cannot fail once registered; if it ever did, readers are not fenced: stop here rather
+    // than free memory a reader may hold.
+    std::terminate();
+  }
+#endif
+  (void)asymmetric;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+// ---- thread ids -------------------------------------------------------------------------
+
+// Small per-thread ids, reused after a thread exits, so that a store's slot array stays small.
+class ReaderIds {
+ public:
+  static constexpr int kNone = -1;
+
+  // This thread's id, or kNone when every id is taken.
+  static int mine() noexcept {
+    int id = tl_id();
+    if (id >= 0) return id;
+    return id == kUnassigned ? assign() : kNone;
+  }
+
+ private:
+  static constexpr int kUnassigned = -2;
+  static int& tl_id() noexcept {
+    static thread_local int id = kUnassigned;  // trivially destructible: no TLS wrapper call
+    return id;
+  }
+  struct Pool {
+    std::mutex mu;
+    std::vector<int> free;
+    int next = 0;
+  };
+  static Pool& pool() {
+    static Pool* p = new Pool;  // never destroyed: threads may exit after static destruction
+    return *p;
+  }
+  // Gives the id back when its thread exits. The pool's mutex orders the old owner's last
+  // slot writes before the next owner's first.
+  struct Holder {
+    int id = kNone;
+    ~Holder() {
+      if (id < 0) return;
+      std::lock_guard<std::mutex> g(pool().mu);
+      pool().free.push_back(id);
+    }
+  };
+  static int assign() noexcept {
+    int id = kNone;
+    try {
+      Pool& p = pool();
+      std::lock_guard<std::mutex> g(p.mu);
+      if (!p.free.empty()) {
+        id = p.free.back();
+        p.free.pop_back();
+      } else if (p.next < static_cast<int>(kReaderSlots)) {
+        id = p.next++;
+      }
+      if (id >= 0) p.free.reserve(static_cast<std::size_t>(p.next));  // so that ~Holder cannot throw
+    } catch (...) {
+      id = kNone;
+    }
+    static thread_local Holder holder;
+    holder.id = id;
+    tl_id() = id;
+    return id;
+  }
+};
+
+// ---- a store's slots --------------------------------------------------------------------
+
+struct alignas(64) ReaderSlot {
+  std::atomic<std::uint64_t> seq{0};  // odd inside a section; written by its thread only
+  std::atomic<std::uint64_t> hits{0};
+  std::atomic<std::uint64_t> misses{0};
+
+  static void bump(std::atomic<std::uint64_t>& c) noexcept {  // single writer: no RMW
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+};
+
+class Readers {
+ public:
+  Readers() : slots_(new ReaderSlot[kReaderSlots]), asymmetric_(asymmetric_fences()) {}
+
+  // Enters a read section on this thread's slot; nullptr when the thread has no id (the
+  // caller takes the lock instead).
+  ReaderSlot* enter() noexcept {
+    const int id = ReaderIds::mine();
+    if (id < 0) return nullptr;
+    ReaderSlot* s = &slots_[static_cast<std::size_t>(id)];
+    s->seq.store(s->seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    light_fence(asymmetric_);
+    EXPIRING_IGNORE_READS_BEGIN();
+    return s;
+  }
+  static void leave(ReaderSlot* s) noexcept {
+    EXPIRING_IGNORE_READS_END();
+    s->seq.store(s->seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+
+  // Returns once every read section that may have started before this call has ended.
+  void synchronize() const noexcept {
+    heavy_fence(asymmetric_);
+    for (std::size_t i = 0; i < kReaderSlots; ++i) {
+      const std::uint64_t s = slots_[i].seq.load(std::memory_order_acquire);
+      if ((s & 1) == 0) continue;
+      int pauses = 0;
+      while (slots_[i].seq.load(std::memory_order_acquire) == s) {
+        if (++pauses < 1000) {
+          EXPIRING_CPU_RELAX();
+        } else {
+          std::this_thread::yield();  // the reader was preempted inside its section
+        }
+      }
+    }
+  }
+
+  // The hits and misses counted by the sections (relaxed: a moment's sum, as Stats are).
+  std::uint64_t hits() const noexcept { return sum(&ReaderSlot::hits); }
+  std::uint64_t misses() const noexcept { return sum(&ReaderSlot::misses); }
+
+  // For SlotTable's hook: synchronize() on the Readers at ctx.
+  static void synchronize_at(void* ctx) noexcept { static_cast<const Readers*>(ctx)->synchronize(); }
+
+ private:
+  std::uint64_t sum(std::atomic<std::uint64_t> ReaderSlot::*c) const noexcept {
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < kReaderSlots; ++i) n += (slots_[i].*c).load(std::memory_order_relaxed);
+    return n;
+  }
+
+  std::unique_ptr<ReaderSlot[]> slots_;
+  bool asymmetric_;
+};
+
+}  // namespace expiring::detail

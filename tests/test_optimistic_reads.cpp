@@ -1,0 +1,362 @@
+// tests/test_optimistic_reads.cpp: ConcurrentStore's get() without the shard lock
+// (detail/read_section.hpp, detail/shard_lock.hpp, ExpiringStore::read_racy).
+//
+// * The pieces: the lock's version (odd while held, +2 per critical section, readers validate
+//   against it), Readers::synchronize() waiting for a section that is open, thread ids reused
+//   after their threads exit, and a thread without an id falling back to the lock.
+// * Equivalence: one thread drives ConcurrentStores with optimistic reads on and off and an
+//   ExpiringStore with the same random operations (TTLs, a moving clock, ticks, a listener):
+//   replies, events, statistics and cache statistics must be identical.
+// * Torn reads: readers check every value they get (three words that must agree) while
+//   writers grow, shrink, compact and rewrite the tables, so that a block freed under a
+//   reader (AddressSanitizer), a torn value or a foreign key shows up. Also in the TSan suite.
+//
+// Catch2 v2's assertions are not thread-safe: worker threads only count what they saw.
+#include <expiring/concurrent_store.hpp>
+#include <expiring/expiring.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "catch.hpp"
+#include "test_policy.hpp"
+
+#if defined(__SANITIZE_THREAD__)
+#define EXPIRING_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EXPIRING_TEST_TSAN 1
+#endif
+#endif
+#if !defined(EXPIRING_TEST_TSAN)
+#define EXPIRING_TEST_TSAN 0
+#endif
+
+namespace {
+
+using expiring::KeyEvent;
+using expiring::ManualClock;
+using expiring::Options;
+using std::chrono::milliseconds;
+using Steady = std::chrono::steady_clock;
+using u64 = std::uint64_t;
+
+constexpr std::int64_t T0 = 1'700'000'000'000;
+
+template <class K, class V, class Eq = std::equal_to<>>
+using Engine = expiring::ExpiringStore<K, V, expiring::Hash<K>, Eq, ManualClock, TestPolicy>;
+
+// Which stores read optimistically: trivially copyable values, keys compared as bytes.
+static_assert(Engine<u64, u64>::kRacyReads);
+static_assert(Engine<int, double>::kRacyReads);
+static_assert(!Engine<std::string, u64>::kRacyReads);
+static_assert(!Engine<u64, std::string>::kRacyReads);
+static_assert(!Engine<bool, u64>::kRacyReads);
+struct Loose {  // an equality that is not bytewise
+  bool operator()(u64 a, u64 b) const { return (a | 1) == (b | 1); }
+};
+static_assert(!Engine<u64, u64, Loose>::kRacyReads);
+
+using OStore = expiring::ConcurrentStore<u64, u64, ManualClock, TestPolicy>;
+
+expiring::ConcurrencyOptions conc(std::size_t shards, bool optimistic) {
+  expiring::ConcurrencyOptions c;
+  c.shards = shards;
+  c.optimistic_reads = optimistic;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("optimistic reads: the shard lock's version is odd while held and moves by 2", "[concurrent]") {
+  expiring::detail::ShardLock lock;
+  const u64 v0 = lock.read_begin();
+  CHECK(v0 % 2 == 0);
+  CHECK(lock.read_valid(v0));
+  lock.lock();
+  CHECK(lock.read_begin() == v0 + 1);
+  CHECK_FALSE(lock.read_valid(v0));
+  CHECK_FALSE(lock.try_lock());
+  lock.unlock();
+  CHECK(lock.read_begin() == v0 + 2);
+  CHECK_FALSE(lock.read_valid(v0));  // a writer ran in between, even if it is gone
+  REQUIRE(lock.try_lock());
+  lock.unlock();
+  CHECK(lock.read_begin() == v0 + 4);
+}
+
+TEST_CASE("optimistic reads: synchronize() returns only after an open read section ends", "[concurrent]") {
+  expiring::detail::Readers readers;
+  std::atomic<int> phase{0};
+  std::atomic<bool> left{false};
+  std::thread reader([&] {
+    expiring::detail::ReaderSlot* s = readers.enter();
+    phase.store(s != nullptr ? 1 : -1);
+    if (s == nullptr) return;
+    std::this_thread::sleep_for(milliseconds(100));  // a section held open (a preempted reader)
+    left.store(true);
+    expiring::detail::Readers::leave(s);
+  });
+  const auto limit = Steady::now() + std::chrono::seconds(10);
+  while (phase.load() == 0 && Steady::now() < limit) std::this_thread::yield();
+  REQUIRE(phase.load() == 1);
+  const auto t0 = Steady::now();
+  readers.synchronize();
+  const bool saw_leave = left.load();
+  reader.join();
+  CHECK(saw_leave);
+  CHECK(Steady::now() - t0 >= milliseconds(50));
+  // With no section open it returns at once (bounded: 256 slots to look at).
+  readers.synchronize();
+}
+
+TEST_CASE("optimistic reads: reader ids are given back when threads exit", "[concurrent]") {
+  // More threads over time than there are ids: each gets one, because the earlier ones
+  // returned theirs.
+  for (int i = 0; i < 2 * static_cast<int>(expiring::detail::kReaderSlots); ++i) {
+    int id = -5;
+    std::thread([&] { id = expiring::detail::ReaderIds::mine(); }).join();
+    REQUIRE(id >= 0);
+    REQUIRE(id < static_cast<int>(expiring::detail::kReaderSlots));
+  }
+}
+
+TEST_CASE("optimistic reads: threads beyond the reader ids read under the lock, with the same results",
+          "[concurrent]") {
+  ManualClock clock(T0);
+  OStore store(clock, {}, conc(4, true));
+  for (u64 k = 0; k < 64; ++k) REQUIRE(store.set(k, k * 3).ok());
+  const int n = static_cast<int>(expiring::detail::kReaderSlots) + 16;
+  std::atomic<int> arrived{0}, without_id{0}, wrong{0};
+  std::atomic<bool> release{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) {
+    threads.emplace_back([&, t] {
+      if (expiring::detail::ReaderIds::mine() < 0) without_id.fetch_add(1);
+      for (u64 k = 0; k < 64; ++k) {
+        const std::optional<u64> v = store.get(k);
+        if (!v || *v != k * 3) wrong.fetch_add(1);
+      }
+      if (store.get(u64{1000 + static_cast<u64>(t)})) wrong.fetch_add(1);
+      arrived.fetch_add(1);
+      // Hold the id until every thread has one or has none.
+      const auto limit = Steady::now() + std::chrono::seconds(20);
+      while (!release.load() && Steady::now() < limit) std::this_thread::sleep_for(milliseconds(1));
+    });
+  }
+  const auto limit = Steady::now() + std::chrono::seconds(20);
+  while (arrived.load() < n && Steady::now() < limit) std::this_thread::sleep_for(milliseconds(1));
+  release.store(true);
+  for (std::thread& th : threads) th.join();
+  CHECK(arrived.load() == n);
+  CHECK(wrong.load() == 0);
+  CHECK(without_id.load() >= 16);  // at least the threads beyond the ids had none
+  const expiring::Stats st = store.stats();
+  CHECK(st.keyspace_hits == 64u * static_cast<u64>(n));  // set() counts no hit
+  CHECK(st.keyspace_misses == static_cast<u64>(n));
+}
+
+namespace {
+
+// The same random operations on an ExpiringStore and on ConcurrentStores with optimistic reads
+// on and off; every reply, event, statistic and cache statistic compared.
+struct Trio {
+  ManualClock clock{T0};
+  Engine<u64, u64> ref{clock, Options{}};
+  OStore on{clock, Options{}, conc(8, true)};
+  OStore off{clock, Options{}, conc(8, false)};
+  std::vector<std::string> ev_ref, ev_on, ev_off;
+
+  Trio() {
+    auto rec = [](std::vector<std::string>& out) {
+      return [&out](const KeyEvent<u64, u64>& e) {
+        out.push_back(std::string(expiring::to_string(e.cause)) + ":" + std::to_string(e.key));
+      };
+    };
+    ref.set_listener(rec(ev_ref));
+    on.set_listener(rec(ev_on));
+    off.set_listener(rec(ev_off));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("optimistic reads: one thread sees the same replies, events and statistics as the locked reads",
+          "[concurrent]") {
+  Trio t;
+  std::mt19937_64 rng(2024);
+  constexpr u64 kKeys = 300;
+  for (int i = 0; i < 20000; ++i) {
+    const u64 k = rng() % kKeys;
+    const int r = static_cast<int>(rng() % 100);
+    CAPTURE(i, k, r);
+    if (r < 55) {
+      const u64* a = t.ref.get(k);
+      const std::optional<u64> b = t.on.get(k);
+      const std::optional<u64> c = t.off.get(k);
+      REQUIRE((a != nullptr) == b.has_value());
+      REQUIRE(b == c);
+      if (a != nullptr) REQUIRE(*a == *b);
+    } else if (r < 75) {
+      const u64 v = rng();
+      const auto ttl = milliseconds(1 + static_cast<std::int64_t>(rng() % 200));
+      REQUIRE(t.ref.set(k, v, ttl).ok());
+      REQUIRE(t.on.set(k, v, ttl).ok());
+      REQUIRE(t.off.set(k, v, ttl).ok());
+    } else if (r < 85) {
+      const u64 v = rng();
+      REQUIRE(t.ref.set(k, v).ok());
+      REQUIRE(t.on.set(k, v).ok());
+      REQUIRE(t.off.set(k, v).ok());
+    } else if (r < 90) {
+      const bool a = t.ref.del(k);
+      REQUIRE(t.on.del(k) == a);
+      REQUIRE(t.off.del(k) == a);
+    } else {
+      // (No tick(): its sampling differs with the shard layout; the torn-read test runs it.)
+      t.clock.advance(milliseconds(static_cast<std::int64_t>(rng() % 40)));
+    }
+    REQUIRE(t.ev_on == t.ev_ref);
+    REQUIRE(t.ev_off == t.ev_ref);
+    REQUIRE(t.on.size() == t.ref.size());
+    REQUIRE(t.off.size() == t.ref.size());
+  }
+  const expiring::Stats a = t.ref.stats(), b = t.on.stats(), c = t.off.stats();
+  CHECK(b.keyspace_hits == a.keyspace_hits);
+  CHECK(b.keyspace_misses == a.keyspace_misses);
+  CHECK(c.keyspace_hits == a.keyspace_hits);
+  CHECK(c.keyspace_misses == a.keyspace_misses);
+  CHECK(b.keyspace_hits > 1000);
+  CHECK(b.keyspace_misses > 1000);
+  const expiring::CacheStats ca = t.ref.cache_stats(), cb = t.on.cache_stats(), cc = t.off.cache_stats();
+  CHECK(cb.hit_count == ca.hit_count);
+  CHECK(cb.miss_count == ca.miss_count);
+  CHECK(cc.hit_count == ca.hit_count);
+  CHECK(cc.miss_count == ca.miss_count);
+}
+
+TEST_CASE("optimistic reads: a stale key is reclaimed under the lock, with its expired event", "[concurrent]") {
+  ManualClock clock(T0);
+  OStore store(clock, {}, conc(4, true));
+  std::vector<std::string> events;
+  store.set_listener([&](const KeyEvent<u64, u64>& e) {
+    events.push_back(std::string(expiring::to_string(e.cause)) + ":" + std::to_string(e.key));
+  });
+  REQUIRE(store.set(u64{7}, u64{70}, milliseconds(10)).ok());
+  events.clear();
+  CHECK(store.get(u64{7}) == std::optional<u64>(70));
+  clock.advance(milliseconds(10));
+  CHECK(store.get(u64{7}) == std::optional<u64>(70));  // alive at its deadline (D1)
+  clock.advance(milliseconds(1));
+  CHECK(store.size() == 1);
+  CHECK(store.get(u64{7}) == std::nullopt);
+  CHECK(store.size() == 0);  // the lazy expiry ran, under the lock
+  CHECK(events == std::vector<std::string>{"expired:7"});
+  const expiring::Stats st = store.stats();
+  CHECK(st.expired_keys == 1);
+  CHECK(st.keyspace_hits == 2);
+  CHECK(st.keyspace_misses == 1);
+}
+
+TEST_CASE("optimistic reads: an LRU limit or an idle TTL makes reads take the lock (they write)",
+          "[concurrent]") {
+  ManualClock clock(T0);
+  Options o;
+  o.expire_after_access = milliseconds(100);
+  OStore store(clock, o, conc(2, true));
+  REQUIRE(store.set(u64{1}, u64{10}).ok());
+  for (int i = 0; i < 5; ++i) {
+    clock.advance(milliseconds(60));
+    REQUIRE(store.get(u64{1}) == std::optional<u64>(10));  // each read moves the idle deadline
+  }
+  clock.advance(milliseconds(101));
+  CHECK(store.get(u64{1}) == std::nullopt);
+}
+
+TEST_CASE("optimistic reads: the table calls its free hook before it frees a block", "[concurrent]") {
+  ManualClock clock(T0);
+  Engine<u64, u64> e(clock, Options{});
+  int calls = 0;
+  e.set_free_hook([](void* n) { ++*static_cast<int*>(n); }, &calls);
+  for (u64 k = 0; k < 20000; ++k) REQUIRE(e.set(k, k).ok());
+  const int grown = calls;
+  CHECK(grown >= 5);  // each growth frees the block it left (the first had none)
+  for (u64 k = 0; k < 20000; ++k) REQUIRE(e.del(k));
+  clock.advance(milliseconds(1000));
+  for (int i = 0; i < 10 && calls == grown; ++i) {
+    clock.advance(milliseconds(100));
+    (void)e.tick(expiring::CycleKind::Slow);
+  }
+  CHECK(calls > grown);  // tick() compacted the emptied table
+  const int before_clear = calls;
+  REQUIRE(e.set(u64{1}, u64{1}).ok());
+  e.clear();
+  CHECK(calls == before_clear + 1);
+}
+
+namespace {
+
+// A value of three words that must agree: a torn copy or another key's value shows.
+struct Triple {
+  u64 key;
+  u64 gen;
+  u64 check;
+  static Triple of(u64 k, u64 g) { return Triple{k, g, k ^ (g * 0x9E3779B97F4A7C15ull)}; }
+  bool valid_for(u64 k) const { return key == k && check == (k ^ (gen * 0x9E3779B97F4A7C15ull)); }
+};
+
+}  // namespace
+
+TEST_CASE("optimistic reads: readers never see a torn or foreign value while tables grow, shrink and move",
+          "[concurrent]") {
+  using TStore = expiring::ConcurrentStore<u64, Triple, ManualClock, TestPolicy>;
+  ManualClock clock(T0);
+  TStore store(clock, {}, conc(2, true));  // few shards: each table is rebuilt often
+  constexpr u64 kStable = 512;             // always present: every read of them must hit
+  for (u64 k = 0; k < kStable; ++k) REQUIRE(store.set(k, Triple::of(k, 0)).ok());
+  const auto run_for = std::chrono::milliseconds(EXPIRING_TEST_TSAN ? 1500 : 1000);
+  std::atomic<bool> stop{false};
+  std::atomic<u64> reads{0}, bad{0}, missing{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&, r] {
+      std::mt19937_64 rng(static_cast<u64>(77 + r));
+      u64 n = 0;
+      while (!stop.load(std::memory_order_relaxed) && n < 50'000'000) {
+        const u64 k = rng() % (kStable * 17);
+        const std::optional<Triple> v = store.get(k);
+        if (v && !v->valid_for(k)) bad.fetch_add(1);
+        if (!v && k < kStable) missing.fetch_add(1);
+        ++n;
+      }
+      reads.fetch_add(n);
+    });
+  }
+  // The writer: rewrites the stable keys, and adds then deletes thousands of others so that
+  // each shard's table grows (a rehash into a new block, the old one freed) and, after tick(),
+  // shrinks again (compaction into a smaller block).
+  u64 gen = 1, rounds = 0;
+  const auto end = Steady::now() + run_for;
+  while (Steady::now() < end && rounds < 10'000) {
+    for (u64 k = kStable; k < kStable * 17; ++k) (void)store.set(k, Triple::of(k, gen));
+    for (u64 k = 0; k < kStable; ++k) (void)store.set(k, Triple::of(k, gen));
+    for (u64 k = kStable; k < kStable * 17; ++k) (void)store.del(k);
+    clock.advance(milliseconds(1000));  // so that the cycles run (and compact)
+    for (int i = 0; i < 4; ++i) (void)store.tick(expiring::CycleKind::Slow);
+    ++gen;
+    ++rounds;
+  }
+  stop.store(true);
+  for (std::thread& th : readers) th.join();
+  INFO("rounds " << rounds << ", reads " << reads.load());
+  CHECK(rounds >= 2);
+  CHECK(reads.load() > 1000);
+  CHECK(bad.load() == 0);
+  CHECK(missing.load() == 0);
+}
