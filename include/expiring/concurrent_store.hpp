@@ -24,12 +24,22 @@
 // among the shards, so the store-wide bound is exact to within one key per shard.
 // Statistics are summed over the shards when read.
 //
-// Lock: a spinlock per shard (detail/shard_lock.hpp), alone on its cache line, that yields
-// after a bounded spin. A read takes the shard's lock exclusively, since a read writes
-// (statistics, lazy expiry, LRU data), but only that shard's. Measured (docs/design/
-// concurrent.md): waiting is rare, but every operation writes its shard's lines, which then
-// move between cores; so on 2 cores 2 threads do not yet beat 1 on small data sets. The
-// planned fix is a read path that writes nothing shared (see the design notes).
+// Locks and reads. Each shard has a spinlock (detail/shard_lock.hpp), alone on its cache line,
+// that yields after a bounded spin; its 64-bit word is also the shard's version (odd while
+// held, +2 per critical section). Every write, and every read that writes (an LRU/LFU limit,
+// Options::expire_after_access, a stale key to reclaim), takes the lock. get() and get_many()
+// of a store whose key is an integer, enum or pointer compared with std::equal_to and whose
+// value is trivially copyable take no lock and write no shared cache line: they read the
+// shard's table between two loads of the version and keep the result only if it did not move
+// (a seqlock read, retried a few times, then done under the lock). Such a reader may look
+// into a table block that a concurrent rehash replaces, so a writer frees a block only after
+// every read section that may be inside it has ended (detail/read_section.hpp: one cache line
+// per thread, an asymmetric fence that leaves the fence on the writer's side). Their hit and
+// miss counts are kept per thread and summed by stats(). Other key and value types (strings)
+// read under the lock. ConcurrencyOptions::optimistic_reads turns the lock-free reads off.
+// The Clock's now_ms() is called from many threads at once and must be safe for that:
+// SystemClock, TscClock and ManualClock are; a CachedClock (a plain int64) must not be
+// refreshed while the store runs. Figures: docs/design/concurrent.md, bench/bench_concurrent.cpp.
 #pragma once
 
 #include <algorithm>
@@ -157,14 +167,7 @@ class BasicConcurrentStore {
   template <class Keys>
   std::size_t get_many(const Keys& keys, std::optional<V>* out) {
     if constexpr (kOptimistic) {
-      if (optimistic_) {  // no lock to amortise: lookups without fences overlap their misses
-        std::size_t i = 0, hits = 0;
-        for (const auto& k : keys) {
-          out[i] = get(k);
-          hits += out[i++].has_value() ? 1u : 0u;
-        }
-        return hits;
-      }
+      if (optimistic_) return get_many_optimistic(keys, out);
     }
     // Group by shard with a counting sort (O(keys + shards)), into per-thread scratch.
     using KeyPtr = const typename Keys::value_type*;
@@ -599,43 +602,100 @@ class BasicConcurrentStore {
     return s;
   }
 
-  // get() without the lock: the shard's table read between two loads of its version, in a
-  // read section (read_section.hpp) so that no block is freed under it; tried again while a
-  // writer is seen (a few times: a write takes tens of ns), false when the read must take
-  // the lock (writers kept coming, the key is stale, this thread has no reader id).
-  bool get_optimistic(const K& k, std::optional<V>& out) {
+  // A key on its way through an optimistic read: its shard and its table hash.
+  struct Probe {
+    Shard* shard;
+    std::uint64_t h;
+  };
+  Probe probe_of(const K& k) const {
     // One hash for the shard and the table when the shards hash with the store's key (no
     // Options::seed: each shard's hash is then keyed from its own seed).
     const auto raw = static_cast<std::uint64_t>(hash_(k));
     Shard& sh = shards_[shard_index(raw)];
     const engine_type& e = *sh.engine;
-    const std::uint64_t h =
-        e.hash_from(options_.seed ? static_cast<std::uint64_t>(e.hash_function()(k)) : raw);
+    return Probe{&sh, e.hash_from(options_.seed ? static_cast<std::uint64_t>(e.hash_function()(k)) : raw)};
+  }
+
+  // get() without the lock: the shard's table read between two loads of its version, inside
+  // a read section (read_section.hpp) so that no block is freed under it; false when the read
+  // must take the lock (writers kept coming, the key is stale, this thread has no reader id).
+  bool get_optimistic(const K& k, std::optional<V>& out) {
+    const Probe p = probe_of(k);
     detail::ReaderSlot* slot = readers_.enter();
     if (slot == nullptr) return false;
+    const bool done = read_in_section(*slot, p, k, out);
+    detail::Readers::leave(slot);
+    return done;
+  }
+  // One optimistic read in an open section, tried again while a writer is seen (a few times:
+  // a write takes tens of ns); counts the hit or miss when it is done.
+  bool read_in_section(detail::ReaderSlot& slot, const Probe& p, const K& k, std::optional<V>& out) {
+    const engine_type& e = *p.shard->engine;
+    const detail::ShardLock& lock = p.shard->lock;
     alignas(V) unsigned char bytes[sizeof(V)];
     using RacyRead = typename engine_type::RacyRead;
     RacyRead r = RacyRead::torn;
     for (int attempt = 0; attempt < kReadAttempts && r == RacyRead::torn; ++attempt) {
-      const std::uint64_t v = sh.lock.read_begin();
+      const std::uint64_t v = lock.read_begin();
       if ((v & 1) != 0) {
         EXPIRING_CPU_RELAX();
         continue;
       }
-      r = e.read_racy(k, h, bytes, [&] { return sh.lock.read_valid(v); });
-      if (r != RacyRead::locked && !sh.lock.read_valid(v)) r = RacyRead::torn;
+      r = e.read_racy(k, p.h, bytes, [&] { return lock.read_valid(v); });
+      if (r != RacyRead::locked && !lock.read_valid(v)) r = RacyRead::torn;
     }
-    detail::Readers::leave(slot);
     if (r == RacyRead::hit) {
-      detail::ReaderSlot::bump(slot->hits);
+      detail::ReaderSlot::bump(slot.hits);
       out.emplace(*std::launder(reinterpret_cast<const V*>(bytes)));
       return true;
     }
     if (r == RacyRead::miss) {
-      detail::ReaderSlot::bump(slot->misses);
+      detail::ReaderSlot::bump(slot.misses);
+      out.reset();
       return true;
     }
     return false;
+  }
+  // get_many() without locks: in batches of 16 keys, hashed and their control groups and then
+  // their likely slots prefetched before the reads, so that the batch's cache misses overlap
+  // (as ExpiringStore::get_many); a key whose read must take the lock is read after the section.
+  template <class Keys>
+  std::size_t get_many_optimistic(const Keys& keys, std::optional<V>* out) {
+    constexpr std::size_t kBatch = 16;
+    K ks[kBatch];
+    Probe ps[kBatch];
+    std::size_t hits = 0, done = 0;
+    auto it = std::begin(keys);
+    const auto last = std::end(keys);
+    while (it != last) {
+      std::size_t n = 0;
+      for (; it != last && n < kBatch; ++it, ++n) {
+        ks[n] = K(*it);
+        ps[n] = probe_of(ks[n]);
+      }
+      std::uint32_t locked = 0;  // bit j: key j must be read under its shard's lock
+      if (detail::ReaderSlot* slot = readers_.enter()) {
+        for (std::size_t j = 0; j < n; ++j) ps[j].shard->engine->prefetch_racy_group(ps[j].h);
+        for (std::size_t j = 0; j < n; ++j) ps[j].shard->engine->prefetch_racy_slot(ps[j].h);
+        for (std::size_t j = 0; j < n; ++j) {
+          if (!read_in_section(*slot, ps[j], ks[j], out[done + j])) locked |= 1u << j;
+        }
+        detail::Readers::leave(slot);
+      } else {
+        locked = (1u << n) - 1;
+      }
+      for (std::size_t j = 0; j < n; ++j) {
+        if ((locked >> j & 1u) != 0) {
+          out[done + j] = run(*ps[j].shard, [&](engine_type& e) -> std::optional<V> {
+            const V* v = e.get(ks[j]);
+            return v != nullptr ? std::optional<V>(*v) : std::nullopt;
+          });
+        }
+        hits += out[done + j].has_value() ? 1u : 0u;
+      }
+      done += n;
+    }
+    return hits;
   }
 
   template <class KK>

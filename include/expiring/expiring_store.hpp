@@ -829,6 +829,10 @@ class ExpiringStore {
     std::memcpy(out, static_cast<const void*>(&slots[i].value), sizeof(V));
     return RacyRead::hit;
   }
+  // get_many()'s prefetch stages for read_racy(): the control group of h, then its likely
+  // slot (addresses from a possibly torn read: a prefetch cannot fault).
+  void prefetch_racy_group(std::uint64_t h) const noexcept { ks_.prefetch_group(h); }
+  void prefetch_racy_slot(std::uint64_t h) const noexcept { ks_.prefetch_slot(h); }
   // The 64-bit hash read_racy() takes, from hash_function()(key).
   std::uint64_t hash_from(std::uint64_t raw) const noexcept { return ks_.template hash_from<K>(raw); }
   // fn(ctx) is called before the table frees a block of entries.
