@@ -93,7 +93,7 @@ TEST_CASE("optimistic reads: the shard lock's version is odd while held and move
 }
 
 TEST_CASE("optimistic reads: synchronize() returns only after an open read section ends", "[concurrent]") {
-  expiring::detail::Readers readers;
+  expiring::detail::Readers readers(true);
   std::atomic<int> phase{0};
   std::atomic<bool> left{false};
   std::thread reader([&] {

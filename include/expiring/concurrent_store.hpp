@@ -102,7 +102,11 @@ class BasicConcurrentStore {
 
   explicit BasicConcurrentStore(Clock clock, Options options = {}, ConcurrencyOptions conc = {}, Hash hash = Hash{},
                                 KeyEqual eq = KeyEqual{})
-      : hash_(hash), eq_(eq), options_(options), optimistic_(kOptimistic && conc.optimistic_reads) {
+      : hash_(hash),
+        eq_(eq),
+        options_(options),
+        optimistic_(kOptimistic && conc.optimistic_reads),
+        readers_(optimistic_) {
     std::size_t n = conc.shards;
     if (n == 0) {
       const std::size_t hw = std::max<unsigned>(1u, std::thread::hardware_concurrency());
@@ -676,7 +680,11 @@ class BasicConcurrentStore {
       std::uint32_t locked = 0;  // bit j: key j must be read under its shard's lock
       if (detail::ReaderSlot* slot = readers_.enter()) {
         for (std::size_t j = 0; j < n; ++j) ps[j].shard->engine->prefetch_racy_group(ps[j].h);
-        for (std::size_t j = 0; j < n; ++j) ps[j].shard->engine->prefetch_racy_slot(ps[j].h);
+        for (std::size_t j = 0; j < n; ++j) {
+          const detail::ShardLock& lock = ps[j].shard->lock;
+          const std::uint64_t v = lock.read_begin();
+          if ((v & 1) == 0) ps[j].shard->engine->prefetch_racy_slot(ps[j].h, [&] { return lock.read_valid(v); });
+        }
         for (std::size_t j = 0; j < n; ++j) {
           if (!read_in_section(*slot, ps[j], ks[j], out[done + j])) locked |= 1u << j;
         }

@@ -829,10 +829,15 @@ class ExpiringStore {
     std::memcpy(out, static_cast<const void*>(&slots[i].value), sizeof(V));
     return RacyRead::hit;
   }
-  // get_many()'s prefetch stages for read_racy(): the control group of h, then its likely
-  // slot (addresses from a possibly torn read: a prefetch cannot fault).
-  void prefetch_racy_group(std::uint64_t h) const noexcept { ks_.prefetch_group(h); }
-  void prefetch_racy_slot(std::uint64_t h) const noexcept { ks_.prefetch_slot(h); }
+  // get_many()'s prefetch stages for read_racy(): the control group of h (an address from a
+  // possibly torn read: a prefetch cannot fault), then its likely slot, which reads the control
+  // bytes, so only if valid() says the table's addresses were read with no writer running.
+  void prefetch_racy_group(std::uint64_t h) const noexcept { keyspace_type::table_type::prefetch_group_in(ks_.view(), h); }
+  template <class Valid>
+  void prefetch_racy_slot(std::uint64_t h, Valid&& valid) const noexcept {
+    const auto view = ks_.view();
+    if (valid()) keyspace_type::table_type::prefetch_slot_in(view, h);
+  }
   // The 64-bit hash read_racy() takes, from hash_function()(key).
   std::uint64_t hash_from(std::uint64_t raw) const noexcept { return ks_.template hash_from<K>(raw); }
   // fn(ctx) is called before the table frees a block of entries.

@@ -45,14 +45,6 @@
 #include <unistd.h>
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-#define EXPIRING_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EXPIRING_TSAN 1
-#endif
-#endif
-
 #if defined(EXPIRING_TSAN)
 extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
 extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
@@ -89,7 +81,7 @@ inline void light_fence(bool asymmetric) noexcept {
   if (asymmetric) {
     std::atomic_signal_fence(std::memory_order_seq_cst);
   } else {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
   }
 }
 inline void heavy_fence(bool asymmetric) noexcept {
@@ -102,7 +94,7 @@ inline void heavy_fence(bool asymmetric) noexcept {
   }
 #endif
   (void)asymmetric;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  full_fence();
 }
 
 // ---- thread ids -------------------------------------------------------------------------
@@ -180,13 +172,18 @@ struct alignas(64) ReaderSlot {
 
 class Readers {
  public:
-  Readers() : slots_(new ReaderSlot[kReaderSlots]), asymmetric_(asymmetric_fences()) {}
+  // `enabled`: whether there are slots (kReaderSlots cache lines) at all; without them
+  // every enter() fails and synchronize() has nothing to wait for.
+  explicit Readers(bool enabled)
+      : slots_(enabled ? new ReaderSlot[kReaderSlots] : nullptr),
+        n_(enabled ? kReaderSlots : 0),
+        asymmetric_(enabled && asymmetric_fences()) {}
 
   // Enters a read section on this thread's slot; nullptr when the thread has no id (the
   // caller takes the lock instead).
   ReaderSlot* enter() noexcept {
     const int id = ReaderIds::mine();
-    if (id < 0) return nullptr;
+    if (id < 0 || n_ == 0) return nullptr;
     ReaderSlot* s = &slots_[static_cast<std::size_t>(id)];
     s->seq.store(s->seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     light_fence(asymmetric_);
@@ -200,8 +197,9 @@ class Readers {
 
   // Returns once every read section that may have started before this call has ended.
   void synchronize() const noexcept {
+    if (n_ == 0) return;
     heavy_fence(asymmetric_);
-    for (std::size_t i = 0; i < kReaderSlots; ++i) {
+    for (std::size_t i = 0; i < n_; ++i) {
       const std::uint64_t s = slots_[i].seq.load(std::memory_order_acquire);
       if ((s & 1) == 0) continue;
       int pauses = 0;
@@ -225,11 +223,12 @@ class Readers {
  private:
   std::uint64_t sum(std::atomic<std::uint64_t> ReaderSlot::*c) const noexcept {
     std::uint64_t n = 0;
-    for (std::size_t i = 0; i < kReaderSlots; ++i) n += (slots_[i].*c).load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n_; ++i) n += (slots_[i].*c).load(std::memory_order_relaxed);
     return n;
   }
 
   std::unique_ptr<ReaderSlot[]> slots_;
+  std::size_t n_;
   bool asymmetric_;
 };
 

@@ -209,6 +209,18 @@ class SlotTable {
   static std::uint32_t find_in(const View& v, std::uint64_t h, Match&& match) {
     return probe(v.ctrl, v.mask, h, match);
   }
+  // prefetch_group() and prefetch_slot() over a View: the first computes an address only (a
+  // prefetch cannot fault, so any view will do), the second reads control bytes (so only a
+  // validated view).
+  static void prefetch_group_in(const View& v, std::uint64_t h) noexcept {
+    const std::size_t offset = (static_cast<std::size_t>(h >> 8) & v.mask) * kGroupBytes;
+    prefetch_read(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(v.ctrl) + offset));  // no pointer arithmetic on a torn view
+  }
+  static void prefetch_slot_in(const View& v, std::uint64_t h) noexcept {
+    const std::size_t g = static_cast<std::size_t>(h >> 8) & v.mask;
+    const std::uint32_t m = ControlGroup::match(v.ctrl + g * kGroupBytes, fingerprint(h));
+    if (m != 0) prefetch_read(v.slots + g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m)));
+  }
   // Called before the table frees a block (a rehash, clear(), destruction), so that readers
   // who may be inside it can leave first. Stays with this object: not copied or moved.
   void set_free_hook(void (*fn)(void*), void* ctx) noexcept {
