@@ -9,7 +9,10 @@
 // reader can still be inside it. This file is that knowledge, at no shared write per read:
 //
 //   * Each thread gets a small id (ReaderIds: taken on first use, given back at thread exit,
-//     at most kReaderSlots at a time; a thread without one takes the shard's lock instead).
+//     at most kReaderSlots at a time; a thread that found none reads under the shard's lock
+//     for the rest of its life). The ids are one pool per program, as inline functions'
+//     statics are; several shared objects built with hidden visibility would each have
+//     their own, so a store must not be read through two of them.
 //   * Each store has a ReaderSlot per id, a cache line that only its thread writes: an odd
 //     `seq` while the thread is inside a read section, and the thread's hit and miss counts
 //     (statistics without a shared write).
@@ -29,9 +32,11 @@
 // slots and everything outside sections stay checked.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -110,6 +115,8 @@ class ReaderIds {
     if (id >= 0) return id;
     return id == kUnassigned ? assign() : kNone;
   }
+  // One more than the largest id handed out so far (slots above it were never used).
+  static std::size_t high_water() noexcept { return static_cast<std::size_t>(top().load(std::memory_order_acquire)); }
 
  private:
   static constexpr int kUnassigned = -2;
@@ -122,6 +129,10 @@ class ReaderIds {
     std::vector<int> free;
     int next = 0;
   };
+  static std::atomic<int>& top() noexcept {
+    static std::atomic<int> n{0};
+    return n;
+  }
   static Pool& pool() {
     static Pool* p = new Pool;  // never destroyed: threads may exit after static destruction
     return *p;
@@ -146,6 +157,7 @@ class ReaderIds {
         p.free.pop_back();
       } else if (p.next < static_cast<int>(kReaderSlots)) {
         id = p.next++;
+        top().store(p.next, std::memory_order_release);  // before this thread's first section
       }
       if (id >= 0) p.free.reserve(static_cast<std::size_t>(p.next));  // so that ~Holder cannot throw
     } catch (...) {
@@ -199,7 +211,10 @@ class Readers {
   void synchronize() const noexcept {
     if (n_ == 0) return;
     heavy_fence(asymmetric_);
-    for (std::size_t i = 0; i < n_; ++i) {
+    // A thread whose id is above the high water read here took it after the fence, so its
+    // sections see this writer's version as odd and never enter the block being freed.
+    const std::size_t n = std::min(n_, ReaderIds::high_water());
+    for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t s = slots_[i].seq.load(std::memory_order_acquire);
       if ((s & 1) == 0) continue;
       int pauses = 0;
