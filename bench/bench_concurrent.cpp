@@ -308,7 +308,7 @@ struct Mix {
 };
 const Mix kMixes[] = {{"95/5", 62259}, {"50/50", 32768}};  // 62259/65536 = 95.0%
 
-const std::vector<std::string> kColumns = {"concurrent", "mutex", "tbb", "cuckoo", "unlocked", "loop"};
+const std::vector<std::string> kColumns = {"concurrent", "locked", "mutex", "tbb", "cuckoo", "unlocked", "loop"};
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
@@ -507,7 +507,8 @@ void report(const Settings& st, Results& res, const std::vector<std::string>& pr
       }
     }
   }
-  res.say(fmt("\nconcurrent = `ConcurrentStore<uint64_t, uint64_t, %s>` (%s shards); mutex = one `std::mutex` "
+  res.say(fmt("\nconcurrent = `ConcurrentStore<uint64_t, uint64_t, %s>` (%s shards; get() without locks); "
+              "locked = the same with `optimistic_reads` off; mutex = one `std::mutex` "
               "around `Store<uint64_t, uint64_t, %s>`; unlocked = that store without a lock (1 thread only); "
               "tbb = `tbb::concurrent_hash_map<uint64_t, uint64_t>`, cuckoo = "
               "`libcuckoo::cuckoohash_map<uint64_t, uint64_t>` (no TTL); loop = the same thread loop with no map "
@@ -570,7 +571,7 @@ std::vector<std::size_t> parse_list(const std::string& s) {
 template <class Clock>
 int run_all(const Settings& st, Clock clock, const char* clock_name, const char* clock_note,
             const std::string& out_dir) {
-  std::vector<std::string> present = {"concurrent", "mutex"};
+  std::vector<std::string> present = {"concurrent", "locked", "mutex"};
 #if defined(EXPIRING_BENCH_HAS_TBB)
   present.push_back("tbb");
 #else

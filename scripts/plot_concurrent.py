@@ -21,9 +21,10 @@ from collections import defaultdict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_report import COLORS, panel, size_label, svg  # noqa: E402
 
-ORDER = ["concurrent", "mutex", "tbb", "cuckoo", "unlocked"]
+ORDER = ["concurrent", "locked", "mutex", "tbb", "cuckoo", "unlocked"]
 LABEL = {
     "concurrent": "ConcurrentStore",
+    "locked": "ConcurrentStore, reads locked",
     "mutex": "std::mutex + Store",
     "tbb": "tbb::concurrent_hash_map (no TTL)",
     "cuckoo": "libcuckoo cuckoohash_map (no TTL)",

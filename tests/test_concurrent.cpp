@@ -40,17 +40,7 @@
 
 #include "catch.hpp"
 #include "test_policy.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#define EXPIRING_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EXPIRING_TEST_TSAN 1
-#endif
-#endif
-#if !defined(EXPIRING_TEST_TSAN)
-#define EXPIRING_TEST_TSAN 0
-#endif
+#include "test_tsan.hpp"
 
 namespace {
 

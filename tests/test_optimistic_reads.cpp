@@ -27,17 +27,7 @@
 
 #include "catch.hpp"
 #include "test_policy.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#define EXPIRING_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EXPIRING_TEST_TSAN 1
-#endif
-#endif
-#if !defined(EXPIRING_TEST_TSAN)
-#define EXPIRING_TEST_TSAN 0
-#endif
+#include "test_tsan.hpp"
 
 namespace {
 
@@ -289,7 +279,35 @@ TEST_CASE("optimistic reads: a stale key is reclaimed under the lock, with its e
   CHECK(st.keyspace_misses == 1);
 }
 
-TEST_CASE("optimistic reads: an LRU limit or an idle TTL makes reads take the lock (they write)",
+TEST_CASE("optimistic reads: under an LRU limit some reads record the access", "[concurrent]") {
+  ManualClock clock(T0);
+  Options o;
+  o.max_entries = 1000;
+  o.maxmemory_policy = expiring::EvictionPolicy::allkeys_lru;
+  OStore store(clock, o, conc(2, true));
+  REQUIRE(store.set(u64{1}, u64{10}).ok());
+  REQUIRE(store.set(u64{2}, u64{20}).ok());
+  REQUIRE(store.set(u64{3}, u64{30}).ok());
+  clock.advance(std::chrono::seconds(10));
+  const std::optional<std::int64_t> before = store.object_idletime_ms(u64{1});
+  REQUIRE(before.has_value());
+  CHECK(*before >= 9000);
+  // One read in 8 (a per-thread random draw) is recorded: none of 200 with probability 2.5e-12.
+  // Keys read in turn are sampled alike (the draw does not follow the order of the calls).
+  for (int i = 0; i < 200; ++i) {
+    REQUIRE(store.get(u64{1}) == std::optional<u64>(10));
+    REQUIRE(store.get(u64{3}) == std::optional<u64>(30));
+  }
+  const std::optional<std::int64_t> after = store.object_idletime_ms(u64{1});
+  REQUIRE(after.has_value());
+  CHECK(*after < 2000);                                 // recorded (to the LRU clock's resolution)
+  CHECK(*store.object_idletime_ms(u64{3}) < 2000);
+  CHECK(*store.object_idletime_ms(u64{2}) >= 9000);     // not read: untouched
+  const expiring::Stats st = store.stats();
+  CHECK(st.keyspace_hits == 400);  // the locked ones counted by their engine, the others per thread
+}
+
+TEST_CASE("optimistic reads: an LFU limit or an idle TTL makes reads take the lock (they write)",
           "[concurrent]") {
   ManualClock clock(T0);
   Options o;
@@ -302,6 +320,16 @@ TEST_CASE("optimistic reads: an LRU limit or an idle TTL makes reads take the lo
   }
   clock.advance(milliseconds(101));
   CHECK(store.get(u64{1}) == std::nullopt);
+
+  // LFU: every read counts (the first increment from the initial 5 is certain).
+  Options f;
+  f.max_entries = 1000;
+  f.maxmemory_policy = expiring::EvictionPolicy::allkeys_lfu;
+  OStore lfu(clock, f, conc(2, true));
+  REQUIRE(lfu.set(u64{3}, u64{30}).ok());
+  const std::uint32_t initial = lfu.object_freq(u64{3}).value();
+  REQUIRE(lfu.get(u64{3}) == std::optional<u64>(30));
+  CHECK(lfu.object_freq(u64{3}).value() == initial + 1);
 }
 
 TEST_CASE("optimistic reads: the table calls its free hook before it frees a block", "[concurrent]") {

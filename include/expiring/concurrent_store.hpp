@@ -26,10 +26,12 @@
 //
 // Locks and reads. Each shard has a spinlock (detail/shard_lock.hpp), alone on its cache line,
 // that yields after a bounded spin; its 64-bit word is also the shard's version (odd while
-// held, +2 per critical section). Every write, and every read that writes (an LRU/LFU limit,
-// Options::expire_after_access, a stale key to reclaim), takes the lock. get() and get_many()
-// of a store whose key is an integer, enum or pointer compared with std::equal_to and whose
-// value is trivially copyable take no lock and write no shared cache line: they read the
+// held, +2 per critical section). Every write, and every read that writes (an idle TTL of
+// Options::expire_after_access, an LFU limit, a stale key to reclaim), takes the lock.
+// get() and get_many() of a store whose key is an integer, enum or pointer compared with
+// std::equal_to and whose value is trivially copyable take no lock and write no shared cache
+// line (under an LRU limit, one read in 8 per thread is redone locked to record its access,
+// a sampled LRU as Caffeine buffers reads; Redis's LRU is approximate anyway): they read the
 // shard's table between two loads of the version and keep the result only if it did not move
 // (a seqlock read, retried a few times, then done under the lock). Such a reader may look
 // into a table block that a concurrent rehash replaces, so a writer frees a block only after
@@ -130,6 +132,11 @@ class BasicConcurrentStore {
 
   BasicConcurrentStore(const BasicConcurrentStore&) = delete;
   BasicConcurrentStore& operator=(const BasicConcurrentStore&) = delete;
+  ~BasicConcurrentStore() {
+    // Nobody reads a store being destroyed: its tables may be freed without waiting (a
+    // membarrier per shard otherwise).
+    for (std::size_t i = 0; i < shards_n_; ++i) shards_[i].engine->set_free_hook(nullptr, nullptr);
+  }
 
   std::size_t shard_count() const noexcept { return shards_n_; }
 
@@ -139,7 +146,12 @@ class BasicConcurrentStore {
   template <class KK>
   [[nodiscard]] std::optional<V> get(const KK& key) {
     if constexpr (kOptimistic) {
-      if (optimistic_) return get_unlocked(K(key));
+      // The key as K on both paths, so that they look up the same key.
+      const K k(key);
+      if (optimistic_) return get_unlocked(k);
+      V value{};
+      if (get_locked(k, value) == RacyRead::hit) return value;
+      return std::nullopt;
     }
     return with(key, [&](engine_type& e) -> std::optional<V> {
       const V* v = e.get(key);
@@ -157,9 +169,11 @@ class BasicConcurrentStore {
     });
   }
   // MGET: out[i] = a copy of keys[i]'s live value or nullopt, for any range of keys; returns
-  // the number of hits. Keys are grouped by shard and each shard's lock is taken once for its
-  // group, inside which the lookups run back to back, so that their cache misses overlap (a
-  // lock per key serialises them). Per shard atomic, not across shards. `out` must have room
+  // the number of hits. With reads under locks, keys are grouped by shard and each shard's
+  // lock is taken once for its group, inside which the lookups run back to back, so that
+  // their cache misses overlap (a lock per key serialises them): per shard atomic, not across
+  // shards. With reads without locks, keys are looked up in prefetched batches of 16, each
+  // read atomic on its own (the result is not a snapshot of a shard). `out` must have room
   // for size(keys) elements.
   template <class Keys>
   std::size_t get_many(const Keys& keys, std::optional<V>* out) {
@@ -225,6 +239,17 @@ class BasicConcurrentStore {
   template <class KK>
   [[nodiscard]] std::int64_t pexpiretime(const KK& key) {
     return with(key, [&](engine_type& e) { return e.pexpiretime(key); });
+  }
+  // OBJECT IDLETIME / OBJECT FREQ (see ExpiringStore). Under an LRU limit, reads without the
+  // lock record one access in 8 per thread (the rest leave the LRU data alone), so the idle
+  // time of a key read often stays recent, as Redis's sampled LRU needs.
+  template <class KK>
+  [[nodiscard]] std::optional<std::int64_t> object_idletime_ms(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.object_idletime_ms(key); });
+  }
+  template <class KK>
+  [[nodiscard]] std::optional<std::uint32_t> object_freq(const KK& key) {
+    return with(key, [&](engine_type& e) { return e.object_freq(key); });
   }
 
   // ==== Writing: as ExpiringStore, one shard each ========================================
@@ -614,37 +639,37 @@ class BasicConcurrentStore {
   }
 
   using RacyRead = typename engine_type::RacyRead;
-  // get() of an optimistic store. One way out, built from the bytes: an optional assembled on
-  // several paths is written member by member and then copied whole, a failed store-to-load
-  // forward (~12 cycles) per copy (GCC 12; measured: 30 -> 19 ns per get() at 1e4 keys).
+  // get() of an optimistic store. One way out: an optional assembled on several paths is
+  // written member by member and then copied whole, a failed store-to-load forward (~12
+  // cycles) per copy (GCC 12; measured: 30 -> 19 ns per get() at 1e4 keys).
   std::optional<V> get_unlocked(const K& k) {
-    alignas(V) unsigned char bytes[sizeof(V)];
-    RacyRead r = get_optimistic(k, bytes);
-    if (r != RacyRead::hit && r != RacyRead::miss) {
-      r = with(k, [&](engine_type& e) {
-        const V* v = e.get(k);
-        if (v != nullptr) std::memcpy(static_cast<void*>(bytes), static_cast<const void*>(v), sizeof(V));
-        return v != nullptr ? RacyRead::hit : RacyRead::miss;
-      });
-    }
-    if (r == RacyRead::hit) return *std::launder(reinterpret_cast<const V*>(bytes));
+    V value{};
+    RacyRead r = get_optimistic(k, value);
+    if (r != RacyRead::hit && r != RacyRead::miss) r = get_locked(k, value);
+    if (r == RacyRead::hit) return value;
     return std::nullopt;
   }
+  // get() under the shard's lock, into `value`: hit or miss.
+  RacyRead get_locked(const K& k, V& value) {
+    return with(k, [&](engine_type& e) {
+      const V* v = e.get(k);
+      if (v != nullptr) value = *v;
+      return v != nullptr ? RacyRead::hit : RacyRead::miss;
+    });
+  }
   // get() without the lock: the shard's table read between two loads of its version, inside
-  // a read section (read_section.hpp) so that no block is freed under it. `hit` (the value's
-  // bytes in `bytes`) or `miss`, counted; otherwise the read must take the lock (writers kept
-  // coming, the key is stale, this thread has no reader id).
-  RacyRead get_optimistic(const K& k, unsigned char* bytes) {
+  // a read section (read_section.hpp) so that no block is freed under it. `hit` (the value in
+  // `value`) or `miss`, counted; otherwise the read must take the lock (writers kept coming,
+  // the key is stale, this thread has no reader id).
+  RacyRead get_optimistic(const K& k, V& value) {
     const Probe p = probe_of(k);
-    detail::ReaderSlot* slot = readers_.enter();
-    if (slot == nullptr) return RacyRead::locked;
-    const RacyRead r = read_in_section(*slot, p, k, bytes);
-    detail::Readers::leave(slot);
-    return r;
+    const detail::Readers::Section section(readers_);
+    if (section.slot() == nullptr) return RacyRead::locked;
+    return read_in_section(*section.slot(), p, k, value);
   }
   // One optimistic read in an open section, tried again while a writer is seen (a few times:
-  // a write takes tens of ns); counts a hit or miss.
-  RacyRead read_in_section(detail::ReaderSlot& slot, const Probe& p, const K& k, unsigned char* bytes) {
+  // a write takes tens of ns); counts a hit or miss. `value` holds the value only on a hit.
+  RacyRead read_in_section(detail::ReaderSlot& slot, const Probe& p, const K& k, V& value) {
     const engine_type& e = *p.shard->engine;
     const detail::ShardLock& lock = p.shard->lock;
     RacyRead r = RacyRead::torn;
@@ -654,8 +679,13 @@ class BasicConcurrentStore {
         EXPIRING_CPU_RELAX();
         continue;
       }
-      r = e.read_racy(k, p.h, bytes, [&] { return lock.read_valid(v); });
+      r = e.read_racy(k, p.h, value, [&] { return lock.read_valid(v); });
       if (r != RacyRead::locked && !lock.read_valid(v)) r = RacyRead::torn;
+    }
+    if (r == RacyRead::hit_unrecorded) {
+      // Under an LRU limit one read in kLruSample, drawn at random per thread, is redone
+      // under the lock, which records the access; the others leave the LRU data alone.
+      r = slot.draw() % kLruSample == 0 ? RacyRead::locked : RacyRead::hit;
     }
     if (r == RacyRead::hit) detail::ReaderSlot::bump(slot.hits);
     if (r == RacyRead::miss) detail::ReaderSlot::bump(slot.misses);
@@ -663,7 +693,8 @@ class BasicConcurrentStore {
   }
   // get_many() without locks: in batches of 16 keys, hashed and their control groups and then
   // their likely slots prefetched before the reads, so that the batch's cache misses overlap
-  // (as ExpiringStore::get_many); a key whose read must take the lock is read after the section.
+  // (as ExpiringStore::get_many); a key whose read must take the lock is read after the
+  // section. Each key's read is atomic; the batch is not one snapshot.
   template <class Keys>
   std::size_t get_many_optimistic(const Keys& keys, std::optional<V>* out) {
     constexpr std::size_t kBatch = 16;
@@ -679,34 +710,38 @@ class BasicConcurrentStore {
         ps[n] = probe_of(ks[n]);
       }
       std::uint32_t locked = 0;  // bit j: key j must be read under its shard's lock
-      if (detail::ReaderSlot* slot = readers_.enter()) {
-        for (std::size_t j = 0; j < n; ++j) ps[j].shard->engine->prefetch_racy_group(ps[j].h);
-        for (std::size_t j = 0; j < n; ++j) {
-          const detail::ShardLock& lock = ps[j].shard->lock;
-          const std::uint64_t v = lock.read_begin();
-          if ((v & 1) == 0) ps[j].shard->engine->prefetch_racy_slot(ps[j].h, [&] { return lock.read_valid(v); });
-        }
-        for (std::size_t j = 0; j < n; ++j) {
-          alignas(V) unsigned char bytes[sizeof(V)];
-          const RacyRead r = read_in_section(*slot, ps[j], ks[j], bytes);
-          if (r == RacyRead::hit) {
-            out[done + j].emplace(*std::launder(reinterpret_cast<const V*>(bytes)));
-          } else if (r == RacyRead::miss) {
-            out[done + j].reset();
-          } else {
-            locked |= 1u << j;
+      {
+        const detail::Readers::Section section(readers_);
+        if (detail::ReaderSlot* slot = section.slot()) {
+          for (std::size_t j = 0; j < n; ++j) ps[j].shard->engine->prefetch_racy_group(ps[j].h);
+          for (std::size_t j = 0; j < n; ++j) {
+            const detail::ShardLock& lock = ps[j].shard->lock;
+            const std::uint64_t v = lock.read_begin();
+            if ((v & 1) == 0) ps[j].shard->engine->prefetch_racy_slot(ps[j].h, [&] { return lock.read_valid(v); });
           }
+          for (std::size_t j = 0; j < n; ++j) {
+            V value{};
+            const RacyRead r = read_in_section(*slot, ps[j], ks[j], value);
+            if (r == RacyRead::hit) {
+              out[done + j] = value;
+            } else if (r == RacyRead::miss) {
+              out[done + j].reset();
+            } else {
+              locked |= 1u << j;
+            }
+          }
+        } else {
+          locked = (1u << n) - 1;
         }
-        detail::Readers::leave(slot);
-      } else {
-        locked = (1u << n) - 1;
       }
       for (std::size_t j = 0; j < n; ++j) {
         if ((locked >> j & 1u) != 0) {
-          out[done + j] = run(*ps[j].shard, [&](engine_type& e) -> std::optional<V> {
-            const V* v = e.get(ks[j]);
-            return v != nullptr ? std::optional<V>(*v) : std::nullopt;
-          });
+          V value{};
+          if (get_locked(ks[j], value) == RacyRead::hit) {
+            out[done + j] = value;
+          } else {
+            out[done + j].reset();
+          }
         }
         hits += out[done + j].has_value() ? 1u : 0u;
       }
@@ -893,6 +928,7 @@ class BasicConcurrentStore {
 
   static constexpr bool kOptimistic = engine_type::kRacyReads;
   static constexpr int kReadAttempts = 8;
+  static constexpr std::uint64_t kLruSample = 8;
 
   Hash hash_;
   KeyEqual eq_;

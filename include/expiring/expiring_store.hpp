@@ -799,35 +799,38 @@ class ExpiringStore {
   // detail/read_section.hpp) and frees nothing a reader may be in (set_free_hook()).
 
   static constexpr bool kRacyReads =
-      std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V> &&
+      std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V> &&
       ((std::is_integral_v<K> && !std::is_same_v<K, bool>) || std::is_enum_v<K> || std::is_pointer_v<K>) &&
+      std::has_unique_object_representations_v<K> &&
       (std::is_same_v<KeyEqual, std::equal_to<>> || std::is_same_v<KeyEqual, std::equal_to<K>>);
-  enum class RacyRead { hit, miss, torn, locked };
+  enum class RacyRead { hit, hit_unrecorded, miss, torn, locked };
   // GET of `key` (hash h = hash_from(hash_function()(key))) without writing: `hit` with the
-  // value's bytes in `out` (sizeof(V)), `miss` for an absent key, `torn` when valid() said the
-  // table's addresses were read while a writer ran (valid() is called once, after those
-  // addresses are read and before anything is read through them), `locked` when the read
-  // must be done under the lock (the key is stale and must be reclaimed, or reads have a
-  // hook). Counts nothing (the caller counts hits and misses). Only when kRacyReads.
+  // value copied into `out` (bytewise: meaningful only once validated), `hit_unrecorded` the same under an LRU limit (the
+  // access is not recorded: the caller redoes some of these under the lock, so that LRU data
+  // is sampled), `miss` for an absent key, `torn` when valid() said the table's addresses
+  // were read while a writer ran (valid() is called once, after those addresses are read and
+  // before anything is read through them), `locked` when the read must be done under the lock
+  // (the key is stale and must be reclaimed, an LFU counter or an idle TTL is kept). Counts
+  // nothing (the caller counts hits and misses). Only when kRacyReads.
   template <class Valid>
-  RacyRead read_racy(const K& key, std::uint64_t h, unsigned char* out, Valid&& valid) const {
+  RacyRead read_racy(const K& key, std::uint64_t h, V& out, Valid&& valid) const {
     static_assert(kRacyReads, "read_racy() needs trivially copyable keys and values");
     const bool hook = read_hook_;
+    const bool lru_only = idle_ms_ == 0 && !is_lfu(options_.maxmemory_policy);
     const auto view = ks_.view();
     if (!valid()) return RacyRead::torn;
-    if (hook) return RacyRead::locked;
+    if (hook && !lru_only) return RacyRead::locked;
     const entry_type* slots = view.slots;
+    // Keys compared as bytes (a torn or never-written slot is never loaded as a K).
     const std::uint32_t i = keyspace_type::table_type::find_in(view, h, [&](std::uint32_t j) {
-      K k;
-      std::memcpy(static_cast<void*>(&k), static_cast<const void*>(&slots[j].key), sizeof(K));
-      return k == key;
+      return std::memcmp(static_cast<const void*>(&slots[j].key), static_cast<const void*>(&key), sizeof(K)) == 0;
     });
     if (i == detail::kNoSlot) return RacyRead::miss;
     std::int64_t deadline;
     std::memcpy(&deadline, &slots[i].deadline, sizeof deadline);
     if (deadline != detail::kNoDeadline && now_ms() > deadline) return RacyRead::locked;
-    std::memcpy(out, static_cast<const void*>(&slots[i].value), sizeof(V));
-    return RacyRead::hit;
+    std::memcpy(static_cast<void*>(&out), static_cast<const void*>(&slots[i].value), sizeof(V));
+    return hook ? RacyRead::hit_unrecorded : RacyRead::hit;
   }
   // get_many()'s prefetch stages for read_racy(): the control group of h (an address from a
   // possibly torn read: a prefetch cannot fault), then its likely slot, which reads the control

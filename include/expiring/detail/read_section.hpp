@@ -142,6 +142,7 @@ class ReaderIds {
   struct Holder {
     int id = kNone;
     ~Holder() {
+      tl_id() = kNone;  // a later destructor of this thread that reads takes the lock
       if (id < 0) return;
       std::lock_guard<std::mutex> g(pool().mu);
       pool().free.push_back(id);
@@ -176,9 +177,19 @@ struct alignas(64) ReaderSlot {
   std::atomic<std::uint64_t> seq{0};  // odd inside a section; written by its thread only
   std::atomic<std::uint64_t> hits{0};
   std::atomic<std::uint64_t> misses{0};
+  std::atomic<std::uint64_t> draws{0x9E3779B97F4A7C15ull};  // a xorshift64 state, for sampling
 
   static void bump(std::atomic<std::uint64_t>& c) noexcept {  // single writer: no RMW
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // A pseudo-random 64-bit draw of this thread's (not tied to the order of its calls).
+  std::uint64_t draw() noexcept {
+    std::uint64_t x = draws.load(std::memory_order_relaxed);
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    draws.store(x, std::memory_order_relaxed);
+    return x;
   }
 };
 
@@ -189,7 +200,9 @@ class Readers {
   explicit Readers(bool enabled)
       : slots_(enabled ? new ReaderSlot[kReaderSlots] : nullptr),
         n_(enabled ? kReaderSlots : 0),
-        asymmetric_(enabled && asymmetric_fences()) {}
+        asymmetric_(enabled && asymmetric_fences()) {
+    for (std::size_t i = 0; i < n_; ++i) slots_[i].draws.store(0x9E3779B97F4A7C15ull * (2 * i + 1), std::memory_order_relaxed);
+  }
 
   // Enters a read section on this thread's slot; nullptr when the thread has no id (the
   // caller takes the lock instead).
@@ -206,6 +219,22 @@ class Readers {
     EXPIRING_IGNORE_READS_END();
     s->seq.store(s->seq.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
+  // A section for a scope: left however the scope ends (a clock may throw inside one, and a
+  // section left open would make every later writer wait forever).
+  class Section {
+   public:
+    explicit Section(Readers& r) noexcept : slot_(r.enter()) {}
+    Section(const Section&) = delete;
+    Section& operator=(const Section&) = delete;
+    ~Section() {
+      if (slot_ != nullptr) leave(slot_);
+    }
+    // This thread's slot, or nullptr when it has no id (no section was entered).
+    ReaderSlot* slot() const noexcept { return slot_; }
+
+   private:
+    ReaderSlot* slot_;
+  };
 
   // Returns once every read section that may have started before this call has ended.
   void synchronize() const noexcept {

@@ -47,6 +47,12 @@ inline void full_fence() noexcept {
 }
 
 class ShardLock {
+#if defined(EXPIRING_TSAN)
+  static constexpr std::memory_order kTakeOrder = std::memory_order_acq_rel;
+#else
+  static constexpr std::memory_order kTakeOrder = std::memory_order_acquire;
+#endif
+
  public:
   ShardLock() = default;
   ShardLock(const ShardLock&) = delete;
@@ -54,14 +60,19 @@ class ShardLock {
 
   void lock() noexcept {
     std::uint64_t v = seq_.load(std::memory_order_relaxed);
-    if ((v & 1) == 0 && seq_.compare_exchange_strong(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed)) {
+    if ((v & 1) == 0 && seq_.compare_exchange_strong(v, v + 1, kTakeOrder, std::memory_order_relaxed)) {
+      publish_odd();
       return;
     }
     contended();
   }
   bool try_lock() noexcept {
     std::uint64_t v = seq_.load(std::memory_order_relaxed);
-    return (v & 1) == 0 && seq_.compare_exchange_strong(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed);
+    if ((v & 1) != 0 || !seq_.compare_exchange_strong(v, v + 1, kTakeOrder, std::memory_order_relaxed)) {
+      return false;
+    }
+    publish_odd();
+    return true;
   }
   // Only the owner writes seq_ while it is odd, so a plain increment suffices.
   void unlock() noexcept { seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
@@ -97,8 +108,19 @@ class ShardLock {
         }
         v = seq_.load(std::memory_order_relaxed);
       }
-      if (seq_.compare_exchange_weak(v, v + 1, std::memory_order_acquire, std::memory_order_relaxed)) return;
+      if (seq_.compare_exchange_weak(v, v + 1, kTakeOrder, std::memory_order_relaxed)) {
+        publish_odd();
+        return;
+      }
     }
+  }
+  // The seqlock writer's fence: the odd version becomes visible before any store of the
+  // critical section (an acquire CAS alone lets later stores pass it on weakly ordered CPUs;
+  // on x86 this is a compiler barrier). Under TSan the CAS is made acq_rel instead below.
+  static void publish_odd() noexcept {
+#if !defined(EXPIRING_TSAN)
+    std::atomic_thread_fence(std::memory_order_release);
+#endif
   }
 
   mutable std::atomic<std::uint64_t> seq_{0};  // mutable: read_valid()'s RMW under TSan
