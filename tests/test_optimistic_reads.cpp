@@ -19,8 +19,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -330,6 +332,36 @@ TEST_CASE("optimistic reads: an LFU limit or an idle TTL makes reads take the lo
   const std::uint32_t initial = lfu.object_freq(u64{3}).value();
   REQUIRE(lfu.get(u64{3}) == std::optional<u64>(30));
   CHECK(lfu.object_freq(u64{3}).value() == initial + 1);
+}
+
+namespace {
+
+// A clock that throws while armed (the clock concept allows it): a read section must still be
+// left, or the next writer that frees a block would wait for it forever.
+struct ThrowingClock {
+  std::shared_ptr<std::atomic<bool>> armed = std::make_shared<std::atomic<bool>>(false);
+  std::int64_t now_ms() const {
+    if (armed->load()) throw std::runtime_error("clock unavailable");
+    return T0;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("optimistic reads: a clock that throws inside a read leaves the section", "[concurrent]") {
+  ThrowingClock clock;
+  expiring::ConcurrentStore<u64, u64, ThrowingClock, TestPolicy> store(clock, {}, conc(1, true));
+  REQUIRE(store.set(u64{1}, u64{10}, milliseconds(60'000)).ok());  // a TTL: the read needs the clock
+  clock.armed->store(true);
+  CHECK_THROWS_AS(store.get(u64{1}), std::runtime_error);
+  std::vector<u64> keys{1, 2, 3};
+  std::vector<std::optional<u64>> out(keys.size());
+  CHECK_THROWS_AS(store.get_many(keys, out.data()), std::runtime_error);
+  clock.armed->store(false);
+  // Growth frees blocks: each waits for open sections (a section left open would hang here).
+  for (u64 k = 2; k < 20'000; ++k) REQUIRE(store.set(k, k).ok());
+  CHECK(store.get(u64{1}) == std::optional<u64>(10));
+  CHECK(store.get(u64{19'999}) == std::optional<u64>(19'999));
 }
 
 TEST_CASE("optimistic reads: the table calls its free hook before it frees a block", "[concurrent]") {
