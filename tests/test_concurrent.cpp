@@ -40,6 +40,7 @@
 
 #include "catch.hpp"
 #include "test_policy.hpp"
+#include "test_results.hpp"
 #include "test_tsan.hpp"
 
 namespace {
@@ -134,12 +135,6 @@ std::string show(const Result<T>& r) {
 std::string show(const Result<void>& r) {
   return r.ok() ? std::string("ok") : std::string("error(") + expiring::to_string(r.error()) + ")";
 }
-template <class T>
-bool same(const Result<T>& a, const Result<T>& b) {
-  if (a.ok() != b.ok()) return false;
-  return a.ok() ? a.value() == b.value() : a.error() == b.error();
-}
-bool same(const Result<void>& a, const Result<void>& b) { return a.ok() == b.ok() && (a.ok() || a.error() == b.error()); }
 
 // One delivered event, owned.
 struct Ev {
@@ -158,6 +153,22 @@ std::map<std::string, std::vector<Ev>> by_key(const std::vector<Ev>& evs) {
   std::map<std::string, std::vector<Ev>> m;
   for (const Ev& e : evs) m[e.key].push_back(e);
   return m;
+}
+// Checks that key k's delivered events are `rounds` times (set, expire, del of value_of(i)),
+// in that order: a key set, given a TTL, then deleted (the del event carries the value).
+template <class ValueOf>
+void check_set_expire_del(const std::map<std::string, std::vector<Ev>>& per_key, const std::string& k, int rounds,
+                          ValueOf value_of) {
+  std::vector<Ev> want;
+  for (int i = 0; i < rounds; ++i) {
+    want.push_back(Ev{KeyEventCause::set, k, std::nullopt});
+    want.push_back(Ev{KeyEventCause::expire, k, std::nullopt});
+    want.push_back(Ev{KeyEventCause::del, k, value_of(i)});
+  }
+  CAPTURE(k);
+  const auto it = per_key.find(k);
+  REQUIRE(it != per_key.end());
+  CHECK(it->second == want);
 }
 
 // =============================================================================================
@@ -1063,17 +1074,7 @@ TEST_CASE("concurrent: each key's events are delivered in operation order", "[co
   const auto per_key = by_key(rec.events);
   REQUIRE(per_key.size() == static_cast<std::size_t>(kWriters));
   for (int w = 0; w < kWriters; ++w) {
-    const std::string k = "writer" + std::to_string(w);
-    std::vector<Ev> want;
-    for (int i = 0; i < rounds; ++i) {
-      want.push_back(Ev{KeyEventCause::set, k, std::nullopt});
-      want.push_back(Ev{KeyEventCause::expire, k, std::nullopt});
-      want.push_back(Ev{KeyEventCause::del, k, "v" + std::to_string(i)});
-    }
-    CAPTURE(k);
-    const auto it = per_key.find(k);
-    REQUIRE(it != per_key.end());
-    CHECK(it->second == want);
+    check_set_expire_del(per_key, "writer" + std::to_string(w), rounds, [](int i) { return "v" + std::to_string(i); });
   }
 }
 
@@ -1165,17 +1166,7 @@ TEST_CASE("concurrent: a listener that calls the store on its own key does not d
   CHECK(sh->listener_reads_wrong.load() == 0);
   const auto per_key = by_key(sh->rec.events);
   for (int t = 0; t < kThreads; ++t) {
-    const std::string k = "own" + std::to_string(t);
-    std::vector<Ev> want;
-    for (int i = 0; i < rounds; ++i) {
-      want.push_back(Ev{KeyEventCause::set, k, std::nullopt});
-      want.push_back(Ev{KeyEventCause::expire, k, std::nullopt});
-      want.push_back(Ev{KeyEventCause::del, k, std::to_string(i)});
-    }
-    CAPTURE(k);
-    const auto it = per_key.find(k);
-    REQUIRE(it != per_key.end());
-    CHECK(it->second == want);
+    check_set_expire_del(per_key, "own" + std::to_string(t), rounds, [](int i) { return std::to_string(i); });
   }
 }
 

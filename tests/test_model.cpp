@@ -30,6 +30,7 @@
 
 #include "catch.hpp"
 #include "test_policy.hpp"
+#include "test_results.hpp"
 
 namespace {
 
@@ -278,13 +279,6 @@ std::string show(const std::vector<Ev<K>>& evs) {
   for (const Ev<K>& e : evs) s += std::string(" ") + expiring::to_string(e.cause) + ":" + show(e.key) + "=" + show(e.value);
   return s + " ]";
 }
-
-template <class T>
-bool same(const Result<T>& a, const Result<T>& b) {
-  if (a.ok() != b.ok()) return false;
-  return a.ok() ? a.value() == b.value() : a.error() == b.error();
-}
-bool same(const Result<void>& a, const Result<void>& b) { return a.ok() == b.ok() && (a.ok() || a.error() == b.error()); }
 
 // ---- The runner ----------------------------------------------------------------------------
 

@@ -850,25 +850,38 @@ class BasicConcurrentStore {
     std::vector<Owned> batch;
     std::uint64_t ticket = 0;
     bool deliver = false;
-    std::optional<R> out;
-    {
-      std::lock_guard<detail::ShardLock> g(sh.lock);
+    sh.lock.lock();
+    Held held{sh.lock};
+    R out = [&]() -> R {
       try {
-        out.emplace(fn(*sh.engine));
+        return fn(*sh.engine);
       } catch (...) {
         // A listener does not run here (the shard's listener only queues), so this is the
-        // operation's own exception (a throwing copy, bad_alloc): its events still go out.
+        // operation's own exception (a throwing copy, bad_alloc): its events still go out,
+        // after the lock is released (a listener may call the store).
         if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
+        held.unlock();
         if (deliver) (void)release(sh, batch, ticket);
         throw;
       }
-      if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
-    }
+    }();
+    if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
+    held.unlock();
     if (deliver) {
       if (std::exception_ptr e = release(sh, batch, ticket)) std::rethrow_exception(e);
     }
-    return std::move(*out);
+    return out;
   }
+  // Unlocks a shard's lock once: at unlock(), or when the scope is left by an exception.
+  struct Held {
+    detail::ShardLock& lock;
+    bool on = true;
+    void unlock() noexcept {
+      if (on) lock.unlock();
+      on = false;
+    }
+    ~Held() { unlock(); }
+  };
   // Under sh.lock: moves the operation's events out, into the running delivery of this thread
   // if it is delivering this shard's events, else into `batch` with a ticket.
   void take(Shard& sh, std::vector<Owned>& batch, std::uint64_t& ticket, bool& deliver) {
