@@ -29,9 +29,10 @@
 // held, +2 per critical section). Every write, and every read that writes (an idle TTL of
 // Options::expire_after_access, an LFU limit, a stale key to reclaim), takes the lock.
 // get() and get_many() of a store whose key is an integer, enum or pointer compared with
-// std::equal_to and whose value is trivially copyable take no lock and write no shared cache
-// line (under an LRU limit, one read in 8 per thread is redone locked to record its access,
-// a sampled LRU as Caffeine buffers reads; Redis's LRU is approximate anyway): they read the
+// std::equal_to and whose value is trivially copyable and default-constructible take no lock
+// and write no shared cache line (under an LRU limit, one read in 8 per thread is redone
+// locked to record its access, a sampled LRU as Caffeine buffers reads; Redis's LRU is
+// approximate anyway): they read the
 // shard's table between two loads of the version and keep the result only if it did not move
 // (a seqlock read, retried a few times, then done under the lock). Such a reader may look
 // into a table block that a concurrent rehash replaces, so a writer frees a block only after

@@ -25,6 +25,9 @@
 //   the only operations that move entries.
 // * Memory: one allocation, 16 bytes of control per 15 slots, then the slots. An empty table
 //   allocates nothing (its control bytes are a shared static group that matches nothing).
+// * Optimistic readers (ConcurrentStore): view() gives the three addresses a lookup needs and
+//   find_in() probes through them without writing, every address inside the view's block; a
+//   free hook, called before a block is freed, lets such readers leave it first.
 //
 // The table does not hash: its callers pass the 64-bit hash (already mixed with the store's
 // seed) to every lookup and insertion, and a function from entry to hash to rehash().
