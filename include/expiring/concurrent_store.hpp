@@ -153,11 +153,12 @@ class BasicConcurrentStore {
       V value{};
       if (get_locked(k, value) == RacyRead::hit) return value;
       return std::nullopt;
+    } else {
+      return with(key, [&](engine_type& e) -> std::optional<V> {
+        const V* v = e.get(key);
+        return v != nullptr ? std::optional<V>(*v) : std::nullopt;
+      });
     }
-    return with(key, [&](engine_type& e) -> std::optional<V> {
-      const V* v = e.get(key);
-      return v != nullptr ? std::optional<V>(*v) : std::nullopt;
-    });
   }
   // GET, seen in place: calls fn(const V&) under the shard's lock if the key is live; returns
   // whether it was. fn must not call the store (the shard's lock is held).
