@@ -256,17 +256,25 @@ class BasicConcurrentStore {
 
   // ==== Writing: as ExpiringStore, one shard each ========================================
 
-  template <class KK, class VV, class... Args>
-  Result<bool> set(KK&& key, VV&& value, Args&&... args) {
+  // The signatures are ExpiringStore's (not a parameter pack), so that `set(k, v, {}, cond)`
+  // and braced arguments work the same on every store.
+  template <class KK, class VV>
+  Result<bool> set(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
+    return with(key, [&](engine_type& e) { return e.set(std::forward<KK>(key), std::forward<VV>(value), expiry, cond); });
+  }
+  template <class KK, class VV>
+  Result<bool> set(KK&& key, VV&& value, SetCond cond) {
+    return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, cond);
+  }
+  template <class KK, class VV>
+  Result<std::optional<V>> set_get(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
     return with(key, [&](engine_type& e) {
-      return e.set(std::forward<KK>(key), std::forward<VV>(value), std::forward<Args>(args)...);
+      return e.set_get(std::forward<KK>(key), std::forward<VV>(value), expiry, cond);
     });
   }
-  template <class KK, class VV, class... Args>
-  Result<std::optional<V>> set_get(KK&& key, VV&& value, Args&&... args) {
-    return with(key, [&](engine_type& e) {
-      return e.set_get(std::forward<KK>(key), std::forward<VV>(value), std::forward<Args>(args)...);
-    });
+  template <class KK, class VV>
+  Result<std::optional<V>> getset(KK&& key, VV&& value) {
+    return set_get(std::forward<KK>(key), std::forward<VV>(value));
   }
   template <class KK, class VV>
   [[nodiscard]] bool setnx(KK&& key, VV&& value) {

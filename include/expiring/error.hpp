@@ -39,6 +39,33 @@ enum class Errc : std::uint8_t {
   // could not free enough (noeviction, or a volatile-* policy with no volatile keys).
   // Redis: "OOM command not allowed when used memory > 'maxmemory'.".
   out_of_memory,
+
+  // ---- RedisStore only (redis_store.hpp) ------------------------------------------------
+  // The in-process stores never produce these. RedisStore reports them by throwing
+  // expiring::RedisError, whose what() keeps hiredis's or Redis's own text; a Result of
+  // RedisStore carries only the codes above, as ExpiringStore's does.
+  //
+  // The connection failed: refused, reset, closed by the server, or a failed write or read.
+  // When the command had been sent, its outcome is unknown (it may have run).
+  io_error,
+  // Connecting, a command's reply, or a free pooled connection took longer than its timeout.
+  timeout,
+  // The server sent something that is not the reply the command has (a RESP3 type, an
+  // unexpected reply type), or a stored value the codec cannot decode.
+  protocol_error,
+  // Redis: "WRONGTYPE Operation against a key holding the wrong kind of value".
+  wrong_type,
+  // Redis Cluster: the keys of one multi-key call hash to different slots ("CROSSSLOT ...").
+  crossslot,
+  // Redis Cluster: "CLUSTERDOWN ..." outlasted the retries.
+  cluster_down,
+  // Redis Cluster: MOVED / ASK / TRYAGAIN redirections exceeded RedisOptions::max_redirects.
+  too_many_redirects,
+  // AUTH refused, or a command refused for lack of it or of an ACL permission
+  // ("WRONGPASS ...", "NOAUTH ...", "NOPERM ...").
+  auth_failed,
+  // Any other error reply of the server (its text is in what()).
+  server_error,
 };
 
 // A short, stable description of the error (not Redis's reply text).
@@ -51,6 +78,15 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::same_key: return "source and destination objects are the same";
     case Errc::out_of_range: return "value out of range";
     case Errc::out_of_memory: return "command not allowed when used memory > 'maxmemory'";
+    case Errc::io_error: return "connection error";
+    case Errc::timeout: return "timed out";
+    case Errc::protocol_error: return "unexpected reply";
+    case Errc::wrong_type: return "operation against a key holding the wrong kind of value";
+    case Errc::crossslot: return "keys in request don't hash to the same slot";
+    case Errc::cluster_down: return "the cluster is down";
+    case Errc::too_many_redirects: return "too many cluster redirections";
+    case Errc::auth_failed: return "authentication or permission refused";
+    case Errc::server_error: return "error reply from the server";
   }
   return "unknown error";
 }

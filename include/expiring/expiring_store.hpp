@@ -593,6 +593,33 @@ class ExpiringStore {
     return write_delete(key, /*lazy=*/true);
   }
 
+  // MSET: stores every (key, value) pair of `pairs` (a range of std::pair-like elements)
+  // without TTL, as one command for the memory limit (as_one_command): all or nothing,
+  // Errc::out_of_memory when eviction cannot make room first. Events: `set` per pair.
+  template <class Pairs>
+  Result<void> mset(const Pairs& pairs) {
+    return as_one_command([&] {
+      for (const auto& kv : pairs) (void)set(kv.first, kv.second);
+    });
+  }
+  // MSETNX: stores every pair only if none of the keys is live; true if it did.
+  template <class Pairs>
+  Result<bool> msetnx(const Pairs& pairs) {
+    for (const auto& kv : pairs) {
+      if (peek(kv.first) != nullptr) return false;
+    }
+    Result<void> r = mset(pairs);
+    if (!r.ok()) return r.error();
+    return true;
+  }
+  // DEL k1 k2 ...: the number of live keys removed (a key given twice counts once).
+  template <class Keys>
+  std::size_t del_many(const Keys& keys) {
+    std::size_t n = 0;
+    for (const auto& k : keys) n += del(k) ? std::size_t{1} : std::size_t{0};
+    return n;
+  }
+
   // ==== TTL ===============================================================================
   // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT with NX / XX / GT / LT (semantics.md B §2.1).
   // Returns true when the TTL was set or the key deleted, false when the key is missing or a

@@ -1,0 +1,57 @@
+// expiring/client/codec.hpp: how RedisStore turns keys and values into Redis strings.
+//
+// Redis stores bytes. A codec for T has two static members:
+//
+//   static void encode(const T& v, std::string& out);      // append v's bytes to out
+//   static bool decode(std::string_view bytes, T& out);    // false: not a T
+//
+// Out of the box: std::string (the bytes as they are) and the integer types (decimal text,
+// so that a value written here reads the same from redis-cli, INCR and Lua: "42", "-7").
+// For anything else, specialise expiring::RedisCodec<T> or pass a codec type as the store's
+// KeyCodec / ValueCodec parameter. A value that does not decode makes the reading call throw
+// RedisError(Errc::protocol_error): it was written by someone else, in another format.
+#pragma once
+
+#include <charconv>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+
+namespace expiring {
+
+template <class T, class Enable = void>
+struct RedisCodec {
+  static_assert(sizeof(T) == 0,
+                "expiring::RedisCodec<T>: no codec for this type; specialise expiring::RedisCodec<T> "
+                "(static void encode(const T&, std::string&); static bool decode(std::string_view, T&)) "
+                "or pass a codec type to RedisStore");
+};
+
+template <>
+struct RedisCodec<std::string> {
+  static void encode(std::string_view v, std::string& out) { out.append(v.data(), v.size()); }
+  static bool decode(std::string_view bytes, std::string& out) {
+    out.assign(bytes.data(), bytes.size());
+    return true;
+  }
+};
+
+// Integers as decimal text; decode accepts exactly what encode writes (no sign on unsigned
+// types, no spaces, no leading '+', in range).
+template <class T>
+struct RedisCodec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+  static void encode(T v, std::string& out) {
+    char buf[24];
+    const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, static_cast<std::size_t>(r.ptr - buf));
+  }
+  static bool decode(std::string_view bytes, T& out) {
+    if (bytes.empty()) return false;
+    const char* end = bytes.data() + bytes.size();
+    const std::from_chars_result r = std::from_chars(bytes.data(), end, out);
+    return r.ec == std::errc() && r.ptr == end;
+  }
+};
+
+}  // namespace expiring

@@ -1,0 +1,831 @@
+// expiring/redis_store.hpp: the store's API over a real Redis or Valkey, standalone or cluster.
+//
+// RedisStore<K, V> has the member names, argument types and results of ExpiringStore for every
+// command that exists in Redis: the same code runs in-process or against a server, with
+// Redis's own semantics (ExpiringStore reproduces them; docs/semantics.md lists the few
+// differences, which are all about timing). It is a separate CMake target, expiring::redis,
+// that links hiredis (Debian's libhiredis-dev 0.14.1 or later), so that the core library stays
+// header-only with no network dependency.
+//
+//   expiring::RedisOptions o;
+//   o.nodes = {{"127.0.0.1", 6379}};                  // a cluster: any of its nodes, and
+//   o.cluster = true;                                 // cluster = true
+//   expiring::RedisStore<std::string, std::string> store(o);
+//   (void)store.set("session:42", "alice", expiring::Ex{30});
+//   std::optional<std::string> v = store.get("session:42");
+//   std::int64_t left = store.ttl("session:42");
+//
+// ---- Results and errors ----------------------------------------------------------------------
+// Results are those of ExpiringStore, with values returned by copy: get() gives a
+// std::optional<V> (a pointer into a remote store cannot be), as ConcurrentStore's does. A
+// Result carries exactly the errors the in-process store can return (invalid_expire_time,
+// nx_and_xx_gt_lt, gt_and_lt, no_such_key, same_key, out_of_memory, out_of_range), mapped
+// from Redis's error replies, so that `store.set(k, v, Ex{0}) == Errc::invalid_expire_time`
+// holds for both. Everything else, which the in-process store cannot fail with, is thrown as
+// expiring::RedisError: code() says which (io_error and timeout for the network, wrong_type,
+// crossslot, cluster_down, too_many_redirects, auth_failed, server_error, protocol_error) and
+// what() keeps hiredis's or Redis's text. A write that was sent and then lost its connection
+// throws io_error or timeout with "(the command may have run)": its outcome is unknown, and
+// it is not sent again; reads are, once.
+//
+// ---- Threads -----------------------------------------------------------------------------------
+// Every member may be called from any number of threads at once. Each call borrows a
+// connection from a per-node pool (RedisOptions::pool_size), so calls from different threads
+// run in parallel up to the pool's size and then wait (up to pool_wait, then Errc::timeout).
+//
+// ---- Cluster -----------------------------------------------------------------------------------
+// Keys are routed by slot (client/key_slot.hpp: CRC16 with hash tags); MOVED, ASK, TRYAGAIN and
+// CLUSTERDOWN are followed (client/router.hpp). Calls on several keys:
+//   * get_many, del_many and mset are split by slot and pipelined per node; then they are not
+//     atomic across slots (each part is atomic in its slot). Use hash tags, "{user42}.a" and
+//     "{user42}.b", to keep keys together.
+//   * msetnx, rename, renamenx and copy need all their keys in one slot: otherwise they throw
+//     RedisError(Errc::crossslot) before anything is sent, as Redis would refuse them.
+//
+// ---- Members with no server analogue -------------------------------------------------------------
+//   tick()             does nothing and returns an empty TickReport: the server expires keys
+//                      itself (lazily and with its own active cycle).
+//   Options, stats(), listeners, eviction settings, memory accounting, scan(), iteration,
+//   visit(), modify(), compute(), get_or_load()
+//                      do not exist here: they are the server's configuration (maxmemory,
+//                      CONFIG SET), INFO, or need a callback under a lock that a server does
+//                      not run. Calling them does not compile.
+//   Time               EX/PX/EXAT/PXAT, TTL and EXPIRETIME use the server's clock; there is no
+//                      Clock parameter. ttl_jitter (RedisOptions) is applied client-side: the
+//                      jittered TTL is sent as PX / PEXPIRE.
+//
+// Extra members: ping(), flushdb() (every master's current database), client_stats() (the
+// client's counters: connections, round trips, redirections), and key_prefix (RedisOptions),
+// prepended to every key this store sends, for sharing one database between stores.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "client/codec.hpp"
+#include "client/connection.hpp"
+#include "client/key_slot.hpp"
+#include "client/pool.hpp"
+#include "client/router.hpp"
+#include "detail/arith.hpp"
+#include "error.hpp"
+#include "options.hpp"
+#include "stats.hpp"
+
+namespace expiring {
+
+using RedisEndpoint = client::Endpoint;
+using RedisClientStats = client::ClientStats;
+
+// How to reach the server and how the client behaves.
+struct RedisOptions {
+  // Standalone: the server (nodes[0]). Cluster: seeds, any of its nodes (the rest of the
+  // cluster is learned from CLUSTER SLOTS).
+  std::vector<RedisEndpoint> nodes{RedisEndpoint{}};
+  bool cluster = false;
+
+  // AUTH [user] password on every connection (user empty: the default user). SELECT db when
+  // db != 0 (standalone only: a cluster has database 0 alone, and the constructor throws
+  // std::invalid_argument for cluster with db != 0).
+  std::string user;
+  std::string password;
+  int db = 0;
+
+  // Connecting (TCP connect); one command's reply (a gap between two reads of one reply, as
+  // hiredis's socket timeouts measure it); waiting for a free pooled connection.
+  std::chrono::milliseconds connect_timeout{1000};
+  std::chrono::milliseconds command_timeout{1000};
+  std::chrono::milliseconds pool_wait{1000};
+  // Connections per node (>= 1).
+  std::size_t pool_size = 8;
+  // Reconnect backoff per node after a failed connect (client/pool.hpp).
+  std::chrono::milliseconds reconnect_backoff_min{10};
+  std::chrono::milliseconds reconnect_backoff_max{1000};
+  // MOVED / ASK / TRYAGAIN / CLUSTERDOWN followed per command before giving up.
+  int max_redirects = 16;
+  // Commands written per pipelined round trip (get_many, mset, del_many); >= 1.
+  std::size_t pipeline_chunk = 1000;
+  bool keepalive = true;
+  // false when the program already ignores SIGPIPE (signal(SIGPIPE, SIG_IGN), as most servers
+  // do): saves four system calls per round trip. true: each round trip blocks SIGPIPE in its
+  // thread and discards one raised by a write to a closed connection.
+  bool block_sigpipe = true;
+
+  // Prepended to every key (it counts for the slot: "{tag}" inside the key still works when
+  // the prefix has no '{').
+  std::string key_prefix;
+  // As Options::ttl_jitter; applied before sending. The constructor throws
+  // std::invalid_argument for an invalid one.
+  Jitter ttl_jitter = Jitter::none();
+  // The random source of jitter (empty: the store's own generator).
+  std::function<std::uint64_t()> random;
+};
+
+template <class K, class V, class KeyCodec = RedisCodec<K>, class ValueCodec = RedisCodec<V>>
+class RedisStore {
+ public:
+  using key_type = K;
+  using mapped_type = V;
+  static constexpr std::int64_t kNoKey = -2;
+  static constexpr std::int64_t kNoTtl = -1;
+
+  explicit RedisStore(RedisOptions options = {}) : o_(validated(std::move(options))), router_(router_settings(o_)) {}
+  RedisStore(const RedisStore&) = delete;
+  RedisStore& operator=(const RedisStore&) = delete;
+
+  const RedisOptions& options() const noexcept { return o_; }
+  bool cluster() const noexcept { return o_.cluster; }
+
+  // ==== Reading ===================================================================================
+
+  // GET: the live value, or nullopt.
+  template <class KK>
+  [[nodiscard]] std::optional<V> get(const KK& key) {
+    client::Cmd c("GET");
+    add_key(c, key);
+    return value_of(*read(c), c);
+  }
+
+  // MGET: out[i] = keys[i]'s value or nullopt; returns the number of hits. Standalone: MGET in
+  // chunks of pipeline_chunk keys, each atomic. Cluster: one GET per key, pipelined per node
+  // (no snapshot across keys). `out` must have room for size(keys) elements.
+  template <class Keys>
+  std::size_t get_many(const Keys& keys, std::optional<V>* out) {
+    std::vector<client::Cmd> cmds;
+    std::vector<std::size_t> first;  // the index of each command's first key
+    std::size_t n = 0;
+    if (!o_.cluster) {
+      for (const auto& k : keys) {
+        if (n % o_.pipeline_chunk == 0) {
+          cmds.emplace_back("MGET");
+          first.push_back(n);
+        }
+        add_key(cmds.back(), k);
+        ++n;
+      }
+    } else {
+      for (const auto& k : keys) {
+        cmds.emplace_back("GET");
+        add_key(cmds.back(), k);
+        first.push_back(n++);
+      }
+    }
+    std::vector<client::Reply> replies = router_.execute_many(cmds, true);
+    std::size_t hits = 0;
+    for (std::size_t i = 0; i < cmds.size(); ++i) {
+      const redisReply& r = *replies[i];
+      if (client::is_error(r)) throw_reply(r, cmds[i]);
+      if (!o_.cluster) {
+        if (r.type != REDIS_REPLY_ARRAY) throw unexpected(r, cmds[i]);
+        for (std::size_t j = 0; j < r.elements; ++j) {
+          out[first[i] + j] = value_of(*r.element[j], cmds[i]);
+          hits += out[first[i] + j] ? 1u : 0u;
+        }
+      } else {
+        out[first[i]] = value_of(r, cmds[i]);
+        hits += out[first[i]] ? 1u : 0u;
+      }
+    }
+    return hits;
+  }
+
+  // EXISTS / TOUCH (one key): whether the key is live (TOUCH also updates its access time).
+  template <class KK>
+  [[nodiscard]] bool exists(const KK& key) {
+    return one_key_count("EXISTS", key, true) == 1;
+  }
+  template <class KK>
+  bool touch(const KK& key) {
+    return one_key_count("TOUCH", key, true) == 1;
+  }
+
+  // TTL / PTTL / EXPIRETIME / PEXPIRETIME: as ExpiringStore's (-2 missing, -1 no TTL), on the
+  // server's clock.
+  template <class KK>
+  [[nodiscard]] std::int64_t ttl(const KK& key) {
+    return one_key_count("TTL", key, true);
+  }
+  template <class KK>
+  [[nodiscard]] std::int64_t pttl(const KK& key) {
+    return one_key_count("PTTL", key, true);
+  }
+  template <class KK>
+  [[nodiscard]] std::int64_t expiretime(const KK& key) {
+    return one_key_count("EXPIRETIME", key, true);
+  }
+  template <class KK>
+  [[nodiscard]] std::int64_t pexpiretime(const KK& key) {
+    return one_key_count("PEXPIRETIME", key, true);
+  }
+
+  // ==== Writing ===================================================================================
+
+  // SET key value [NX|XX] [EX|PX|EXAT|PXAT|KEEPTTL]: true when stored, false when NX/XX
+  // refused it. Errors: Errc::invalid_expire_time (from the server's reply), out_of_range
+  // (invalid per-call Jitter), out_of_memory (the server's maxmemory).
+  template <class KK, class VV>
+  Result<bool> set(const KK& key, const VV& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
+    client::Cmd c("SET");
+    add_key(c, key);
+    add_value(c, value);
+    if (const std::optional<Errc> e = add_expiry(c, expiry.spec())) return *e;
+    add_cond(c, cond);
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    if (r->type == REDIS_REPLY_NIL) return false;
+    if (r->type != REDIS_REPLY_STATUS) throw unexpected(*r, c);
+    return true;
+  }
+  template <class KK, class VV>
+  Result<bool> set(const KK& key, const VV& value, SetCond cond) {
+    return set(key, value, SetExpiry{}, cond);
+  }
+  // SET ... GET: the previous value (nullopt if none), whether or not NX/XX let the write happen.
+  template <class KK, class VV>
+  Result<std::optional<V>> set_get(const KK& key, const VV& value, SetExpiry expiry = {},
+                                   SetCond cond = SetCond::Always) {
+    client::Cmd c("SET");
+    add_key(c, key);
+    add_value(c, value);
+    if (const std::optional<Errc> e = add_expiry(c, expiry.spec())) return *e;
+    add_cond(c, cond);
+    c.arg("GET");
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return value_of(*r, c);
+  }
+  // SETNX / SETEX / PSETEX / GETSET.
+  template <class KK, class VV>
+  [[nodiscard]] bool setnx(const KK& key, const VV& value) {
+    return set(key, value, SetExpiry{}, SetCond::NX) == true;
+  }
+  template <class KK, class VV>
+  Result<void> setex(const KK& key, std::int64_t seconds, const VV& value) {
+    return status_of(set(key, value, Ex{seconds}));
+  }
+  template <class KK, class VV>
+  Result<void> psetex(const KK& key, std::int64_t ms, const VV& value) {
+    return status_of(set(key, value, Px{ms}));
+  }
+  template <class KK, class Rep, class Period, class VV>
+  Result<void> setex(const KK& key, std::chrono::duration<Rep, Period> ttl, const VV& value) {
+    return status_of(set(key, value, Px(ttl)));
+  }
+  template <class KK, class Rep, class Period, class VV>
+  Result<void> psetex(const KK& key, std::chrono::duration<Rep, Period> ttl, const VV& value) {
+    return status_of(set(key, value, Px(ttl)));
+  }
+  template <class KK, class VV>
+  Result<std::optional<V>> getset(const KK& key, const VV& value) {
+    return set_get(key, value);
+  }
+
+  // GETEX key [EX|PX|EXAT|PXAT|PERSIST]: the value (nullopt if missing), then the TTL change.
+  template <class KK>
+  Result<std::optional<V>> getex(const KK& key, GetExExpiry option = {}) {
+    client::Cmd c("GETEX");
+    add_key(c, key);
+    const detail::ExpirySpec spec = option.spec();
+    if (spec.kind == detail::ExpiryKind::persist) {
+      c.arg("PERSIST");
+    } else if (const std::optional<Errc> e = add_expiry(c, spec)) {
+      return *e;
+    }
+    client::Reply r = spec.kind == detail::ExpiryKind::none ? read(c) : write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return value_of(*r, c);
+  }
+  // GETDEL.
+  template <class KK>
+  std::optional<V> getdel(const KK& key) {
+    client::Cmd c("GETDEL");
+    add_key(c, key);
+    client::Reply r = write(c);
+    if (client::is_error(*r)) throw_reply(*r, c);
+    return value_of(*r, c);
+  }
+  // DEL / UNLINK (one key): whether a live key was removed.
+  template <class KK>
+  bool del(const KK& key) {
+    return one_key_count("DEL", key, false) == 1;
+  }
+  template <class KK>
+  bool unlink(const KK& key) {
+    return one_key_count("UNLINK", key, false) == 1;
+  }
+
+  // ==== Expiry ====================================================================================
+  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT with NX/XX/GT/LT: true when the TTL was set (or the
+  // key deleted by a deadline at or before the server's now), false when the key is missing or
+  // a condition failed. Errors (from the server, in Redis's order: flags, then the number):
+  // nx_and_xx_gt_lt, gt_and_lt, invalid_expire_time; out_of_range for an invalid Jitter.
+  template <class KK>
+  Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
+    return expire_generic("EXPIRE", key, seconds, flags, jitter, false);
+  }
+  template <class KK>
+  Result<bool> expire(const KK& key, std::int64_t seconds, Jitter jitter) {
+    return expire_generic("EXPIRE", key, seconds, ExpireFlags::None, jitter, false);
+  }
+  template <class KK>
+  Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
+    return expire_generic("PEXPIRE", key, ms, flags, jitter, false);
+  }
+  template <class KK>
+  Result<bool> pexpire(const KK& key, std::int64_t ms, Jitter jitter) {
+    return expire_generic("PEXPIRE", key, ms, ExpireFlags::None, jitter, false);
+  }
+  template <class KK>
+  Result<bool> expireat(const KK& key, std::int64_t unix_seconds, ExpireFlags flags = ExpireFlags::None) {
+    return expire_generic("EXPIREAT", key, unix_seconds, flags, Jitter::none(), false);
+  }
+  template <class KK>
+  Result<bool> pexpireat(const KK& key, std::int64_t unix_ms, ExpireFlags flags = ExpireFlags::None) {
+    return expire_generic("PEXPIREAT", key, unix_ms, flags, Jitter::none(), false);
+  }
+  // The std::chrono forms, as ExpiringStore's (a value beyond the int64 range of ms is
+  // Errc::invalid_expire_time, after the flag errors).
+  template <class KK, class Rep, class Period>
+  Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
+                      Jitter jitter = {}) {
+    const detail::CheckedMs ms = detail::to_ms(ttl);
+    return expire_generic("PEXPIRE", key, ms.ms, flags, jitter, !ms.ok);
+  }
+  template <class KK, class Rep, class Period>
+  Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
+    return expire(key, ttl, ExpireFlags::None, jitter);
+  }
+  template <class KK, class Rep, class Period>
+  Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
+                       Jitter jitter = {}) {
+    return expire(key, ttl, flags, jitter);
+  }
+  template <class KK, class Rep, class Period>
+  Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
+    return expire(key, ttl, ExpireFlags::None, jitter);
+  }
+  template <class KK, class D>
+  Result<bool> expireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
+                        ExpireFlags flags = ExpireFlags::None) {
+    const detail::CheckedMs ms = detail::to_unix_ms(when);
+    return expire_generic("PEXPIREAT", key, ms.ms, flags, Jitter::none(), !ms.ok);
+  }
+  template <class KK, class D>
+  Result<bool> pexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
+                         ExpireFlags flags = ExpireFlags::None) {
+    return expireat(key, when, flags);
+  }
+  // PERSIST: true if the live key had a TTL.
+  template <class KK>
+  bool persist(const KK& key) {
+    return one_key_count("PERSIST", key, false) == 1;
+  }
+
+  // ==== Atomic read-modify-write (server-side scripts) =============================================
+  // `if GET(k) == expected then PEXPIREAT(k, unix_ms, flags)`, atomically on the server (one
+  // EVALSHA; EVAL the first time a node has not seen the script). As ExpiringStore's: errors
+  // (flags, then the number) come first, whether or not the key matches.
+  template <class KK, class VV>
+  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms,
+                                  ExpireFlags flags = ExpireFlags::None) {
+    return expire_if_equal(key, expected, unix_ms, flags, false);
+  }
+  template <class KK, class VV, class D>
+  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected,
+                                  std::chrono::time_point<std::chrono::system_clock, D> when,
+                                  ExpireFlags flags = ExpireFlags::None) {
+    const detail::CheckedMs ms = detail::to_unix_ms(when);
+    return expire_if_equal(key, expected, ms.ms, flags, !ms.ok);
+  }
+  // `if GET(k) == expected then DEL(k)`: true if it was removed.
+  template <class KK, class VV>
+  bool del_if_equal(const KK& key, const VV& expected) {
+    client::Cmd c("EVALSHA");
+    client::Reply r = script(kDelIfEqual, kDelIfEqualSha, [&](client::Cmd& cmd) {
+      add_key(cmd, key);
+      add_value(cmd, expected);
+    });
+    if (client::is_error(*r)) throw_reply(*r, c);
+    return integer_of(*r, c) == 1;
+  }
+
+  // ==== Several keys ==============================================================================
+
+  // RENAME / RENAMENX / COPY: as ExpiringStore's (Errc::no_such_key, same_key). Cluster: both
+  // keys must share a slot (else RedisError crossslot, nothing sent).
+  template <class K1, class K2>
+  Result<void> rename(const K1& src, const K2& dst) {
+    client::Cmd c("RENAME");
+    add_key(c, src);
+    add_key(c, dst);
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return {};
+  }
+  template <class K1, class K2>
+  Result<bool> renamenx(const K1& src, const K2& dst) {
+    client::Cmd c("RENAMENX");
+    add_key(c, src);
+    add_key(c, dst);
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return integer_of(*r, c) == 1;
+  }
+  template <class K1, class K2>
+  Result<bool> copy(const K1& src, const K2& dst, bool replace = false) {
+    client::Cmd c("COPY");
+    add_key(c, src);
+    add_key(c, dst);
+    if (replace) c.arg("REPLACE");
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return integer_of(*r, c) == 1;
+  }
+
+  // MSET of (key, value) pairs, without TTL. Standalone: atomic (one MSET per pipeline_chunk
+  // pairs). Cluster: one MSET per slot, pipelined per node: atomic per slot only.
+  template <class Pairs>
+  Result<void> mset(const Pairs& pairs) {
+    std::vector<client::Cmd> cmds;
+    if (!o_.cluster) {
+      std::size_t n = 0;
+      for (const auto& kv : pairs) {
+        if (n++ % o_.pipeline_chunk == 0) cmds.emplace_back("MSET");
+        add_key(cmds.back(), kv.first);
+        add_value(cmds.back(), kv.second);
+      }
+    } else {
+      std::vector<int> slot_of_cmd;
+      for (const auto& kv : pairs) {
+        client::Cmd probe("MSET");
+        add_key(probe, kv.first);
+        std::size_t i = 0;
+        while (i < cmds.size() && slot_of_cmd[i] != probe.slot()) ++i;
+        if (i == cmds.size()) {
+          cmds.emplace_back("MSET");
+          slot_of_cmd.push_back(probe.slot());
+        }
+        add_key(cmds[i], kv.first);
+        add_value(cmds[i], kv.second);
+      }
+    }
+    std::vector<client::Reply> replies = router_.execute_many(cmds, false);
+    std::optional<Errc> first;
+    for (std::size_t i = 0; i < cmds.size(); ++i) {
+      if (const std::optional<Errc> e = contract_error(*replies[i], cmds[i]); e && !first) first = e;
+    }
+    if (first) return *first;
+    return {};
+  }
+  // MSETNX: all pairs or none, if no key exists; true if stored. Cluster: one slot only.
+  template <class Pairs>
+  Result<bool> msetnx(const Pairs& pairs) {
+    client::Cmd c("MSETNX");
+    for (const auto& kv : pairs) {
+      add_key(c, kv.first);
+      add_value(c, kv.second);
+    }
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return integer_of(*r, c) == 1;
+  }
+  // DEL k1 k2 ...: the number of live keys removed. Standalone: one DEL per pipeline_chunk
+  // keys. Cluster: one DEL per key, pipelined per node.
+  template <class Keys>
+  std::size_t del_many(const Keys& keys) {
+    std::vector<client::Cmd> cmds;
+    std::size_t n = 0;
+    for (const auto& k : keys) {
+      if (o_.cluster || n++ % o_.pipeline_chunk == 0) cmds.emplace_back("DEL");
+      add_key(cmds.back(), k);
+    }
+    std::vector<client::Reply> replies = router_.execute_many(cmds, false);
+    std::size_t removed = 0;
+    for (std::size_t i = 0; i < cmds.size(); ++i) {
+      if (client::is_error(*replies[i])) throw_reply(*replies[i], cmds[i]);
+      removed += static_cast<std::size_t>(integer_of(*replies[i], cmds[i]));
+    }
+    return removed;
+  }
+
+  // ==== Members with no server analogue, and the client's own ========================================
+
+  // Does nothing: the server expires keys itself.
+  TickReport tick(CycleKind = CycleKind::Slow) noexcept { return TickReport{}; }
+
+  // PING every master (or the server); throws RedisError if one does not answer PONG.
+  void ping() { on_every_master(client::Cmd("PING")); }
+  // FLUSHDB on every master (or the server): every key of the database, not only this
+  // store's prefix.
+  void flushdb() { on_every_master(client::Cmd("FLUSHDB")); }
+  // The client's counters (connections, round trips, redirections followed).
+  RedisClientStats client_stats() const noexcept { return router_.stats(); }
+  // The slot of a key as this store sends it (prefix included).
+  template <class KK>
+  int key_slot(const KK& key) const {
+    client::Cmd c("X");
+    add_key(c, key);
+    return c.slot();
+  }
+
+ private:
+  // The scripts, and their SHA1 digests (tests/test_redis_store.cpp checks each against
+  // SCRIPT LOAD, so that an edit of a script without its digest fails there).
+  static constexpr const char* kExpireIfEqual =
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+      "return redis.call('PEXPIREAT', KEYS[1], ARGV[2], unpack(ARGV, 3)) end return 0";
+  static constexpr const char* kDelIfEqual =
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+ public:
+  static constexpr const char* kExpireIfEqualSha = "56d2c85a115b45c9580f819bd89a7344430dca05";
+  static constexpr const char* kDelIfEqualSha = "6fbe84d1140fd2047394924af9d845b83c070bec";
+  static constexpr const char* expire_if_equal_script() noexcept { return kExpireIfEqual; }
+  static constexpr const char* del_if_equal_script() noexcept { return kDelIfEqual; }
+
+ private:
+  static RedisOptions validated(RedisOptions o) {
+    if (o.nodes.empty()) throw std::invalid_argument("expiring::RedisStore: RedisOptions::nodes is empty");
+    if (o.cluster && o.db != 0) {
+      throw std::invalid_argument("expiring::RedisStore: a cluster has only database 0 (RedisOptions::db)");
+    }
+    if (o.db < 0) throw std::invalid_argument("expiring::RedisStore: RedisOptions::db must be >= 0");
+    if (o.pool_size == 0) throw std::invalid_argument("expiring::RedisStore: RedisOptions::pool_size must be >= 1");
+    if (o.pipeline_chunk == 0) throw std::invalid_argument("expiring::RedisStore: RedisOptions::pipeline_chunk must be >= 1");
+    if (o.max_redirects < 0) throw std::invalid_argument("expiring::RedisStore: RedisOptions::max_redirects must be >= 0");
+    if (!o.ttl_jitter.valid()) {
+      throw std::invalid_argument("expiring::RedisStore: ttl_jitter percent must be 0..100 and spread >= 0");
+    }
+    if (o.ttl_jitter.kind() == Jitter::Kind::inherit) o.ttl_jitter = Jitter::none();
+    for (const RedisEndpoint& e : o.nodes) {
+      if (e.port <= 0 || e.port > 65535 || e.host.empty()) {
+        throw std::invalid_argument("expiring::RedisStore: bad node address '" + e.str() + "'");
+      }
+    }
+    return o;
+  }
+  static client::RouterSettings router_settings(const RedisOptions& o) {
+    client::RouterSettings s;
+    s.cluster = o.cluster;
+    s.seeds = o.nodes;
+    s.connection.connect_timeout = o.connect_timeout;
+    s.connection.command_timeout = o.command_timeout;
+    s.connection.user = o.user;
+    s.connection.password = o.password;
+    s.connection.db = o.db;
+    s.connection.keepalive = o.keepalive;
+    s.connection.block_sigpipe = o.block_sigpipe;
+    s.pool.size = o.pool_size;
+    s.pool.wait = o.pool_wait;
+    s.pool.backoff_min = o.reconnect_backoff_min;
+    s.pool.backoff_max = o.reconnect_backoff_max;
+    s.max_redirects = o.max_redirects;
+    s.pipeline_chunk = o.pipeline_chunk;
+    return s;
+  }
+
+  // ---- Encoding ----------------------------------------------------------------------------
+
+  template <class T, class Codec, class X>
+  static void encode_as(const X& x, std::string& out) {
+    if constexpr (std::is_same_v<T, std::string> && std::is_convertible_v<const X&, std::string_view>) {
+      out.append(std::string_view(x));
+    } else if constexpr (std::is_same_v<X, T>) {
+      Codec::encode(x, out);
+    } else {
+      Codec::encode(T(x), out);
+    }
+  }
+  template <class KK>
+  void add_key(client::Cmd& c, const KK& key) const {
+    std::string b = o_.key_prefix;
+    encode_as<K, KeyCodec>(key, b);
+    c.key(b);
+  }
+  template <class VV>
+  static void add_value(client::Cmd& c, const VV& value) {
+    std::string b;
+    encode_as<V, ValueCodec>(value, b);
+    c.arg(b);
+  }
+  static void add_cond(client::Cmd& c, SetCond cond) {
+    if (cond == SetCond::NX) c.arg("NX");
+    if (cond == SetCond::XX) c.arg("XX");
+  }
+  static void add_flags(client::Cmd& c, ExpireFlags f) {
+    if (has(f, ExpireFlags::NX)) c.arg("NX");
+    if (has(f, ExpireFlags::XX)) c.arg("XX");
+    if (has(f, ExpireFlags::GT)) c.arg("GT");
+    if (has(f, ExpireFlags::LT)) c.arg("LT");
+  }
+
+  // The expiry argument of SET / GETEX. A value the in-process store finds invalid before any
+  // lookup (a chrono value beyond the int64 range of ms) is sent as EX INT64_MAX, which Redis
+  // refuses the same way ("invalid expire time"), in its own order relative to the key's
+  // lookup. A positive, in-range relative TTL is jittered here and sent as PX.
+  std::optional<Errc> add_expiry(client::Cmd& c, detail::ExpirySpec sp) {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    using detail::ExpiryKind;
+    if (sp.kind == ExpiryKind::none) return std::nullopt;
+    if (sp.kind == ExpiryKind::keepttl) {
+      c.arg("KEEPTTL");
+      return std::nullopt;
+    }
+    if (sp.invalid) {
+      c.arg("EX").arg(kMax);
+      return std::nullopt;
+    }
+    const bool relative = sp.kind == ExpiryKind::ex || sp.kind == ExpiryKind::px;
+    if (relative && sp.value > 0) {
+      if (!sp.jitter.valid()) return Errc::out_of_range;
+      std::int64_t ms = sp.value;
+      if (sp.kind == ExpiryKind::px || detail::seconds_to_ms(sp.value, ms)) {
+        const std::int64_t j = jittered_ttl(ms, sp.jitter);
+        if (j != ms) {
+          c.arg("PX").arg(j);
+          return std::nullopt;
+        }
+      }
+    }
+    static constexpr const char* kNames[] = {"", "EX", "PX", "EXAT", "PXAT"};
+    c.arg(kNames[static_cast<int>(sp.kind)]).arg(sp.value);
+    return std::nullopt;
+  }
+
+  // A positive TTL of ttl_ms plus d, d uniform in [-s, s], at least 1 and at most INT64_MAX
+  // (the in-process store's jitter, relative to now).
+  std::int64_t jittered_ttl(std::int64_t ttl_ms, Jitter j) {
+    if (j.kind() == Jitter::Kind::inherit) j = o_.ttl_jitter;
+    const std::int64_t s = j.spread_for(ttl_ms);
+    if (s <= 0) return ttl_ms;
+    const std::uint64_t us = static_cast<std::uint64_t>(s);
+    const std::uint64_t r = next_random() % (2 * us + 1);
+    if (r >= us) {
+      const std::uint64_t up = r - us;
+      const std::uint64_t room = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() - ttl_ms);
+      return up > room ? std::numeric_limits<std::int64_t>::max() : ttl_ms + static_cast<std::int64_t>(up);
+    }
+    const std::uint64_t down = us - r;
+    return down >= static_cast<std::uint64_t>(ttl_ms) ? 1 : ttl_ms - static_cast<std::int64_t>(down);
+  }
+  std::uint64_t next_random() {
+    if (o_.random) return o_.random();
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    return rng();
+  }
+
+  // ---- Running commands ----------------------------------------------------------------------
+
+  client::Reply read(const client::Cmd& c) { return run(c, true); }
+  client::Reply write(const client::Cmd& c) { return run(c, false); }
+  client::Reply run(const client::Cmd& c, bool idempotent) {
+    if (c.crossslot() && o_.cluster) {
+      throw RedisError(Errc::crossslot, std::string(c.name()) + ": keys in request don't hash to the same slot");
+    }
+    return router_.execute(c, idempotent);
+  }
+
+  // EVALSHA <sha> 1 <fill's arguments>, and EVAL <source> 1 ... when the node has not cached
+  // the script (NOSCRIPT: a node that restarted, or the target of an ASK).
+  template <class Fill>
+  client::Reply script(const char* source, const char* sha, Fill&& fill) {
+    client::Cmd c("EVALSHA");
+    c.arg(sha).arg(std::int64_t{1});
+    fill(c);
+    client::Reply r = write(c);
+    if (!client::is_error(*r) || !client::starts_with(client::text(*r), "NOSCRIPT")) return r;
+    client::Cmd e("EVAL");
+    e.arg(source).arg(std::int64_t{1});
+    fill(e);
+    return write(e);
+  }
+
+  template <class KK>
+  std::int64_t one_key_count(const char* name, const KK& key, bool idempotent) {
+    client::Cmd c(name);
+    add_key(c, key);
+    client::Reply r = run(c, idempotent);
+    if (client::is_error(*r)) throw_reply(*r, c);
+    return integer_of(*r, c);
+  }
+
+  template <class KK>
+  Result<bool> expire_generic(const char* name, const KK& key, std::int64_t v, ExpireFlags flags, Jitter jitter,
+                              bool overflowed) {
+    const bool relative = std::string_view(name).find("AT") == std::string_view::npos;
+    if (!jitter.valid()) {
+      // The in-process order: flag errors, then the jitter. Flags are pure; check them here.
+      if (const std::optional<Errc> e = flag_error(flags)) return *e;
+      return Errc::out_of_range;
+    }
+    std::string_view cmd = name;
+    if (overflowed) {
+      // Beyond the int64 range of ms: EXPIRE/EXPIREAT with INT64_MAX seconds, which Redis
+      // refuses as "invalid expire time" after checking the flags.
+      cmd = relative ? "EXPIRE" : "EXPIREAT";
+      v = std::numeric_limits<std::int64_t>::max();
+    } else if (relative && v > 0) {
+      std::int64_t ms = v;
+      if ((cmd == "PEXPIRE" || detail::seconds_to_ms(v, ms))) {
+        const std::int64_t j = jittered_ttl(ms, jitter);
+        if (j != ms) {
+          cmd = "PEXPIRE";
+          v = j;
+        }
+      }
+    }
+    client::Cmd c(cmd);
+    add_key(c, key);
+    c.arg(v);
+    add_flags(c, flags);
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return integer_of(*r, c) == 1;
+  }
+
+  static std::optional<Errc> flag_error(ExpireFlags flags) {
+    const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
+    const bool gt = has(flags, ExpireFlags::GT), lt = has(flags, ExpireFlags::LT);
+    if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
+    if (gt && lt) return Errc::gt_and_lt;
+    return std::nullopt;
+  }
+
+  template <class KK, class VV>
+  Result<bool> expire_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms, ExpireFlags flags,
+                               bool overflowed) {
+    // Checked here, before the script, so that they win over a missing key or another value.
+    if (const std::optional<Errc> e = flag_error(flags)) return *e;
+    if (overflowed) return Errc::invalid_expire_time;
+    client::Cmd c("EVALSHA");
+    client::Reply r = script(kExpireIfEqual, kExpireIfEqualSha, [&](client::Cmd& cmd) {
+      add_key(cmd, key);
+      add_value(cmd, expected);
+      cmd.arg(unix_ms);
+      add_flags(cmd, flags);
+    });
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return integer_of(*r, c) == 1;
+  }
+
+  void on_every_master(const client::Cmd& c) {
+    for (client::NodePool* n : router_.masters()) {
+      client::NodePool::Lease conn = n->acquire();
+      client::Reply r = conn->call(c);
+      if (client::is_error(*r)) throw_reply(*r, c);
+    }
+  }
+
+  // ---- Replies ---------------------------------------------------------------------------------
+
+  // An error reply that a Result carries, or nothing for a reply that is not an error; throws
+  // RedisError for any other error reply.
+  static std::optional<Errc> contract_error(const redisReply& r, const client::Cmd& c) {
+    if (!client::is_error(r)) return std::nullopt;
+    const Errc e = client::classify_error_reply(client::text(r));
+    if (client::is_contract_error(e)) return e;
+    throw_reply(r, c);
+  }
+  [[noreturn]] static void throw_reply(const redisReply& r, const client::Cmd& c) {
+    throw RedisError(client::classify_error_reply(client::text(r)),
+                     std::string(c.name()) + ": " + std::string(client::text(r)));
+  }
+  static RedisError unexpected(const redisReply& r, const client::Cmd& c) {
+    return RedisError(Errc::protocol_error,
+                      std::string(c.name()) + ": unexpected reply type " + std::to_string(r.type));
+  }
+  static std::int64_t integer_of(const redisReply& r, const client::Cmd& c) {
+    if (r.type != REDIS_REPLY_INTEGER) throw unexpected(r, c);
+    return static_cast<std::int64_t>(r.integer);
+  }
+  static std::optional<V> value_of(const redisReply& r, const client::Cmd& c) {
+    if (r.type == REDIS_REPLY_NIL) return std::nullopt;
+    if (r.type == REDIS_REPLY_ERROR) throw_reply(r, c);
+    if (r.type != REDIS_REPLY_STRING) throw unexpected(r, c);
+    V v{};
+    if (!ValueCodec::decode(client::text(r), v)) {
+      throw RedisError(Errc::protocol_error, std::string(c.name()) + ": a stored value does not decode as the value type");
+    }
+    return v;
+  }
+  static Result<void> status_of(const Result<bool>& r) {
+    if (!r.ok()) return r.error();
+    return {};
+  }
+
+  RedisOptions o_;
+  client::Router router_;
+};
+
+}  // namespace expiring

@@ -1,0 +1,209 @@
+// tests/backend/backends.hpp: the engines the conformance suite runs on, behind one shape.
+//
+// Each backend type gives a fresh, empty store per test case and a way to let time pass:
+//
+//   B b;                       // skips the test case (ready() false, why()) if it cannot run
+//   auto& s = b.store();       // ExpiringStore, ConcurrentStore or RedisStore of strings
+//   b.now_ms();                // the store's clock: a ManualClock, or the server's TIME
+//   b.pass(ms);                // advance the ManualClock, or sleep
+//   B::kSlackMs                // how far a relative reading (TTL, PTTL) may lag: 0 in-process
+//
+// In-process stores run on a ManualClock set to a recent Unix time, so that absolute times
+// mean the same on every backend. The Redis backends share one server (or one cluster) per
+// test process, started on first use, and give each test case its own key prefix instead of
+// a fresh server: keys of different cases never meet.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "backend/servers.hpp"
+#include "expiring/concurrent_store.hpp"
+#include "expiring/expiring_store.hpp"
+#include "expiring/redis_store.hpp"
+
+namespace backend_test {
+
+using Str = std::string;
+inline constexpr std::int64_t kEpochMs = 1'750'000'000'000;  // 2025-06-15, a plausible "now"
+
+struct InProcess {
+  static constexpr const char* kName = "ExpiringStore";
+  static constexpr bool kRemote = false;
+  static constexpr std::int64_t kSlackMs = 0;
+  using store_type = expiring::ExpiringStore<Str, Str, expiring::Hash<Str>, std::equal_to<>, expiring::ManualClock>;
+
+  InProcess() : store_(clock_) {}
+  bool ready() const { return true; }
+  std::string why() const { return {}; }
+  store_type& store() { return store_; }
+  std::int64_t now_ms() const { return clock_.now_ms(); }
+  void pass(std::int64_t ms) { clock_.advance(ms); }
+
+ private:
+  expiring::ManualClock clock_{kEpochMs};
+  store_type store_;
+};
+
+struct Concurrent {
+  static constexpr const char* kName = "ConcurrentStore";
+  static constexpr bool kRemote = false;
+  static constexpr std::int64_t kSlackMs = 0;
+  using store_type = expiring::ConcurrentStore<Str, Str, expiring::ManualClock>;
+
+  Concurrent() : store_(clock_, expiring::Options{}, expiring::ConcurrencyOptions{4}) {}
+  bool ready() const { return true; }
+  std::string why() const { return {}; }
+  store_type& store() { return store_; }
+  std::int64_t now_ms() const { return clock_.now_ms(); }
+  void pass(std::int64_t ms) { clock_.advance(ms); }
+
+ private:
+  expiring::ManualClock clock_{kEpochMs};
+  store_type store_;
+};
+
+// The server's TIME in ms.
+inline std::int64_t server_time_ms(const live::Reply& r) {
+  if (r.type() != live::Reply::Type::array || r.elements().size() != 2) throw std::runtime_error("TIME: unexpected reply");
+  return std::stoll(r.elements()[0].str()) * 1000 + std::stoll(r.elements()[1].str()) / 1000;
+}
+
+inline std::string next_prefix() {
+  static std::atomic<int> n{0};
+  return "c" + std::to_string(n.fetch_add(1)) + ":";
+}
+
+// A redis-server shared by the test process; nullptr (with why) when it cannot start.
+inline StandaloneRedis* shared_server(std::string& why) {
+  static std::string error;
+  static std::unique_ptr<StandaloneRedis> server = [] {
+    std::unique_ptr<StandaloneRedis> s;
+    if (!have_redis()) {
+      error = "redis-server or redis-cli not installed";
+      return s;
+    }
+    try {
+      ServerConfig cfg;
+      cfg.extra_args = {"--enable-debug-command", "local"};  // DEBUG SLEEP in the pool test
+      s = std::make_unique<StandaloneRedis>(cfg);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    return s;
+  }();
+  why = error;
+  return server.get();
+}
+
+inline RedisCluster* shared_cluster(std::string& why) {
+  static std::string error;
+  static std::unique_ptr<RedisCluster> cluster = [] {
+    std::unique_ptr<RedisCluster> c;
+    if (!have_redis()) {
+      error = "redis-server or redis-cli not installed";
+      return c;
+    }
+    try {
+      c = std::make_unique<RedisCluster>();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    return c;
+  }();
+  why = error;
+  return cluster.get();
+}
+
+struct Standalone {
+  static constexpr const char* kName = "RedisStore standalone";
+  static constexpr bool kRemote = true;
+  static constexpr std::int64_t kSlackMs = 200;
+  using store_type = expiring::RedisStore<Str, Str>;
+
+  Standalone() {
+    server_ = shared_server(why_);
+    if (server_ == nullptr) return;
+    expiring::RedisOptions o;
+    o.nodes = {{"127.0.0.1", server_->port()}};
+    o.key_prefix = next_prefix();
+    store_ = std::make_unique<store_type>(o);
+  }
+  bool ready() const { return store_ != nullptr; }
+  std::string why() const { return why_; }
+  store_type& store() { return *store_; }
+  std::int64_t now_ms() { return server_time_ms(server_->command({"TIME"})); }
+  void pass(std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+ private:
+  std::string why_;
+  StandaloneRedis* server_ = nullptr;
+  std::unique_ptr<store_type> store_;
+};
+
+struct Cluster {
+  static constexpr const char* kName = "RedisStore cluster";
+  static constexpr bool kRemote = true;
+  static constexpr std::int64_t kSlackMs = 200;
+  using store_type = expiring::RedisStore<Str, Str>;
+
+  Cluster() {
+    cluster_ = shared_cluster(why_);
+    if (cluster_ == nullptr) return;
+    expiring::RedisOptions o;
+    o.cluster = true;
+    o.nodes = {{"127.0.0.1", cluster_->ports()[0]}};
+    o.key_prefix = next_prefix();
+    store_ = std::make_unique<store_type>(o);
+  }
+  bool ready() const { return store_ != nullptr; }
+  std::string why() const { return why_; }
+  store_type& store() { return *store_; }
+  std::int64_t now_ms() { return server_time_ms(cluster_->command(0, {"TIME"})); }
+  void pass(std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+ private:
+  std::string why_;
+  RedisCluster* cluster_ = nullptr;
+  std::unique_ptr<store_type> store_;
+};
+
+// ---- One call shape over every store --------------------------------------------------------
+
+// get() as an optional copy (ExpiringStore returns a pointer).
+template <class S, class KK>
+std::optional<Str> get(S& s, const KK& key) {
+  auto r = s.get(key);
+  if constexpr (std::is_pointer_v<decltype(r)>) {
+    return r != nullptr ? std::optional<Str>(*r) : std::nullopt;
+  } else {
+    return r;
+  }
+}
+
+// get_many() as a vector of optionals.
+template <class S>
+std::vector<std::optional<Str>> get_many(S& s, const std::vector<Str>& keys, std::size_t* hits = nullptr) {
+  std::vector<std::optional<Str>> out(keys.size());
+  std::size_t h = 0;
+  if constexpr (std::is_same_v<S, InProcess::store_type>) {
+    std::vector<const Str*> p(keys.size());
+    h = s.get_many(keys, p.data());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (p[i] != nullptr) out[i] = *p[i];
+    }
+  } else {
+    h = s.get_many(keys, out.data());
+  }
+  if (hits != nullptr) *hits = h;
+  return out;
+}
+
+}  // namespace backend_test

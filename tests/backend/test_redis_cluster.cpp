@@ -1,0 +1,190 @@
+// tests/backend/test_redis_cluster.cpp: RedisStore on a real three-master Redis Cluster.
+//
+// Routing (the client's slots agree with CLUSTER KEYSLOT, keys land on all three masters),
+// multi-key calls across slots (split, or refused with crossslot before anything is sent),
+// scripts on nodes that have not cached them, and a slot migration in redis-cli's order with
+// the store used between the steps: ASK while the slot is migrating, TRYAGAIN for a
+// multi-key command whose keys are split between the two nodes, MOVED once it has moved,
+// after which the refreshed map sends the key straight to its new owner.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/backends.hpp"
+#include "catch.hpp"
+
+using expiring::Errc;
+using expiring::RedisError;
+using expiring::RedisOptions;
+using backend_test::RedisCluster;
+using Store = expiring::RedisStore<std::string, std::string>;
+
+namespace {
+
+#define NEED_CLUSTER()                                                     \
+  std::string why_;                                                        \
+  RedisCluster* cluster = backend_test::shared_cluster(why_);              \
+  if (cluster == nullptr) EXPIRING_SKIP("no Redis Cluster: " << why_)
+
+RedisOptions cluster_options(const RedisCluster& c, const std::string& prefix = backend_test::next_prefix()) {
+  RedisOptions o;
+  o.cluster = true;
+  o.nodes = {{"127.0.0.1", c.ports()[1]}};  // any node will do as the seed
+  o.key_prefix = prefix;
+  return o;
+}
+
+template <class F>
+Errc thrown(F&& fn) {
+  try {
+    fn();
+  } catch (const RedisError& e) {
+    return e.code();
+  }
+  FAIL("no RedisError was thrown");
+  return Errc{};
+}
+
+std::int64_t count_in_slot(RedisCluster& c, std::size_t node, int slot) {
+  return c.command(node, {"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}).integer();
+}
+
+}  // namespace
+
+TEST_CASE("redis cluster: the client's key slots are the server's", "[cluster]") {
+  NEED_CLUSTER();
+  Store s(cluster_options(*cluster, ""));
+  const std::vector<std::string> keys{"foo", "bar", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "{}",
+                                      "a{b}c", "x{", "}{y}", std::string("nul\0key", 7)};
+  for (const std::string& k : keys) CHECK(s.key_slot(k) == cluster->keyslot(k));
+  for (int i = 0; i < 100; ++i) {
+    const std::string k = "random-" + std::to_string(i * 7919) + (i % 3 == 0 ? "{tag" + std::to_string(i) + "}" : "");
+    CHECK(s.key_slot(k) == cluster->keyslot(k));
+  }
+}
+
+TEST_CASE("redis cluster: keys are routed to every master", "[cluster]") {
+  NEED_CLUSTER();
+  RedisOptions o = cluster_options(*cluster);
+  Store s(o);
+  std::vector<std::int64_t> per_node(3, 0);
+  for (int i = 0; i < 300; ++i) {
+    const std::string k = "k" + std::to_string(i);
+    REQUIRE(s.set(k, std::to_string(i), expiring::Ex{600}) == true);
+    ++per_node[cluster->owner_of_slot(s.key_slot(k))];
+  }
+  for (std::size_t n = 0; n < 3; ++n) CHECK(per_node[n] > 50);
+  std::int64_t total = 0;
+  for (std::size_t n = 0; n < 3; ++n) total += cluster->command(n, {"DBSIZE"}).integer();
+  CHECK(total >= 300);
+  // Each key is where its slot says, readable through the store.
+  for (int i = 0; i < 300; i += 37) CHECK(s.get("k" + std::to_string(i)) == std::to_string(i));
+  CHECK(s.client_stats().moved == 0);  // the map was loaded before the first command
+}
+
+TEST_CASE("redis cluster: multi-key calls across slots are split or refused", "[cluster]") {
+  NEED_CLUSTER();
+  Store s(cluster_options(*cluster));
+  REQUIRE(s.key_slot("a") != s.key_slot("b"));
+  REQUIRE(s.set("a", "1") == true);
+  const auto before = s.client_stats().commands;
+  CHECK(thrown([&] { (void)s.rename("a", "b"); }) == Errc::crossslot);
+  CHECK(thrown([&] { (void)s.renamenx("a", "b"); }) == Errc::crossslot);
+  CHECK(thrown([&] { (void)s.copy("a", "b"); }) == Errc::crossslot);
+  CHECK(thrown([&] { (void)s.msetnx(std::vector<std::pair<std::string, std::string>>{{"a", "1"}, {"b", "2"}}); }) ==
+        Errc::crossslot);
+  CHECK(s.client_stats().commands == before);  // refused before anything was sent
+  CHECK(s.exists("a"));
+  CHECK_FALSE(s.exists("b"));
+  // Split by slot: not atomic across slots, each part is.
+  CHECK(s.mset(std::vector<std::pair<std::string, std::string>>{{"a", "x"}, {"b", "y"}, {"c", "z"}}).ok());
+  std::vector<std::optional<std::string>> out(4);
+  CHECK(s.get_many(std::vector<std::string>{"a", "b", "c", "d"}, out.data()) == 3);
+  CHECK(out[1] == std::string("y"));
+  CHECK(s.del_many(std::vector<std::string>{"a", "b", "c", "d"}) == 3);
+}
+
+TEST_CASE("redis cluster: scripts run on nodes that have not cached them", "[cluster]") {
+  NEED_CLUSTER();
+  Store s(cluster_options(*cluster));
+  for (std::size_t n = 0; n < 3; ++n) cluster->command(n, {"SCRIPT", "FLUSH"});
+  int done = 0;
+  for (int i = 0; i < 30; ++i) {
+    const std::string k = "lease" + std::to_string(i);
+    REQUIRE(s.set(k, "me") == true);
+    done += s.pexpireat_if_equal(k, "me", backend_test::kEpochMs * 2) == true ? 1 : 0;
+    done += s.del_if_equal(k, "me") ? 1 : 0;
+  }
+  CHECK(done == 60);
+}
+
+TEST_CASE("redis cluster: a slot migration is followed through ASK, TRYAGAIN and MOVED", "[cluster]") {
+  NEED_CLUSTER();
+  RedisOptions o = cluster_options(*cluster);
+  o.max_redirects = 5;  // TRYAGAIN below is given up on quickly
+  Store s(o);
+  const std::string tag = "{mig}";
+  const int slot = s.key_slot(tag + "k1");
+  const std::size_t from = cluster->owner_of_slot(slot);
+  const std::size_t to = (from + 1) % 3;
+
+  REQUIRE(s.set(tag + "k1", "v1", expiring::Ex{600}) == true);
+  const std::int64_t deadline = s.pexpiretime(tag + "k1");
+  cluster->begin_migration(slot, from, to);
+
+  // A key still on the source is served there.
+  auto st = s.client_stats();
+  CHECK(s.get(tag + "k1") == std::string("v1"));
+  CHECK(s.client_stats().ask == st.ask);
+  // A new key: the source answers ASK, the target (with ASKING) takes it.
+  CHECK(s.set(tag + "k2", "v2") == true);
+  CHECK(s.client_stats().ask == st.ask + 1);
+  CHECK(count_in_slot(*cluster, to, slot) == 1);
+  CHECK(count_in_slot(*cluster, from, slot) == 1);
+  CHECK(s.get(tag + "k2") == std::string("v2"));  // ASK again: the map is not changed by ASK
+  CHECK(s.client_stats().ask == st.ask + 2);
+  CHECK(s.client_stats().moved == st.moved);
+  // k1 here, k3 missing: TRYAGAIN, retried max_redirects times, then reported.
+  CHECK(thrown([&] { (void)s.rename(tag + "k1", tag + "k3"); }) == Errc::too_many_redirects);
+  CHECK(s.client_stats().tryagain >= st.tryagain + 5);
+  CHECK(s.get(tag + "k1") == std::string("v1"));
+
+  // Move the keys: now k1 is asked for at the target too.
+  CHECK(cluster->migrate_keys(slot, from, to) == 1);
+  st = s.client_stats();
+  CHECK(s.get(tag + "k1") == std::string("v1"));
+  CHECK(s.client_stats().ask == st.ask + 1);
+  CHECK(s.pexpiretime(tag + "k1") >= deadline - 100);  // MIGRATE carries the TTL (relative)
+  CHECK(s.pexpiretime(tag + "k1") <= deadline + 100);
+  // A script through ASK, on a target that may not have it cached.
+  cluster->command(to, {"SCRIPT", "FLUSH"});
+  CHECK(s.pexpireat_if_equal(tag + "k1", "v1", deadline + 5000) == true);
+  CHECK(s.pexpiretime(tag + "k1") == deadline + 5000);
+  // A batch that mixes the migrating slot with others.
+  std::vector<std::string> batch{tag + "k1", "elsewhere1", tag + "k2", "elsewhere2", tag + "nothing"};
+  REQUIRE(s.set("elsewhere1", "e1") == true);
+  REQUIRE(s.set("elsewhere2", "e2") == true);
+  std::vector<std::optional<std::string>> out(batch.size());
+  CHECK(s.get_many(batch, out.data()) == 4);
+  CHECK(out[0] == std::string("v1"));
+  CHECK(out[2] == std::string("v2"));
+  CHECK(out[4] == std::nullopt);
+
+  // The slot is the target's: MOVED once, then the refreshed map goes straight there.
+  cluster->finish_migration(slot, from, to);
+  st = s.client_stats();
+  CHECK(s.get(tag + "k2") == std::string("v2"));
+  CHECK(s.client_stats().moved == st.moved + 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // past the reload's rate limit
+  CHECK(s.get(tag + "k1") == std::string("v1"));
+  st = s.client_stats();
+  for (int i = 0; i < 5; ++i) CHECK(s.get(tag + "k1") == std::string("v1"));
+  CHECK(s.rename(tag + "k1", tag + "k3").ok());  // no keys missing any more: it runs
+  CHECK(s.client_stats().moved == st.moved);
+  CHECK(s.client_stats().ask == st.ask);
+  CHECK(s.client_stats().slot_map_refreshes >= 2);
+  CHECK(count_in_slot(*cluster, to, slot) == 2);
+  CHECK(count_in_slot(*cluster, from, slot) == 0);
+  CHECK(s.del_many(std::vector<std::string>{tag + "k2", tag + "k3", "elsewhere1", "elsewhere2"}) == 4);
+}
