@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # ---- Debian packages ------------------------------------------------------------------------
 packages=(cmake g++ make pkg-config libabsl-dev libxxhash-dev catch2 libbenchmark-dev
-          redis-server redis-tools libtbb-dev libcuckoo-dev)
+          redis-server redis-tools libhiredis-dev libtbb-dev libcuckoo-dev)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
@@ -50,7 +50,7 @@ fi
 
 # -g1 (line tables only) instead of -g: enough for sanitizer and debugger backtraces, and
 # much faster to compile and link for this template-heavy suite on two cores.
-common=(-DFETCHCONTENT_FULLY_DISCONNECTED=ON -DCMAKE_CXX_STANDARD_REQUIRED=ON
+common=(-DFETCHCONTENT_FULLY_DISCONNECTED=ON -DEXPIRING_REDIS=ON -DCMAKE_CXX_STANDARD_REQUIRED=ON
         -DCMAKE_CXX_EXTENSIONS=OFF "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1"
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
 total_passed=0

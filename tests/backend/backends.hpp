@@ -34,13 +34,14 @@ namespace backend_test {
 using Str = std::string;
 inline constexpr std::int64_t kEpochMs = 1'750'000'000'000;  // 2025-06-15, a plausible "now"
 
-struct InProcess {
+template <class V>
+struct InProcessOf {
   static constexpr const char* kName = "ExpiringStore";
   static constexpr bool kRemote = false;
   static constexpr std::int64_t kSlackMs = 0;
-  using store_type = expiring::ExpiringStore<Str, Str, expiring::Hash<Str>, std::equal_to<>, expiring::ManualClock>;
+  using store_type = expiring::ExpiringStore<Str, V, expiring::Hash<Str>, std::equal_to<>, expiring::ManualClock>;
 
-  InProcess() : store_(clock_) {}
+  InProcessOf() : store_(clock_) {}
   bool ready() const { return true; }
   std::string why() const { return {}; }
   store_type& store() { return store_; }
@@ -52,13 +53,14 @@ struct InProcess {
   store_type store_;
 };
 
-struct Concurrent {
+template <class V>
+struct ConcurrentOf {
   static constexpr const char* kName = "ConcurrentStore";
   static constexpr bool kRemote = false;
   static constexpr std::int64_t kSlackMs = 0;
-  using store_type = expiring::ConcurrentStore<Str, Str, expiring::ManualClock>;
+  using store_type = expiring::ConcurrentStore<Str, V, expiring::ManualClock>;
 
-  Concurrent() : store_(clock_, expiring::Options{}, expiring::ConcurrencyOptions{4}) {}
+  ConcurrentOf() : store_(clock_, expiring::Options{}, expiring::ConcurrencyOptions{4}) {}
   bool ready() const { return true; }
   std::string why() const { return {}; }
   store_type& store() { return store_; }
@@ -122,13 +124,14 @@ inline RedisCluster* shared_cluster(std::string& why) {
   return cluster.get();
 }
 
-struct Standalone {
+template <class V>
+struct StandaloneOf {
   static constexpr const char* kName = "RedisStore standalone";
   static constexpr bool kRemote = true;
   static constexpr std::int64_t kSlackMs = 200;
-  using store_type = expiring::RedisStore<Str, Str>;
+  using store_type = expiring::RedisStore<Str, V>;
 
-  Standalone() {
+  StandaloneOf() {
     server_ = shared_server(why_);
     if (server_ == nullptr) return;
     expiring::RedisOptions o;
@@ -148,13 +151,14 @@ struct Standalone {
   std::unique_ptr<store_type> store_;
 };
 
-struct Cluster {
+template <class V>
+struct ClusterOf {
   static constexpr const char* kName = "RedisStore cluster";
   static constexpr bool kRemote = true;
   static constexpr std::int64_t kSlackMs = 200;
-  using store_type = expiring::RedisStore<Str, Str>;
+  using store_type = expiring::RedisStore<Str, V>;
 
-  Cluster() {
+  ClusterOf() {
     cluster_ = shared_cluster(why_);
     if (cluster_ == nullptr) return;
     expiring::RedisOptions o;
@@ -175,14 +179,25 @@ struct Cluster {
   std::unique_ptr<store_type> store_;
 };
 
+// The backends of string values (the suite's), and of integer values (for INCRBY).
+using InProcess = InProcessOf<Str>;
+using Concurrent = ConcurrentOf<Str>;
+using Standalone = StandaloneOf<Str>;
+using Cluster = ClusterOf<Str>;
+using InProcessInt = InProcessOf<std::int64_t>;
+using ConcurrentInt = ConcurrentOf<std::int64_t>;
+using StandaloneInt = StandaloneOf<std::int64_t>;
+using ClusterInt = ClusterOf<std::int64_t>;
+
 // ---- One call shape over every store --------------------------------------------------------
 
 // get() as an optional copy (ExpiringStore returns a pointer).
 template <class S, class KK>
-std::optional<Str> get(S& s, const KK& key) {
+auto get(S& s, const KK& key) {
+  using V = typename S::mapped_type;
   auto r = s.get(key);
   if constexpr (std::is_pointer_v<decltype(r)>) {
-    return r != nullptr ? std::optional<Str>(*r) : std::nullopt;
+    return r != nullptr ? std::optional<V>(*r) : std::optional<V>();
   } else {
     return r;
   }

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -237,7 +238,11 @@ class Node {
     std::vector<std::string> argv{"--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
                                   "--appendonly", "no", "--dir", dir_.path(), "--daemonize", "no",
                                   "--logfile", log_path()};
-    for (const std::string& a : mode_args_) argv.push_back(a == "%PORT%" ? std::to_string(port_) : a);
+    for (std::string a : mode_args_) {
+      const std::size_t at = a.find("%PORT%");
+      if (at != std::string::npos) a.replace(at, 6, std::to_string(port_));
+      argv.push_back(std::move(a));
+    }
     if (!config_.requirepass.empty()) {
       argv.push_back("--requirepass");
       argv.push_back(config_.requirepass);
@@ -352,7 +357,7 @@ class Node {
 
  private:
   ServerConfig config_;
-  std::vector<std::string> mode_args_;  // "%PORT%" is replaced by the port
+  std::vector<std::string> mode_args_;  // a "%PORT%" in one is replaced by the port
   std::string binary_;
   std::string cmdline_;
   int port_ = 0;
@@ -439,9 +444,11 @@ class RedisCluster {
     for (const char* a : {"--cluster-replicas", "0", "--cluster-yes"}) argv.push_back(a);
     const live::RunResult r = live::run_program(argv, "", 30000);
     if (r.exit_code() != 0) {
-      throw std::runtime_error("redis-cli --cluster create failed (wait status " + std::to_string(r.status) +
-                               ", exit code " + std::to_string(r.exit_code()) + "); its output:\n" + r.out +
-                               all_log_tails());
+      const std::string how = WIFSIGNALED(r.status)
+                                  ? "killed: it did not finish within 30 s"
+                                  : "exit code " + std::to_string(r.exit_code());
+      throw std::runtime_error("redis-cli --cluster create failed (" + how + "): " + detail::join(argv) +
+                               "\nits output:\n" + r.out + all_log_tails());
     }
     wait_cluster_ok(30000);
   }

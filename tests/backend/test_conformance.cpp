@@ -38,6 +38,9 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 
 #define BACKENDS backend_test::InProcess, backend_test::Concurrent, backend_test::Standalone, backend_test::Cluster
 
+#define INT_BACKENDS \
+  backend_test::InProcessInt, backend_test::ConcurrentInt, backend_test::StandaloneInt, backend_test::ClusterInt
+
 #define BACKEND_SETUP()                                                   \
   TestType b;                                                             \
   if (!b.ready()) EXPIRING_SKIP(TestType::kName << ": " << b.why());      \
@@ -444,4 +447,25 @@ TEMPLATE_TEST_CASE("conformance: tick() exists on every store", "[conformance]",
     CHECK(r.expired == 0);  // nothing is due yet
   }
   CHECK(s.exists("k"));
+}
+
+TEMPLATE_TEST_CASE("conformance: INCRBY keeps the TTL and refuses overflow", "[conformance]", INT_BACKENDS) {
+  BACKEND_SETUP();
+  CHECK(s.incr_by("n", 5) == std::int64_t{5});  // a missing key counts from 0, without TTL
+  CHECK(s.ttl("n") == -1);
+  CHECK(s.incr_by("n", -7) == std::int64_t{-2});
+  CHECK(s.expire("n", 100) == true);
+  CHECK(s.incr_by("n", 1) == std::int64_t{-1});
+  CHECK_NEAR_BELOW(s.ttl("n"), 100, 1);  // an update keeps the TTL
+  CHECK(s.set("big", kMax - 1) == true);
+  CHECK(s.incr_by("big", 1) == kMax);
+  CHECK(s.incr_by("big", 1) == Errc::overflow);
+  CHECK(get(s, "big") == std::optional<std::int64_t>(kMax));
+  CHECK(s.set("small", std::numeric_limits<std::int64_t>::min()) == true);
+  CHECK(s.incr_by("small", -1) == Errc::overflow);
+  CHECK(s.incr_by("none", std::numeric_limits<std::int64_t>::min()) == std::numeric_limits<std::int64_t>::min());
+  CHECK(s.set("gone", 1, Px{100}) == true);
+  b.pass(300);
+  CHECK(s.incr_by("gone", 1) == std::int64_t{1});  // expired counts as missing
+  CHECK(s.ttl("gone") == -1);
 }

@@ -477,3 +477,19 @@ TEST_CASE("redis client: many threads share one store", "[client]") {
   CHECK(failures == 0);
   CHECK_FALSE(s.exists("lock"));
 }
+
+TEST_CASE("redis client: examples/rate_limiter_anywhere runs against redis-server", "[client]") {
+#ifndef EXPIRING_RATE_LIMITER_EXAMPLE
+  EXPIRING_SKIP("the examples are not built");
+#else
+  NEED_REDIS();
+  const live::RunResult r = live::run_program(
+      {EXPIRING_RATE_LIMITER_EXAMPLE, "--redis=127.0.0.1:" + std::to_string(server->port()), "--seconds=0.05"}, "",
+      60000);
+  INFO(r.out);
+  CHECK(WIFEXITED(r.status));
+  CHECK(WEXITSTATUS(r.status) == 0);
+  CHECK(r.out.find("behaviour: 5 of 6 requests allowed") != std::string::npos);
+  CHECK(r.out.find("mset, 100 keys per call") != std::string::npos);
+#endif
+}

@@ -188,3 +188,19 @@ TEST_CASE("redis cluster: a slot migration is followed through ASK, TRYAGAIN and
   CHECK(count_in_slot(*cluster, from, slot) == 0);
   CHECK(s.del_many(std::vector<std::string>{tag + "k2", tag + "k3", "elsewhere1", "elsewhere2"}) == 4);
 }
+
+TEST_CASE("redis cluster: examples/rate_limiter_anywhere runs against the cluster", "[cluster]") {
+#ifndef EXPIRING_RATE_LIMITER_EXAMPLE
+  EXPIRING_SKIP("the examples are not built");
+#else
+  NEED_CLUSTER();
+  const live::RunResult r = live::run_program({EXPIRING_RATE_LIMITER_EXAMPLE,
+                                               "--redis=127.0.0.1:" + std::to_string(cluster->ports()[2]),
+                                               "--cluster", "--seconds=0.05"},
+                                              "", 60000);
+  INFO(r.out);
+  CHECK(WIFEXITED(r.status));
+  CHECK(WEXITSTATUS(r.status) == 0);
+  CHECK(r.out.find("behaviour: 5 of 6 requests allowed") != std::string::npos);
+#endif
+}

@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -146,6 +147,8 @@ class Process {
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
+      // The child dies with the test (a test killed on its timeout must not leave servers).
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       const int devnull = ::open("/dev/null", O_RDWR);
       ::dup2(devnull, 0);
       ::dup2(capture_stdout ? fds[1] : devnull, 1);
