@@ -478,7 +478,7 @@ TEST_CASE("redis client: many threads share one store", "[client]") {
   CHECK_FALSE(s.exists("lock"));
 }
 
-TEST_CASE("redis client: examples/rate_limiter_anywhere runs against redis-server", "[client]") {
+TEST_CASE("redis client: examples/rate_limiter_anywhere runs against redis-server", "[client][example]") {
 #ifndef EXPIRING_RATE_LIMITER_EXAMPLE
   EXPIRING_SKIP("the examples are not built");
 #else
