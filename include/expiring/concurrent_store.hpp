@@ -301,6 +301,11 @@ class BasicConcurrentStore {
   bool modify(const KK& key, F&& fn) {
     return with(key, [&](engine_type& e) { return e.modify(key, std::forward<F>(fn)); });
   }
+  // INCRBY (see ExpiringStore::incr_by): atomic per key.
+  template <class KK>
+  Result<std::int64_t> incr_by(const KK& key, std::int64_t delta) {
+    return with(key, [&](engine_type& e) { return e.incr_by(key, delta); });
+  }
   template <class KK>
   bool del(const KK& key) {
     return with(key, [&](engine_type& e) { return e.del(key); });

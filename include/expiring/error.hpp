@@ -39,6 +39,9 @@ enum class Errc : std::uint8_t {
   // could not free enough (noeviction, or a volatile-* policy with no volatile keys).
   // Redis: "OOM command not allowed when used memory > 'maxmemory'.".
   out_of_memory,
+  // incr_by() whose result does not fit the value type (a signed 64-bit integer at most).
+  // Redis: "ERR increment or decrement would overflow".
+  overflow,
 
   // ---- RedisStore only (redis_store.hpp) ------------------------------------------------
   // The in-process stores never produce these. RedisStore reports them by throwing
@@ -78,6 +81,7 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::same_key: return "source and destination objects are the same";
     case Errc::out_of_range: return "value out of range";
     case Errc::out_of_memory: return "command not allowed when used memory > 'maxmemory'";
+    case Errc::overflow: return "increment or decrement would overflow";
     case Errc::io_error: return "connection error";
     case Errc::timeout: return "timed out";
     case Errc::protocol_error: return "unexpected reply";

@@ -76,6 +76,7 @@
 #include <exception>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -578,6 +579,32 @@ class ExpiringStore {
     }
     flush();
     return found;
+  }
+
+  // INCRBY for integer values: adds `delta` to the live value, keeping its TTL (cause
+  // `update`), or stores `delta` without TTL if the key is missing (cause `set`); returns the
+  // new value. Errc::overflow, and nothing changes, when the sum does not fit V; a missing key
+  // that must be added may also be refused with Errc::out_of_memory as set() is.
+  template <class KK>
+  Result<std::int64_t> incr_by(const KK& key, std::int64_t delta) {
+    static_assert(std::is_integral_v<V> && std::is_signed_v<V> && sizeof(V) <= sizeof(std::int64_t),
+                  "incr_by() needs a signed integer value type of at most 64 bits (Redis's INCRBY)");
+    const auto fits = [&](std::int64_t base, std::int64_t& out) {
+      return detail::checked_add(base, delta, out) && out >= static_cast<std::int64_t>(std::numeric_limits<V>::min()) &&
+             out <= static_cast<std::int64_t>(std::numeric_limits<V>::max());
+    };
+    std::int64_t next = 0;
+    if (const V* cur = peek(key); cur != nullptr && !fits(static_cast<std::int64_t>(*cur), next)) return Errc::overflow;
+    if (modify(key, [&](V& v) {
+          (void)fits(static_cast<std::int64_t>(v), next);
+          v = static_cast<V>(next);
+        })) {
+      return next;
+    }
+    if (!fits(0, next)) return Errc::overflow;
+    const Result<bool> r = set(key, static_cast<V>(next));
+    if (!r.ok()) return r.error();
+    return next;
   }
 
   // DEL (one key): true if a live key was removed (cause `del`). A stale key is reclaimed as

@@ -128,7 +128,8 @@ struct RedisOptions {
   // As Options::ttl_jitter; applied before sending. The constructor throws
   // std::invalid_argument for an invalid one.
   Jitter ttl_jitter = Jitter::none();
-  // The random source of jitter (empty: the store's own generator).
+  // The random source of jitter (empty: a generator per thread). Called from every thread
+  // that writes a jittered TTL: it must be safe to call concurrently.
   std::function<std::uint64_t()> random;
 };
 
@@ -187,7 +188,8 @@ class RedisStore {
       const redisReply& r = *replies[i];
       if (client::is_error(r)) throw_reply(r, cmds[i]);
       if (!o_.cluster) {
-        if (r.type != REDIS_REPLY_ARRAY) throw unexpected(r, cmds[i]);
+        const std::size_t want = (i + 1 < first.size() ? first[i + 1] : n) - first[i];
+        if (r.type != REDIS_REPLY_ARRAY || r.elements != want) throw unexpected(r, cmds[i]);
         for (std::size_t j = 0; j < r.elements; ++j) {
           out[first[i] + j] = value_of(*r.element[j], cmds[i]);
           hits += out[first[i] + j] ? 1u : 0u;
@@ -300,6 +302,9 @@ class RedisStore {
     if (spec.kind == detail::ExpiryKind::persist) {
       c.arg("PERSIST");
     } else if (const std::optional<Errc> e = add_expiry(c, spec)) {
+      // An invalid per-call Jitter, which cannot be sent: as in-process, a missing key
+      // answers nil first (one GET, then the error if the key is there).
+      if (!get(key)) return std::optional<V>();
       return *e;
     }
     client::Reply r = spec.kind == detail::ExpiryKind::none ? read(c) : write(c);
@@ -314,6 +319,20 @@ class RedisStore {
     client::Reply r = write(c);
     if (client::is_error(*r)) throw_reply(*r, c);
     return value_of(*r, c);
+  }
+  // INCRBY: adds delta to the integer value (keeping its TTL), or stores delta if missing;
+  // the new value. Errc::overflow as ExpiringStore's. A value that is not an integer (written
+  // by another client) throws RedisError(server_error, "ERR value is not an integer ...").
+  template <class KK>
+  Result<std::int64_t> incr_by(const KK& key, std::int64_t delta) {
+    static_assert(std::is_same_v<V, std::int64_t> || std::is_same_v<V, long long> || std::is_same_v<V, long>,
+                  "RedisStore::incr_by() needs a signed 64-bit value type: Redis's INCRBY overflows only there");
+    client::Cmd c("INCRBY");
+    add_key(c, key);
+    c.arg(delta);
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return integer_of(*r, c);
   }
   // DEL / UNLINK (one key): whether a live key was removed.
   template <class KK>
@@ -453,18 +472,19 @@ class RedisStore {
     return integer_of(*r, c) == 1;
   }
 
-  // MSET of (key, value) pairs, without TTL. Standalone: atomic (one MSET per pipeline_chunk
-  // pairs). Cluster: one MSET per slot, pipelined per node: atomic per slot only.
+  // MSET of (key, value) pairs, without TTL. Standalone: one MSET, atomic and all or nothing
+  // (Errc::out_of_memory). Cluster: one MSET per slot, pipelined per node: atomic per slot
+  // only.
   template <class Pairs>
   Result<void> mset(const Pairs& pairs) {
     std::vector<client::Cmd> cmds;
     if (!o_.cluster) {
-      std::size_t n = 0;
+      cmds.emplace_back("MSET");
       for (const auto& kv : pairs) {
-        if (n++ % o_.pipeline_chunk == 0) cmds.emplace_back("MSET");
         add_key(cmds.back(), kv.first);
         add_value(cmds.back(), kv.second);
       }
+      if (cmds.back().argc() == 1) return {};  // no pairs: Redis would refuse MSET's arity
     } else {
       std::vector<int> slot_of_cmd;
       for (const auto& kv : pairs) {
@@ -514,7 +534,9 @@ class RedisStore {
     std::size_t removed = 0;
     for (std::size_t i = 0; i < cmds.size(); ++i) {
       if (client::is_error(*replies[i])) throw_reply(*replies[i], cmds[i]);
-      removed += static_cast<std::size_t>(integer_of(*replies[i], cmds[i]));
+      const std::int64_t k = integer_of(*replies[i], cmds[i]);
+      if (k < 0) throw unexpected(*replies[i], cmds[i]);
+      removed += static_cast<std::size_t>(k);
     }
     return removed;
   }
@@ -663,19 +685,24 @@ class RedisStore {
     return std::nullopt;
   }
 
-  // A positive TTL of ttl_ms plus d, d uniform in [-s, s], at least 1 and at most INT64_MAX
-  // (the in-process store's jitter, relative to now).
+  // A positive TTL of ttl_ms plus d, d uniform in [-s, s], at least 1 (the in-process
+  // store's jitter, relative to now). Not jittered when ttl_ms + s comes within a day of
+  // overflowing the server's now + TTL: there, whether the deadline overflows depends on the
+  // server's clock, which only the server can decide (it refuses an overflow, the in-process
+  // store clamps a jittered deadline to INT64_MAX; docs/semantics.md D19).
   std::int64_t jittered_ttl(std::int64_t ttl_ms, Jitter j) {
     if (j.kind() == Jitter::Kind::inherit) j = o_.ttl_jitter;
     const std::int64_t s = j.spread_for(ttl_ms);
     if (s <= 0) return ttl_ms;
+    constexpr std::int64_t kDayMs = 86'400'000;
+    const std::int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+    const std::int64_t room = std::numeric_limits<std::int64_t>::max() - (now > 0 ? now : 0) - kDayMs;
+    if (ttl_ms > room || s > room - ttl_ms) return ttl_ms;
     const std::uint64_t us = static_cast<std::uint64_t>(s);
     const std::uint64_t r = next_random() % (2 * us + 1);
-    if (r >= us) {
-      const std::uint64_t up = r - us;
-      const std::uint64_t room = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() - ttl_ms);
-      return up > room ? std::numeric_limits<std::int64_t>::max() : ttl_ms + static_cast<std::int64_t>(up);
-    }
+    if (r >= us) return ttl_ms + static_cast<std::int64_t>(r - us);  // <= ttl_ms + s <= room
     const std::uint64_t down = us - r;
     return down >= static_cast<std::uint64_t>(ttl_ms) ? 1 : ttl_ms - static_cast<std::int64_t>(down);
   }

@@ -194,7 +194,9 @@ TEMPLATE_TEST_CASE("conformance: GETEX", "[conformance]", BACKENDS) {
   // A missing key answers nil before its option is validated, as Redis does.
   CHECK(s.getex("k") == std::optional<Str>());
   CHECK(s.getex("k", Ex{0}) == std::optional<Str>());
+  CHECK(s.getex("k", Px{100}.with(expiring::Jitter::percent(200))) == std::optional<Str>());
   CHECK(s.set("k", "v") == true);
+  CHECK(s.getex("k", Px{100}.with(expiring::Jitter::percent(200))) == Errc::out_of_range);
   CHECK(s.getex("k") == std::optional<Str>("v"));
   CHECK(s.ttl("k") == -1);
   CHECK(s.getex("k", Ex{0}) == Errc::invalid_expire_time);
@@ -277,6 +279,7 @@ TEMPLATE_TEST_CASE("conformance: EXPIRE's errors come before the key's lookup", 
     CHECK(s.expire(key, std::chrono::hours::max()) == Errc::invalid_expire_time);
     CHECK(s.expire(key, std::chrono::hours::max(), ExpireFlags::GT | ExpireFlags::LT) == Errc::gt_and_lt);
     CHECK(s.expire(key, 10, expiring::Jitter::percent(200)) == Errc::out_of_range);
+    CHECK(s.pexpire(key, kMax, expiring::Jitter::percent(10)) == Errc::invalid_expire_time);  // jitter never rescues it
   }
   CHECK_NEAR_BELOW(s.ttl("k"), 100, 1);
   CHECK_FALSE(s.exists("missing"));

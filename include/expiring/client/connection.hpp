@@ -169,6 +169,7 @@ inline Errc classify_error_reply(std::string_view t) noexcept {
   if (starts_with(t, "ERR no such key")) return Errc::no_such_key;
   if (starts_with(t, "ERR source and destination objects are the same")) return Errc::same_key;
   if (starts_with(t, "OOM ")) return Errc::out_of_memory;
+  if (starts_with(t, "ERR increment or decrement would overflow")) return Errc::overflow;
   if (starts_with(t, "WRONGTYPE")) return Errc::wrong_type;
   if (starts_with(t, "CROSSSLOT")) return Errc::crossslot;
   if (starts_with(t, "CLUSTERDOWN")) return Errc::cluster_down;
@@ -231,8 +232,15 @@ class Connection {
     const timeval tv = to_timeval(s.connect_timeout);
     redisContext* c = redisConnectWithTimeout(at.host.c_str(), at.port, tv);
     if (c == nullptr) throw RedisError(Errc::io_error, at.str() + ": cannot allocate a hiredis context");
+    struct FreeUnlessOwned {
+      redisContext* c;
+      ~FreeUnlessOwned() {
+        if (c != nullptr) redisFree(c);
+      }
+    } guard{c};
     std::unique_ptr<Connection> conn(new Connection(c, at, s.block_sigpipe));
-    if (c->err != 0) conn->fail("connect");
+    guard.c = nullptr;
+    if (c->err != 0) conn->fail("connect", /*connecting=*/true);
     if (redisSetTimeout(c, to_timeval(s.command_timeout)) != REDIS_OK) conn->fail("setting the command timeout");
     if (s.keepalive && redisEnableKeepAlive(c) != REDIS_OK) conn->fail("enabling keepalive");
     if (!s.password.empty()) {
@@ -256,11 +264,18 @@ class Connection {
   const Endpoint& endpoint() const noexcept { return at_; }
   // A transport error happened: the connection must not be used again.
   bool broken() const noexcept { return broken_; }
+  // Whether it can serve the next command: not broken, every command queued has had its
+  // reply read, nothing is left unsent, and no byte the server sent is waiting in the reader
+  // (an exception between append() and read(), or an unasked reply, would otherwise make the
+  // next command read someone else's reply).
+  bool clean() const noexcept {
+    return !broken_ && pending_ == 0 && sdslen(c_->obuf) == 0 && c_->reader->pos >= c_->reader->len;
+  }
   // Whether an idle connection looks dead: readable with nothing asked means the server
   // closed it (or sent something unasked, which RESP2 without pub/sub never does). One poll().
   bool looks_closed() const noexcept {
     pollfd p{c_->fd, POLLIN, 0};
-    return ::poll(&p, 1, 0) != 0;
+    return ::poll(&p, 1, 0) > 0;
   }
 
   // Queues a command (no I/O).
@@ -268,6 +283,7 @@ class Connection {
     scratch_.clear();
     cmd.format_into(scratch_);
     if (redisAppendFormattedCommand(c_, scratch_.data(), scratch_.size()) != REDIS_OK) fail("queueing a command");
+    ++pending_;
   }
   // Sends what is queued (on the first call) and reads the next reply. Throws RedisError on
   // a transport error (then broken()).
@@ -278,6 +294,7 @@ class Connection {
       if (r != nullptr) freeReplyObject(r);
       fail("reading a reply");
     }
+    if (pending_ > 0) --pending_;
     return Reply(static_cast<redisReply*>(r));
   }
   // One round trip.
@@ -309,15 +326,17 @@ class Connection {
     }
   }
 
-  // Marks the connection dead and throws the classified transport error.
-  [[noreturn]] void fail(const char* during) {
+  // Marks the connection dead and throws the classified transport error: a socket timeout
+  // (EAGAIN), or the connect's own timeout (ETIMEDOUT while connecting; later, ETIMEDOUT is
+  // the kernel giving up on a dead link: io_error).
+  [[noreturn]] void fail(const char* during, bool connecting = false) {
     const int saved_errno = errno;
     broken_ = true;
     const std::string what = c_->errstr[0] != '\0' ? std::string(c_->errstr) : std::string("unknown error");
     Errc e = Errc::io_error;
-    if (c_->err == REDIS_ERR_IO &&
-        (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
-         what == std::strerror(EAGAIN) || what == std::strerror(ETIMEDOUT))) {
+    const bool timed_out = saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || what == std::strerror(EAGAIN) ||
+                           (connecting && (saved_errno == ETIMEDOUT || what == std::strerror(ETIMEDOUT)));
+    if (c_->err == REDIS_ERR_IO && timed_out) {
       e = Errc::timeout;
     } else if (c_->err == REDIS_ERR_PROTOCOL) {
       e = Errc::protocol_error;
@@ -329,6 +348,7 @@ class Connection {
   Endpoint at_;
   bool block_sigpipe_;
   bool broken_ = false;
+  std::size_t pending_ = 0;  // commands appended whose replies are not read yet
   std::string scratch_;
 };
 

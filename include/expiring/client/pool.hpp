@@ -60,6 +60,13 @@ struct AtomicClientStats {
   }
 };
 
+// acquire() found no free connection within PoolSettings::wait (Errc::timeout). Nothing was
+// sent, but the node is busy, not gone: the router does not retry elsewhere.
+class PoolExhausted : public RedisError {
+ public:
+  using RedisError::RedisError;
+};
+
 struct PoolSettings {
   std::size_t size = 8;
   std::chrono::milliseconds wait{1000};
@@ -98,8 +105,9 @@ class NodePool {
     std::unique_ptr<Connection> c_;
   };
 
-  // Throws RedisError: io_error (connect failed, or in backoff), timeout (connect timed out,
-  // or no connection came back within `wait`), auth_failed, server_error (SELECT).
+  // Throws RedisError: io_error (connect failed, or in backoff), timeout (connect timed out),
+  // auth_failed, server_error (SELECT); PoolExhausted (timeout) when no connection came back
+  // within `wait`.
   Lease acquire() {
     std::unique_lock<std::mutex> lock(mu_);
     const clock::time_point deadline = clock::now() + pool_.wait;
@@ -116,7 +124,7 @@ class NodePool {
       }
       if (open_ < pool_.size) break;
       if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= pool_.size) {
-        throw RedisError(Errc::timeout, at_.str() + ": no free connection within " +
+        throw PoolExhausted(Errc::timeout, at_.str() + ": no free connection within " +
                                             std::to_string(pool_.wait.count()) + " ms (pool of " +
                                             std::to_string(pool_.size) + ")");
       }
@@ -153,15 +161,22 @@ class NodePool {
       }
       cv_.notify_one();
       throw;
+    } catch (...) {  // std::bad_alloc: give the reserved slot back
+      lock.lock();
+      --open_;
+      cv_.notify_one();
+      throw;
     }
   }
 
  private:
+  // A connection that is not clean (broken, or with a reply still owed or unread: an
+  // exception between a command and its reply) is destroyed, never reused.
   void give_back(std::unique_ptr<Connection> c) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (c->broken()) {
+    if (!c->clean()) {
       --open_;
-      AtomicClientStats::bump(stats_.transport_errors);
+      if (c->broken()) AtomicClientStats::bump(stats_.transport_errors);
       lock.unlock();
       c.reset();
     } else {

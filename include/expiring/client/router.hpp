@@ -128,6 +128,8 @@ class Router {
         AtomicClientStats::bump(stats_.commands, asking ? 2 : 1);
         if (asking) (void)c->read();  // +OK
         r = c->read();
+      } catch (const PoolExhausted&) {
+        throw;  // the node is busy, not gone
       } catch (const RedisError& e) {
         if (e.code() != Errc::io_error && e.code() != Errc::timeout && e.code() != Errc::protocol_error) throw;
         if (s_.cluster) request_refresh();
@@ -139,8 +141,9 @@ class Router {
           AtomicClientStats::bump(stats_.retries);
           continue;
         }
-        // Never sent: in a cluster another node may own the slot by now.
+        // Never sent: in a cluster another node may own the slot by now (after a failover).
         if (!s_.cluster || ++redirects > s_.max_redirects) throw;
+        pause(redirects);
         refresh_if_due();
         continue;
       }
@@ -163,7 +166,7 @@ class Router {
         if (++redirects > s_.max_redirects) return r;
         AtomicClientStats::bump(starts_with(t, "TRYAGAIN") ? stats_.tryagain : stats_.clusterdown);
         if (starts_with(t, "CLUSTERDOWN")) request_refresh();
-        std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(redirects - 1, 6)));
+        pause(redirects);
         refresh_if_due();
         continue;
       }
@@ -196,20 +199,25 @@ class Router {
       for (std::size_t from = 0; from < ix.size(); from += s_.pipeline_chunk) {
         const std::size_t to = std::min(ix.size(), from + s_.pipeline_chunk);
         std::size_t answered = from;
+        bool sent = false;
         try {
           NodePool::Lease c = node->acquire();
           for (std::size_t j = from; j < to; ++j) c->append(cmds[ix[j]]);
+          sent = true;
           AtomicClientStats::bump(stats_.round_trips);
           AtomicClientStats::bump(stats_.commands, to - from);
           for (; answered < to; ++answered) out[ix[answered]] = c->read();
+        } catch (const PoolExhausted&) {
+          throw;
         } catch (const RedisError& e) {
           if (e.code() != Errc::io_error && e.code() != Errc::timeout && e.code() != Errc::protocol_error) throw;
           if (s_.cluster) request_refresh();
-          if (!idempotent && answered > from) {
+          // Written and unanswered: a write may have run, so only reads go again. Never
+          // written (no connection): every command goes again alone, through execute()'s
+          // retries (in a cluster, to whichever node owns its slot by then).
+          if (sent && !idempotent) {
             throw RedisError(e.code(), std::string(e.what()) + " (a pipelined write may have run)");
           }
-          // Nothing of a write chunk answered: it may still have run; only reads go again.
-          if (!idempotent) throw RedisError(e.code(), std::string(e.what()) + " (the command may have run)");
           for (std::size_t j = answered; j < to; ++j) again.push_back(ix[j]);
         }
       }
@@ -247,6 +255,9 @@ class Router {
 
  private:
   static constexpr std::uint16_t kNoNode = 0xFFFF;
+
+  // The wait before retry number n (1, 2, 4 ... 64 ms).
+  static void pause(int n) { std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(std::max(n - 1, 0), 6))); }
 
   static bool is_redirection(std::string_view t) {
     return starts_with(t, "MOVED ") || starts_with(t, "ASK ") || starts_with(t, "TRYAGAIN") || starts_with(t, "CLUSTERDOWN");
