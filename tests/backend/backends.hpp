@@ -124,60 +124,47 @@ inline RedisCluster* shared_cluster(std::string& why) {
   return cluster.get();
 }
 
-template <class V>
-struct StandaloneOf {
-  static constexpr const char* kName = "RedisStore standalone";
+// RedisStore on the shared redis-server (kCluster false) or the shared cluster (true).
+template <class V, bool kCluster>
+struct RemoteOf {
+  static constexpr const char* kName = kCluster ? "RedisStore cluster" : "RedisStore standalone";
   static constexpr bool kRemote = true;
   static constexpr std::int64_t kSlackMs = 200;
   using store_type = expiring::RedisStore<Str, V>;
 
-  StandaloneOf() {
-    server_ = shared_server(why_);
-    if (server_ == nullptr) return;
+  RemoteOf() {
     expiring::RedisOptions o;
-    o.nodes = {{"127.0.0.1", server_->port()}};
+    if constexpr (kCluster) {
+      cluster_ = shared_cluster(why_);
+      if (cluster_ == nullptr) return;
+      o.cluster = true;
+      o.nodes = {{"127.0.0.1", cluster_->ports()[0]}};
+    } else {
+      server_ = shared_server(why_);
+      if (server_ == nullptr) return;
+      o.nodes = {{"127.0.0.1", server_->port()}};
+    }
     o.key_prefix = next_prefix();
     store_ = std::make_unique<store_type>(o);
   }
   bool ready() const { return store_ != nullptr; }
   std::string why() const { return why_; }
   store_type& store() { return *store_; }
-  std::int64_t now_ms() { return server_time_ms(server_->command({"TIME"})); }
+  std::int64_t now_ms() {
+    return server_time_ms(kCluster ? cluster_->command(0, {"TIME"}) : server_->command({"TIME"}));
+  }
   void pass(std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
  private:
   std::string why_;
   StandaloneRedis* server_ = nullptr;
-  std::unique_ptr<store_type> store_;
-};
-
-template <class V>
-struct ClusterOf {
-  static constexpr const char* kName = "RedisStore cluster";
-  static constexpr bool kRemote = true;
-  static constexpr std::int64_t kSlackMs = 200;
-  using store_type = expiring::RedisStore<Str, V>;
-
-  ClusterOf() {
-    cluster_ = shared_cluster(why_);
-    if (cluster_ == nullptr) return;
-    expiring::RedisOptions o;
-    o.cluster = true;
-    o.nodes = {{"127.0.0.1", cluster_->ports()[0]}};
-    o.key_prefix = next_prefix();
-    store_ = std::make_unique<store_type>(o);
-  }
-  bool ready() const { return store_ != nullptr; }
-  std::string why() const { return why_; }
-  store_type& store() { return *store_; }
-  std::int64_t now_ms() { return server_time_ms(cluster_->command(0, {"TIME"})); }
-  void pass(std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-
- private:
-  std::string why_;
   RedisCluster* cluster_ = nullptr;
   std::unique_ptr<store_type> store_;
 };
+template <class V>
+using StandaloneOf = RemoteOf<V, false>;
+template <class V>
+using ClusterOf = RemoteOf<V, true>;
 
 // The backends of string values (the suite's), and of integer values (for INCRBY).
 using InProcess = InProcessOf<Str>;
