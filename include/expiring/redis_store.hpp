@@ -619,9 +619,11 @@ class RedisStore {
 
   // ---- Encoding ----------------------------------------------------------------------------
 
+  // x as a T through Codec; a lookup type (const char*, std::string_view) of a std::string
+  // key or value with the built-in codec goes as it is, without building a T.
   template <class T, class Codec, class X>
   static void encode_as(const X& x, std::string& out) {
-    if constexpr (std::is_same_v<T, std::string> && std::is_convertible_v<const X&, std::string_view>) {
+    if constexpr (std::is_same_v<Codec, RedisCodec<std::string>> && std::is_convertible_v<const X&, std::string_view>) {
       out.append(std::string_view(x));
     } else if constexpr (std::is_same_v<X, T>) {
       Codec::encode(x, out);
@@ -631,15 +633,27 @@ class RedisStore {
   }
   template <class KK>
   void add_key(client::Cmd& c, const KK& key) const {
+    if constexpr (std::is_same_v<KeyCodec, RedisCodec<std::string>> &&
+                  std::is_convertible_v<const KK&, std::string_view>) {
+      if (o_.key_prefix.empty()) {
+        c.key(std::string_view(key));  // the bytes as they are: no copy
+        return;
+      }
+    }
     std::string b = o_.key_prefix;
     encode_as<K, KeyCodec>(key, b);
     c.key(b);
   }
   template <class VV>
   static void add_value(client::Cmd& c, const VV& value) {
-    std::string b;
-    encode_as<V, ValueCodec>(value, b);
-    c.arg(b);
+    if constexpr (std::is_same_v<ValueCodec, RedisCodec<std::string>> &&
+                  std::is_convertible_v<const VV&, std::string_view>) {
+      c.arg(std::string_view(value));
+    } else {
+      std::string b;
+      encode_as<V, ValueCodec>(value, b);
+      c.arg(b);
+    }
   }
   static void add_cond(client::Cmd& c, SetCond cond) {
     if (cond == SetCond::NX) c.arg("NX");
