@@ -33,6 +33,15 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// A key codec of the user's own for std::string keys (here: a namespace of its own).
+struct TenantCodec {
+  static void encode(std::string_view k, std::string& out) {
+    out += "tenant7/";
+    out.append(k.data(), k.size());
+  }
+  static bool decode(std::string_view, std::string&) { return false; }
+};
+
 RedisOptions options_for(int port) {
   RedisOptions o;
   o.nodes = {{"127.0.0.1", port}};
@@ -516,4 +525,18 @@ TEST_CASE("redis client: a connection that owes a reply is never reused", "[clie
     expiring::client::NodePool::Lease c = pool.acquire();  // the clean one comes back
     CHECK(stats.connects.load() == 2);
   }
+}
+
+TEST_CASE("redis client: a user codec for std::string keys is used, not bypassed", "[client]") {
+  NEED_REDIS();
+  RedisOptions o = options_for(server->port());
+  o.key_prefix.clear();
+  expiring::RedisStore<std::string, std::string, TenantCodec> s(o);
+  const std::string key = "codec-" + backend_test::next_prefix();
+  CHECK(s.set(key, "v") == true);
+  CHECK(s.set(std::string_view(key), "w") == true);  // a lookup type goes through the codec too
+  CHECK(server->command({"GET", "tenant7/" + key}).str() == "w");
+  CHECK(server->command({"EXISTS", key}).integer() == 0);
+  CHECK(s.get(key) == std::string("w"));
+  CHECK(s.del(key));
 }
