@@ -19,7 +19,7 @@
 // Results are those of ExpiringStore, with values returned by copy: get() gives a
 // std::optional<V> (a pointer into a remote store cannot be), as ConcurrentStore's does. A
 // Result carries exactly the errors the in-process store can return (invalid_expire_time,
-// nx_and_xx_gt_lt, gt_and_lt, no_such_key, same_key, out_of_memory, out_of_range), mapped
+// nx_and_xx_gt_lt, gt_and_lt, no_such_key, same_key, out_of_memory, out_of_range, overflow), mapped
 // from Redis's error replies, so that `store.set(k, v, Ex{0}) == Errc::invalid_expire_time`
 // holds for both. Everything else, which the in-process store cannot fail with, is thrown as
 // expiring::RedisError: code() says which (io_error and timeout for the network, wrong_type,
@@ -36,9 +36,9 @@
 // ---- Cluster -----------------------------------------------------------------------------------
 // Keys are routed by slot (client/key_slot.hpp: CRC16 with hash tags); MOVED, ASK, TRYAGAIN and
 // CLUSTERDOWN are followed (client/router.hpp). Calls on several keys:
-//   * get_many, del_many and mset are split by slot and pipelined per node; then they are not
-//     atomic across slots (each part is atomic in its slot). Use hash tags, "{user42}.a" and
-//     "{user42}.b", to keep keys together.
+//   * get_many, del_many and mset are split and pipelined per node: not atomic across slots
+//     (mset is one MSET per slot, atomic in its slot; get_many and del_many one command per
+//     key). Use hash tags, "{user42}.a" and "{user42}.b", to keep keys together.
 //   * msetnx, rename, renamenx and copy need all their keys in one slot: otherwise they throw
 //     RedisError(Errc::crossslot) before anything is sent, as Redis would refuse them.
 //
@@ -114,7 +114,8 @@ struct RedisOptions {
   std::chrono::milliseconds reconnect_backoff_max{1000};
   // MOVED / ASK / TRYAGAIN / CLUSTERDOWN followed per command before giving up.
   int max_redirects = 16;
-  // Commands written per pipelined round trip (get_many, mset, del_many); >= 1.
+  // Commands written per pipelined round trip (get_many, mset, del_many), and keys per MGET
+  // or DEL of a standalone get_many / del_many; >= 1.
   std::size_t pipeline_chunk = 1000;
   bool keepalive = true;
   // false when the program already ignores SIGPIPE (signal(SIGPIPE, SIG_IGN), as most servers
@@ -325,7 +326,7 @@ class RedisStore {
   // by another client) throws RedisError(server_error, "ERR value is not an integer ...").
   template <class KK>
   Result<std::int64_t> incr_by(const KK& key, std::int64_t delta) {
-    static_assert(std::is_same_v<V, std::int64_t> || std::is_same_v<V, long long> || std::is_same_v<V, long>,
+    static_assert(std::is_integral_v<V> && std::is_signed_v<V> && sizeof(V) == sizeof(std::int64_t),
                   "RedisStore::incr_by() needs a signed 64-bit value type: Redis's INCRBY overflows only there");
     client::Cmd c("INCRBY");
     add_key(c, key);
