@@ -578,6 +578,15 @@ class RedisCluster {
                              all_log_tails());
   }
 
+  // Kills node i (its slots then have no server: no replicas here).
+  void stop_node(std::size_t i) { nodes_[check_index(i)]->stop(); }
+  // Starts node i again on its port and directory (its nodes-P.conf keeps its identity and
+  // slots; its keys are gone: no persistence), then waits (<= 30 s) for cluster_state:ok.
+  void restart_node(std::size_t i) {
+    nodes_[check_index(i)]->restart_same_port();
+    wait_cluster_ok(30000);
+  }
+
  private:
   // One CLUSTER SLOTS range: start, end, owner's node id.
   using SlotMap = std::vector<std::tuple<std::int64_t, std::int64_t, std::string>>;

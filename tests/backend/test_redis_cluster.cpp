@@ -5,9 +5,12 @@
 // scripts on nodes that have not cached them, and a slot migration in redis-cli's order with
 // the store used between the steps: ASK while the slot is migrating, TRYAGAIN for a
 // multi-key command whose keys are split between the two nodes, MOVED once it has moved,
-// after which the refreshed map sends the key straight to its new owner.
+// after which the refreshed map sends the key straight to its new owner; and a master that is
+// killed and restarted (a cluster of its own).
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -203,4 +206,52 @@ TEST_CASE("redis cluster: examples/rate_limiter_anywhere runs against the cluste
   CHECK(WEXITSTATUS(r.status) == 0);
   CHECK(r.out.find("behaviour: 5 of 6 requests allowed") != std::string::npos);
 #endif
+}
+
+TEST_CASE("redis cluster: a master that dies and comes back", "[cluster]") {
+  if (!backend_test::have_redis()) EXPIRING_SKIP("redis-server or redis-cli not installed");
+  RedisCluster own;  // not the shared one: this test breaks it
+  RedisOptions o = cluster_options(own);
+  o.nodes = {{"127.0.0.1", own.ports()[0]}, {"127.0.0.1", own.ports()[2]}};
+  o.reconnect_backoff_min = std::chrono::milliseconds(5);
+  o.reconnect_backoff_max = std::chrono::milliseconds(50);
+  o.connect_timeout = std::chrono::milliseconds(300);
+  Store s(o);
+  std::string on0;
+  std::string on1;
+  for (int i = 0; on0.empty() || on1.empty(); ++i) {
+    REQUIRE(i < 1000);
+    const std::string k = "node-key-" + std::to_string(i);
+    const std::size_t owner = own.owner_of_slot(s.key_slot(k));
+    if (owner == 0 && on0.empty()) on0 = k;
+    if (owner == 1 && on1.empty()) on1 = k;
+  }
+  REQUIRE(s.set(on0, "zero") == true);
+  REQUIRE(s.set(on1, "one") == true);
+
+  own.stop_node(1);
+  // Its keys cannot be reached: a transport error, after the map was reloaded and the
+  // retries backed off (never sent, so safe to retry), or CLUSTERDOWN once the others notice.
+  try {
+    (void)s.get(on1);
+    FAIL("a key of a dead master was read");
+  } catch (const RedisError& e) {
+    CHECK((e.code() == Errc::io_error || e.code() == Errc::timeout || e.code() == Errc::cluster_down));
+  }
+  CHECK(s.client_stats().connect_failures >= 1);
+
+  own.restart_node(1);
+  // Back within the backoff and the map reload; its keys were lost (no persistence).
+  bool back = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!back && std::chrono::steady_clock::now() < deadline) {
+    try {
+      back = s.set(on1, "one again") == true;
+    } catch (const RedisError&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  REQUIRE(back);
+  CHECK(s.get(on1) == std::string("one again"));
+  CHECK(s.get(on0) == std::string("zero"));
 }
