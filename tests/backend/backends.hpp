@@ -34,14 +34,16 @@ namespace backend_test {
 using Str = std::string;
 inline constexpr std::int64_t kEpochMs = 1'750'000'000'000;  // 2025-06-15, a plausible "now"
 
-template <class V>
-struct InProcessOf {
-  static constexpr const char* kName = "ExpiringStore";
+// An in-process store (kConcurrent: ConcurrentStore on 4 shards) on a ManualClock.
+template <class V, bool kConcurrent>
+struct LocalOf {
+  static constexpr const char* kName = kConcurrent ? "ConcurrentStore" : "ExpiringStore";
   static constexpr bool kRemote = false;
   static constexpr std::int64_t kSlackMs = 0;
-  using store_type = expiring::ExpiringStore<Str, V, expiring::Hash<Str>, std::equal_to<>, expiring::ManualClock>;
+  using store_type =
+      std::conditional_t<kConcurrent, expiring::ConcurrentStore<Str, V, expiring::ManualClock>,
+                         expiring::ExpiringStore<Str, V, expiring::Hash<Str>, std::equal_to<>, expiring::ManualClock>>;
 
-  InProcessOf() : store_(clock_) {}
   bool ready() const { return true; }
   std::string why() const { return {}; }
   store_type& store() { return store_; }
@@ -49,28 +51,20 @@ struct InProcessOf {
   void pass(std::int64_t ms) { clock_.advance(ms); }
 
  private:
+  static store_type make(expiring::ManualClock clock) {
+    if constexpr (kConcurrent) {
+      return store_type(clock, expiring::Options{}, expiring::ConcurrencyOptions{4});
+    } else {
+      return store_type(clock);
+    }
+  }
   expiring::ManualClock clock_{kEpochMs};
-  store_type store_;
+  store_type store_ = make(clock_);
 };
-
 template <class V>
-struct ConcurrentOf {
-  static constexpr const char* kName = "ConcurrentStore";
-  static constexpr bool kRemote = false;
-  static constexpr std::int64_t kSlackMs = 0;
-  using store_type = expiring::ConcurrentStore<Str, V, expiring::ManualClock>;
-
-  ConcurrentOf() : store_(clock_, expiring::Options{}, expiring::ConcurrencyOptions{4}) {}
-  bool ready() const { return true; }
-  std::string why() const { return {}; }
-  store_type& store() { return store_; }
-  std::int64_t now_ms() const { return clock_.now_ms(); }
-  void pass(std::int64_t ms) { clock_.advance(ms); }
-
- private:
-  expiring::ManualClock clock_{kEpochMs};
-  store_type store_;
-};
+using InProcessOf = LocalOf<V, false>;
+template <class V>
+using ConcurrentOf = LocalOf<V, true>;
 
 // The server's TIME in ms.
 inline std::int64_t server_time_ms(const live::Reply& r) {
