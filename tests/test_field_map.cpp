@@ -1,0 +1,163 @@
+// tests/test_field_map.cpp: FieldMap, the hash value with per-field deadlines (issue 14, WIP).
+//
+// The container alone: names, values, deadlines, erase by moving the last field, and the
+// due-list that reclaims fields in deadline order, checked against a model under random
+// operations (re-timing earlier and later, persisting, erasing, growing past the list's size).
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "expiring/field_map.hpp"
+#include "expiring/hash.hpp"
+
+namespace {
+using Map = expiring::FieldMap<std::string, std::string>;
+const expiring::Hash<std::string> kHash{expiring::HashKey::from_seed(7)};
+constexpr std::int64_t kNone = Map::kNoDeadline;
+}  // namespace
+
+TEST_CASE("field map: assign, find, erase, deadlines", "[field_map]") {
+  Map m;
+  CHECK(m.find(kHash, "a") == Map::npos);
+  CHECK(m.assign(kHash, std::string("a"), std::string("1")).second);
+  CHECK(m.assign(kHash, std::string("b"), std::string("2")).second);
+  const auto [pos, added] = m.assign(kHash, std::string("a"), std::string("one"));
+  CHECK_FALSE(added);
+  CHECK(m.at(pos).value == "one");
+  CHECK(m.size() == 2);
+  const std::uint32_t b = m.find(kHash, std::string_view("b"));
+  REQUIRE(b != Map::npos);
+  m.set_deadline(b, 5000);
+  CHECK(m.deadline(b) == 5000);
+  CHECK(m.volatile_count() == 1);
+  CHECK(m.earliest_deadline() == 5000);
+  // HSET over a volatile field removes its deadline.
+  m.assign(kHash, std::string("b"), std::string("two"));
+  CHECK(m.deadline(m.find(kHash, "b")) == kNone);
+  CHECK(m.volatile_count() == 0);
+  CHECK(m.earliest_deadline() == kNone);
+  m.set_deadline(m.find(kHash, "a"), 100);
+  CHECK(m.clear_deadline(m.find(kHash, "a")));
+  CHECK_FALSE(m.clear_deadline(m.find(kHash, "a")));
+  // Erase moves the last field into the hole; lookups still find everything.
+  m.assign(kHash, std::string("c"), std::string("3"));
+  m.set_deadline(m.find(kHash, "c"), 700);
+  m.erase(kHash, m.find(kHash, "a"));
+  CHECK(m.find(kHash, "a") == Map::npos);
+  CHECK(m.at(m.find(kHash, "c")).value == "3");
+  CHECK(m.deadline(m.find(kHash, "c")) == 700);
+  CHECK(m.at(m.find(kHash, "b")).value == "two");
+  CHECK(m.earliest_deadline() == 700);
+  m.erase(kHash, m.find(kHash, "b"));
+  m.erase(kHash, m.find(kHash, "c"));
+  CHECK(m.empty());
+  CHECK(m.bytes() == 0);  // everything given back
+}
+
+TEST_CASE("field map: reclaim_due takes fields in deadline order, now > deadline", "[field_map]") {
+  Map m;
+  for (int i = 0; i < 10; ++i) {
+    const auto p = m.assign(kHash, "f" + std::to_string(i), std::to_string(i)).first;
+    m.set_deadline(p, 1000 - i * 10);  // f9 earliest
+  }
+  std::vector<std::string> order;
+  const auto took = m.reclaim_due(kHash, 950, 100, [&](Map::Field& f, std::int64_t) { order.push_back(f.name); });
+  CHECK(took == 4);  // deadlines 910, 920, 930, 940 (950 itself is not past)
+  CHECK(order == std::vector<std::string>{"f9", "f8", "f7", "f6"});
+  CHECK(m.size() == 6);
+  CHECK(m.earliest_deadline() == 950);
+  // The quota stops it.
+  CHECK(m.reclaim_due(kHash, 2000, 2, [](Map::Field&, std::int64_t) {}) == 2);
+  CHECK(m.size() == 4);
+}
+
+TEST_CASE("field map: the due-list agrees with a model under random operations", "[field_map]") {
+  std::mt19937_64 rng(12345);
+  for (const int fields : {10, 300, 5000}) {
+    Map m;
+    std::map<std::string, std::int64_t> model;  // name -> deadline (kNone: persistent)
+    auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+    std::int64_t now = 0;
+    for (int step = 0; step < 20 * fields; ++step) {
+      const std::string name = "f" + std::to_string(pick(fields));
+      const int op = pick(10);
+      if (op < 3) {
+        m.assign(kHash, name, "v");
+        model[name] = kNone;
+      } else if (op < 7) {
+        const std::uint32_t p = m.find(kHash, name);
+        if (p != Map::npos) {
+          const std::int64_t when = now + 1 + pick(10000);
+          m.set_deadline(p, when);
+          model[name] = when;
+        }
+      } else if (op < 8) {
+        const std::uint32_t p = m.find(kHash, name);
+        if (p != Map::npos) {
+          (void)m.clear_deadline(p);
+          model[name] = kNone;
+        }
+      } else if (op < 9) {
+        const std::uint32_t p = m.find(kHash, name);
+        if (p != Map::npos) {
+          m.erase(kHash, p);
+          model.erase(name);
+        }
+      } else {
+        now += pick(300);
+        // The model's due fields, in deadline order (ties in any order).
+        std::vector<std::pair<std::int64_t, std::string>> due;
+        for (const auto& [n, d] : model) {
+          if (d != kNone && now > d) due.emplace_back(d, n);
+        }
+        std::sort(due.begin(), due.end());
+        std::vector<std::pair<std::int64_t, std::string>> got;
+        m.reclaim_due(kHash, now, static_cast<std::size_t>(-1),
+                      [&](Map::Field& f, std::int64_t d) { got.emplace_back(d, f.name); });
+        std::vector<std::int64_t> got_deadlines;
+        for (const auto& g : got) got_deadlines.push_back(g.first);
+        CHECK(std::is_sorted(got_deadlines.begin(), got_deadlines.end()));
+        std::sort(got.begin(), got.end());
+        REQUIRE(got == due);
+        for (const auto& d : due) model.erase(d.second);
+      }
+      // Invariants: the same names, values and deadlines; the earliest deadline.
+      if (step % 97 == 0) {
+        REQUIRE(m.size() == model.size());
+        std::int64_t earliest = kNone;
+        std::size_t vol = 0;
+        for (const auto& [n, d] : model) {
+          const std::uint32_t p = m.find(kHash, n);
+          REQUIRE(p != Map::npos);
+          REQUIRE(m.deadline(p) == d);
+          earliest = std::min(earliest, d);
+          vol += d != kNone ? 1u : 0u;
+        }
+        REQUIRE(m.volatile_count() == vol);
+        REQUIRE(m.earliest_deadline() == earliest);
+      }
+    }
+  }
+}
+
+TEST_CASE("field map: memory of field deadlines is 8 bytes a field plus the due-list", "[field_map]") {
+  Map plain;
+  Map timed;
+  constexpr int kFields = 100000;
+  for (int i = 0; i < kFields; ++i) {
+    plain.assign(kHash, "field:" + std::to_string(i), std::string("v"));
+    const auto p = timed.assign(kHash, "field:" + std::to_string(i), std::string("v")).first;
+    timed.set_deadline(p, 1'000'000 + i);
+  }
+  (void)timed.earliest_deadline();  // builds the due-list
+  const double extra = static_cast<double>(timed.bytes() - plain.bytes()) / kFields;
+  INFO("extra bytes per field: " << extra);
+  // The deadline array's growth slack (vector doubling) is counted here: at most 2 x 8 bytes
+  // per field plus the due-list's 0.25; exactly 8.25 once the array fits.
+  CHECK(extra >= 8.0);
+  CHECK(extra <= 16.5);
+}
