@@ -8,18 +8,21 @@
 //   fields_     the fields, dense: {name, value}, in no particular order; erasing moves the
 //               last field into the hole
 //   index_      SlotTable<uint32_t>: the position in fields_ of each name (4 bytes a slot)
-//   deadlines_  int64 per field, parallel to fields_, allocated when the first field gets a
-//               deadline (so a hash without field TTLs pays nothing); kNoDeadline = persistent
+//   deadlines_  6 bytes per field, parallel to fields_ (a deadline is at most Redis's cap,
+//               2^46 - 1 ms, so 48 bits hold it), allocated when the first field gets a
+//               deadline (so a hash without field TTLs pays nothing) and reserved to fields_'s
+//               capacity (no growth slack of its own); all ones = persistent
 //   due_        the K earliest volatile fields as {deadline, position}, sorted by deadline, K
-//               = clamp(size / 64, 16, 65536): 0.25 bytes a field at most. Built by one pass
+//               = clamp(size / 64, 2, 65536): 0.25 bytes a field at most; hashes of up to 128
+//               fields have none (a scan of their deadlines is the pass). Built by one pass
 //               (a threshold sampled from the deadlines, then every field at or below it,
 //               ordered by a counting sort on deadline - min); popped front to back; an entry
 //               that no longer holds (the field was re-timed, persisted, erased or moved) is
 //               skipped when met. A field given an earlier deadline than the list's last
 //               entry is inserted into it (the list's tail is dropped when full: the next pass
 //               finds it again). Rebuilt when it runs dry.
-// Why: the per-field expiry cost is the 8-byte deadline, exactly (the due-list adds at most
-// 0.25 bytes), against Redis 7.4's ~16-25 bytes per field in hashtable-encoded hashes; and
+// Why: the per-field expiry cost is the 6-byte deadline, grown by 1.25x (at most 7.5 bytes a
+// field; the due-list adds at most 0.25), against Redis 7.4's ~16-25 bytes per field in hashtable-encoded hashes; and
 // reclaiming in time order costs one pass per K fields reclaimed (~75 ns a field at 1e6
 // fields in one hash, docs/design/hash_fields_duelist_experiment.cpp) instead of a rescan.
 //
@@ -32,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -44,6 +48,8 @@ class FieldMap {
  public:
   static constexpr std::uint32_t npos = detail::kNoSlot;
   static constexpr std::int64_t kNoDeadline = std::numeric_limits<std::int64_t>::max();
+  // The largest deadline a field can have: Redis 7.4's cap, 2^46 - 1 ms (year 4199).
+  static constexpr std::int64_t kMaxDeadline = (std::int64_t{1} << 46) - 1;
 
   struct Field {
     F name;
@@ -61,7 +67,7 @@ class FieldMap {
   const Field& at(std::uint32_t pos) const noexcept { return fields_[pos]; }
   // The field's deadline, kNoDeadline without one.
   std::int64_t deadline(std::uint32_t pos) const noexcept {
-    return deadlines_.empty() ? kNoDeadline : deadlines_[pos];
+    return deadlines_.empty() ? kNoDeadline : load(pos);
   }
 
   // ---- lookup ------------------------------------------------------------------------------
@@ -100,28 +106,33 @@ class FieldMap {
     if (pos != last) {
       const std::uint32_t moved_slot = slot_of(hash, last);
       fields_[pos] = std::move(fields_[last]);
-      if (!deadlines_.empty()) deadlines_[pos] = deadlines_[last];
+      if (!deadlines_.empty()) store(pos, load(last));
       index_[moved_slot] = pos;
       // The moved field keeps its deadline; if it was in the due-list it is found again by
       // the next pass (its old position is skipped as stale, below).
       if (deadline(pos) != kNoDeadline) note_retimed(pos);
     }
     fields_.pop_back();
-    if (!deadlines_.empty()) deadlines_.pop_back();
+    if (!deadlines_.empty()) deadlines_.resize(deadlines_.size() - kDeadlineBytes);
     if (fields_.empty()) release_all();
   }
 
-  // Sets the field's deadline (any value; the caller validated it).
+  // Sets the field's deadline, 0 <= when <= kMaxDeadline (the caller refuses others with
+  // Redis's error; here they throw std::out_of_range).
   void set_deadline(std::uint32_t pos, std::int64_t when) {
-    if (deadlines_.empty()) deadlines_.assign(fields_.size(), kNoDeadline);
-    if (deadlines_[pos] == kNoDeadline) ++volatile_;
-    deadlines_[pos] = when;
+    if (when < 0 || when > kMaxDeadline) throw std::out_of_range("expiring::FieldMap: deadline beyond 2^46 - 1 ms");
+    if (deadlines_.empty()) {
+      deadlines_.reserve(grown(fields_.size()) * kDeadlineBytes);
+      deadlines_.assign(fields_.size() * kDeadlineBytes, 0xFF);
+    }
+    if (load(pos) == kNoDeadline) ++volatile_;
+    store(pos, when);
     note_retimed(pos);
   }
   // HPERSIST of one field: true if it had a deadline.
   bool clear_deadline(std::uint32_t pos) noexcept {
-    if (deadlines_.empty() || deadlines_[pos] == kNoDeadline) return false;
-    deadlines_[pos] = kNoDeadline;
+    if (deadlines_.empty() || load(pos) == kNoDeadline) return false;
+    store(pos, kNoDeadline);
     --volatile_;
     return true;
   }
@@ -131,7 +142,7 @@ class FieldMap {
   // The earliest deadline of any field, kNoDeadline without volatile fields.
   std::int64_t earliest_deadline() {
     const std::uint32_t pos = due_front();
-    return pos == npos ? kNoDeadline : deadlines_[pos];
+    return pos == npos ? kNoDeadline : load(pos);
   }
 
   // Removes, in deadline order, the fields whose deadline is before `now` (now > deadline), at
@@ -142,9 +153,11 @@ class FieldMap {
     std::size_t n = 0;
     while (n < max) {
       const std::uint32_t pos = due_front();
-      if (pos == npos || !(now > deadlines_[pos])) break;
+      if (pos == npos) break;
+      const std::int64_t d = load(pos);
+      if (!(now > d)) break;
       ++due_head_;
-      on_reclaim(fields_[pos], deadlines_[pos]);
+      on_reclaim(fields_[pos], d);
       erase(hash, pos);
       ++n;
     }
@@ -153,8 +166,7 @@ class FieldMap {
 
   // Heap bytes held (fields' own heap blocks not counted).
   std::size_t bytes() const noexcept {
-    return fields_.capacity() * sizeof(Field) + deadlines_.capacity() * sizeof(std::int64_t) + index_.bytes() +
-           due_.capacity() * sizeof(Due);
+    return fields_.capacity() * sizeof(Field) + deadlines_.capacity() + index_.bytes() + due_.capacity() * sizeof(Due);
   }
 
  private:
@@ -162,6 +174,21 @@ class FieldMap {
     std::int64_t deadline;
     std::uint32_t pos;
   };
+
+  // ---- 6-byte deadlines (little-endian bytes; all ones = none) ---------------------------
+  static constexpr std::size_t kDeadlineBytes = 6;
+  static constexpr std::uint64_t kNone48 = (std::uint64_t{1} << 48) - 1;
+  std::int64_t load(std::uint32_t pos) const noexcept {
+    const unsigned char* b = deadlines_.data() + std::size_t{pos} * kDeadlineBytes;
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < kDeadlineBytes; ++i) v |= std::uint64_t{b[i]} << (8 * i);
+    return v == kNone48 ? kNoDeadline : static_cast<std::int64_t>(v);
+  }
+  void store(std::uint32_t pos, std::int64_t when) noexcept {
+    const std::uint64_t v = when == kNoDeadline ? kNone48 : static_cast<std::uint64_t>(when);
+    unsigned char* b = deadlines_.data() + std::size_t{pos} * kDeadlineBytes;
+    for (std::size_t i = 0; i < kDeadlineBytes; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+  }
 
   template <class N>
   std::uint32_t find_slot(std::uint64_t h, const N& name) const {
@@ -183,17 +210,49 @@ class FieldMap {
     }
     fields_.push_back(Field{F(std::forward<N>(name)), V(std::forward<VV>(value))});
     const auto pos = static_cast<std::uint32_t>(fields_.size() - 1);
-    if (!deadlines_.empty()) deadlines_.push_back(kNoDeadline);
+    if (!deadlines_.empty()) {
+      // Geometric growth by 1.25x (not the vector's own 2x): at most 7.5 bytes a field.
+      if (deadlines_.capacity() < fields_.size() * kDeadlineBytes) deadlines_.reserve(grown(fields_.size()) * kDeadlineBytes);
+      deadlines_.insert(deadlines_.end(), kDeadlineBytes, static_cast<unsigned char>(0xFF));
+    }
     index_.emplace_new(h, pos);
     return pos;
   }
 
-  // The due-list entry at its head that still holds, rebuilding the list when it runs dry.
+  // Room for n fields' deadlines and a quarter more.
+  static std::size_t grown(std::size_t n) noexcept { return n + n / 4 + 1; }
+
+  // Hashes of at most this many fields keep no due-list: a scan of their deadlines (at most
+  // 768 bytes) finds the earliest.
+  static constexpr std::size_t kSmall = 128;
+
+  std::uint32_t earliest_by_scan() const noexcept {
+    std::uint32_t best = npos;
+    std::int64_t best_d = kNoDeadline;
+    const auto n = static_cast<std::uint32_t>(fields_.size());
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::int64_t d = load(i);
+      if (d < best_d) {
+        best_d = d;
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  // The volatile field with the earliest deadline (npos if none): the due-list entry at its
+  // head that still holds, rebuilding the list when it runs dry; a scan for small hashes.
   std::uint32_t due_front() {
+    if (volatile_ == 0) return npos;
+    if (fields_.size() <= kSmall) {
+      if (!due_.empty()) std::vector<Due>().swap(due_);  // shrunk below the threshold
+      due_head_ = 0;
+      return earliest_by_scan();
+    }
     for (;;) {
       while (due_head_ < due_.size()) {
         const Due& d = due_[due_head_];
-        if (d.pos < fields_.size() && deadlines_[d.pos] == d.deadline) return d.pos;
+        if (d.pos < fields_.size() && load(d.pos) == d.deadline) return d.pos;
         ++due_head_;  // stale: re-timed, persisted, erased or moved
       }
       if (volatile_ == 0) return npos;
@@ -202,16 +261,17 @@ class FieldMap {
     }
   }
 
+  // K: at most 16 bytes per 64 fields (0.25 bytes a field).
   std::size_t due_capacity() const noexcept {
-    return std::clamp<std::size_t>(fields_.size() / 64, 16, 65536);
+    return std::clamp<std::size_t>(fields_.size() / 64, 2, 65536);
   }
 
   // A field's deadline changed (or it moved). The list's invariant: every volatile field whose
   // deadline is below the list's last one has a valid entry in it (one whose recorded
   // deadline is its current one).
   void note_retimed(std::uint32_t pos) {
-    if (due_head_ >= due_.size()) return;  // empty: the next pass sees it
-    const Due d{deadlines_[pos], pos};
+    if (fields_.size() <= kSmall || due_head_ >= due_.size()) return;  // no list: the next pass sees it
+    const Due d{load(pos), pos};
     if (d.deadline > due_.back().deadline) return;  // later than the list: the next pass sees it
     auto it = std::upper_bound(due_.begin() + static_cast<std::ptrdiff_t>(due_head_), due_.end(), d,
                                [](const Due& a, const Due& b) { return a.deadline < b.deadline; });
@@ -229,7 +289,8 @@ class FieldMap {
       std::vector<std::int64_t> sample;
       const std::size_t step = std::max<std::size_t>(1, fields_.size() / 256);
       for (std::size_t i = 0; i < fields_.size(); i += step) {
-        if (deadlines_[i] != kNoDeadline) sample.push_back(deadlines_[i]);
+        const std::int64_t d = load(static_cast<std::uint32_t>(i));
+        if (d != kNoDeadline) sample.push_back(d);
       }
       if (!sample.empty()) {
         std::sort(sample.begin(), sample.end());
@@ -239,8 +300,9 @@ class FieldMap {
     }
     std::int64_t lo = kNoDeadline;
     std::int64_t hi = std::numeric_limits<std::int64_t>::min();
-    for (std::uint32_t i = 0; i < deadlines_.size(); ++i) {
-      const std::int64_t d = deadlines_[i];
+    const auto n = static_cast<std::uint32_t>(fields_.size());
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::int64_t d = load(i);
       if (d != kNoDeadline && d <= threshold) {
         due_.push_back(Due{d, i});
         lo = std::min(lo, d);
@@ -250,10 +312,15 @@ class FieldMap {
     if (due_.empty()) {
       // The sampled threshold fell below every deadline: take the earliest alone.
       std::uint32_t best = npos;
-      for (std::uint32_t i = 0; i < deadlines_.size(); ++i) {
-        if (deadlines_[i] != kNoDeadline && (best == npos || deadlines_[i] < deadlines_[best])) best = i;
+      std::int64_t best_d = kNoDeadline;
+      for (std::uint32_t i = 0; i < n; ++i) {
+        const std::int64_t d = load(i);
+        if (d < best_d) {
+          best_d = d;
+          best = i;
+        }
       }
-      if (best != npos) due_.push_back(Due{deadlines_[best], best});
+      if (best != npos) due_.push_back(Due{best_d, best});
       return;
     }
     const auto by_deadline = [](const Due& a, const Due& b) { return a.deadline < b.deadline; };
@@ -267,8 +334,7 @@ class FieldMap {
       }
     }
     // The span of the earliest deadlines is small (about k / n of the hash's): a counting
-    // sort on deadline - lo, else a comparison sort. (hi - lo cannot overflow: both are
-    // deadlines the caller validated, within Redis's 2^46 ms cap.)
+    // sort on deadline - lo, else a comparison sort (both are within [0, 2^46): no overflow).
     const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
     if (span < (std::uint64_t{1} << 16) && due_.size() > 64) {
       std::vector<std::uint32_t> count(static_cast<std::size_t>(span) + 2, 0);
@@ -284,7 +350,7 @@ class FieldMap {
 
   void release_all() noexcept {
     std::vector<Field>().swap(fields_);
-    std::vector<std::int64_t>().swap(deadlines_);
+    std::vector<unsigned char>().swap(deadlines_);
     std::vector<Due>().swap(due_);
     due_head_ = 0;
     volatile_ = 0;
@@ -292,7 +358,7 @@ class FieldMap {
   }
 
   std::vector<Field> fields_;
-  std::vector<std::int64_t> deadlines_;
+  std::vector<unsigned char> deadlines_;
   detail::SlotTable<std::uint32_t> index_;
   std::vector<Due> due_;
   std::size_t due_head_ = 0;
