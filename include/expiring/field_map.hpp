@@ -150,6 +150,8 @@ class FieldMap {
   // Returns the number reclaimed.
   template <class Hasher, class OnReclaim>
   std::size_t reclaim_due(const Hasher& hash, std::int64_t now, std::size_t max, OnReclaim&& on_reclaim) {
+    if (volatile_ == 0 || max == 0) return 0;
+    if (fields_.size() <= kSmall) return reclaim_small(hash, now, max, on_reclaim);
     std::size_t n = 0;
     while (n < max) {
       const std::uint32_t pos = due_front();
@@ -161,6 +163,27 @@ class FieldMap {
       erase(hash, pos);
       ++n;
     }
+    return n;
+  }
+
+  // A small hash: one scan collects the due fields, which are reported in deadline order and
+  // then erased from the highest position down (erasing moves the last field into the hole,
+  // and the last field is then never one still to erase).
+  template <class Hasher, class OnReclaim>
+  std::size_t reclaim_small(const Hasher& hash, std::int64_t now, std::size_t max, OnReclaim& on_reclaim) {
+    Due due[kSmall];
+    std::size_t n = 0;
+    const auto size = static_cast<std::uint32_t>(fields_.size());
+    for (std::uint32_t i = 0; i < size; ++i) {
+      const std::int64_t d = load(i);
+      if (d != kNoDeadline && now > d) due[n++] = Due{d, i};
+    }
+    const auto by_deadline = [](const Due& a, const Due& b) { return a.deadline < b.deadline || (a.deadline == b.deadline && a.pos < b.pos); };
+    std::sort(due, due + n, by_deadline);
+    n = std::min(n, max);
+    for (std::size_t j = 0; j < n; ++j) on_reclaim(fields_[due[j].pos], due[j].deadline);
+    std::sort(due, due + n, [](const Due& a, const Due& b) { return a.pos > b.pos; });
+    for (std::size_t j = 0; j < n; ++j) erase(hash, due[j].pos);
     return n;
   }
 
