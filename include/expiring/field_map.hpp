@@ -102,7 +102,10 @@ class FieldMap {
   void erase(const Hasher& hash, std::uint32_t pos) {
     const std::uint32_t last = static_cast<std::uint32_t>(fields_.size() - 1);
     index_.erase(slot_of(hash, pos));
-    if (deadline(pos) != kNoDeadline) --volatile_;
+    if (const std::int64_t d = deadline(pos); d != kNoDeadline) {
+      --volatile_;
+      if (d == small_earliest_) small_earliest_known_ = false;
+    }
     if (pos != last) {
       const std::uint32_t moved_slot = slot_of(hash, last);
       fields_[pos] = std::move(fields_[last]);
@@ -125,15 +128,26 @@ class FieldMap {
       deadlines_.reserve(grown(fields_.size()) * kDeadlineBytes);
       deadlines_.assign(fields_.size() * kDeadlineBytes, 0xFF);
     }
-    if (load(pos) == kNoDeadline) ++volatile_;
+    const std::int64_t before = load(pos);
+    if (before == kNoDeadline) ++volatile_;
     store(pos, when);
     note_retimed(pos);
+    if (small_earliest_known_) {
+      if (when <= small_earliest_) {
+        small_earliest_ = when;
+      } else if (before == small_earliest_) {
+        small_earliest_known_ = false;  // the earliest moved later: find it again
+      }
+    }
   }
   // HPERSIST of one field: true if it had a deadline.
   bool clear_deadline(std::uint32_t pos) noexcept {
-    if (deadlines_.empty() || load(pos) == kNoDeadline) return false;
+    if (deadlines_.empty()) return false;
+    const std::int64_t before = load(pos);
+    if (before == kNoDeadline) return false;
     store(pos, kNoDeadline);
     --volatile_;
+    if (before == small_earliest_) small_earliest_known_ = false;
     return true;
   }
 
@@ -141,8 +155,15 @@ class FieldMap {
 
   // The earliest deadline of any field, kNoDeadline without volatile fields.
   std::int64_t earliest_deadline() {
+    if (volatile_ == 0) return kNoDeadline;
+    if (fields_.size() <= kSmall && small_earliest_known_) return small_earliest_;
     const std::uint32_t pos = due_front();
-    return pos == npos ? kNoDeadline : load(pos);
+    const std::int64_t d = pos == npos ? kNoDeadline : load(pos);
+    if (fields_.size() <= kSmall) {
+      small_earliest_ = d;
+      small_earliest_known_ = true;
+    }
+    return d;
   }
 
   // Removes, in deadline order, the fields whose deadline is before `now` (now > deadline), at
@@ -173,17 +194,29 @@ class FieldMap {
   std::size_t reclaim_small(const Hasher& hash, std::int64_t now, std::size_t max, OnReclaim& on_reclaim) {
     Due due[kSmall];
     std::size_t n = 0;
+    std::int64_t next = kNoDeadline;  // the earliest deadline that stays
     const auto size = static_cast<std::uint32_t>(fields_.size());
     for (std::uint32_t i = 0; i < size; ++i) {
       const std::int64_t d = load(i);
-      if (d != kNoDeadline && now > d) due[n++] = Due{d, i};
+      if (d != kNoDeadline && now > d) {
+        due[n++] = Due{d, i};
+      } else if (d < next) {
+        next = d;
+      }
     }
     const auto by_deadline = [](const Due& a, const Due& b) { return a.deadline < b.deadline || (a.deadline == b.deadline && a.pos < b.pos); };
     std::sort(due, due + n, by_deadline);
-    n = std::min(n, max);
+    if (n > max) {
+      next = std::min(next, due[max].deadline);  // the quota leaves some due fields
+      n = max;
+    }
     for (std::size_t j = 0; j < n; ++j) on_reclaim(fields_[due[j].pos], due[j].deadline);
     std::sort(due, due + n, [](const Due& a, const Due& b) { return a.pos > b.pos; });
     for (std::size_t j = 0; j < n; ++j) erase(hash, due[j].pos);
+    if (fields_.size() <= kSmall) {  // (erasing can only shrink the hash)
+      small_earliest_ = next;
+      small_earliest_known_ = true;
+    }
     return n;
   }
 
@@ -272,6 +305,7 @@ class FieldMap {
       due_head_ = 0;
       return earliest_by_scan();
     }
+    small_earliest_known_ = false;
     for (;;) {
       while (due_head_ < due_.size()) {
         const Due& d = due_[due_head_];
@@ -377,6 +411,8 @@ class FieldMap {
     std::vector<Due>().swap(due_);
     due_head_ = 0;
     volatile_ = 0;
+    small_earliest_ = kNoDeadline;
+    small_earliest_known_ = false;
     index_.clear();
   }
 
@@ -386,6 +422,9 @@ class FieldMap {
   std::vector<Due> due_;
   std::size_t due_head_ = 0;
   std::size_t volatile_ = 0;
+  // Small hashes: the earliest deadline, when known (a scan finds it otherwise).
+  std::int64_t small_earliest_ = kNoDeadline;
+  bool small_earliest_known_ = false;
 };
 
 }  // namespace expiring
