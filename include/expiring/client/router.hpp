@@ -112,7 +112,6 @@ class Router {
     NodePool* ask_to = nullptr;
     bool resent = false;
     int redirects = 0;
-    std::string last;
     for (;;) {
       NodePool* node = ask_to != nullptr ? ask_to : node_for(cmd.slot());
       const bool asking = ask_to != nullptr;
