@@ -102,9 +102,7 @@ class Router {
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 
-  bool cluster() const noexcept { return s_.cluster; }
   ClientStats stats() const noexcept { return stats_.snapshot(); }
-  AtomicClientStats& counters() noexcept { return stats_; }
 
   // ---- One command ----------------------------------------------------------------------
 
@@ -244,12 +242,6 @@ class Router {
       if (!seen) out.push_back(p);
     }
     return out;
-  }
-
-  // Loads the slot map now (cluster); throws the last error when no node answered.
-  void refresh() {
-    std::lock_guard<std::mutex> one(refresh_mu_);
-    load_map();
   }
 
  private:
