@@ -62,7 +62,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <optional>
 #include <random>
@@ -432,7 +431,7 @@ class RedisStore {
   template <class KK, class VV>
   bool del_if_equal(const KK& key, const VV& expected) {
     client::Cmd c("EVALSHA");
-    client::Reply r = script(kDelIfEqual, kDelIfEqualSha, [&](client::Cmd& cmd) {
+    client::Reply r = script(kDelIfEqualScript, kDelIfEqualSha, [&](client::Cmd& cmd) {
       add_key(cmd, key);
       add_value(cmd, expected);
     });
@@ -562,20 +561,16 @@ class RedisStore {
     return c.slot();
   }
 
- private:
-  // The scripts, and their SHA1 digests (tests/test_redis_store.cpp checks each against
-  // SCRIPT LOAD, so that an edit of a script without its digest fails there).
-  static constexpr const char* kExpireIfEqual =
+  // The server-side scripts of pexpireat_if_equal() and del_if_equal(), and the SHA1 digests
+  // EVALSHA sends (tests/backend/test_redis_client.cpp checks each digest against SCRIPT LOAD,
+  // so that an edit of a script without its digest fails there).
+  static constexpr const char* kExpireIfEqualScript =
       "if redis.call('GET', KEYS[1]) == ARGV[1] then "
       "return redis.call('PEXPIREAT', KEYS[1], ARGV[2], unpack(ARGV, 3)) end return 0";
-  static constexpr const char* kDelIfEqual =
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
- public:
   static constexpr const char* kExpireIfEqualSha = "56d2c85a115b45c9580f819bd89a7344430dca05";
+  static constexpr const char* kDelIfEqualScript =
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
   static constexpr const char* kDelIfEqualSha = "6fbe84d1140fd2047394924af9d845b83c070bec";
-  static constexpr const char* expire_if_equal_script() noexcept { return kExpireIfEqual; }
-  static constexpr const char* del_if_equal_script() noexcept { return kDelIfEqual; }
 
  private:
   static RedisOptions validated(RedisOptions o) {
@@ -811,7 +806,7 @@ class RedisStore {
     if (const std::optional<Errc> e = flag_error(flags)) return *e;
     if (overflowed) return Errc::invalid_expire_time;
     client::Cmd c("EVALSHA");
-    client::Reply r = script(kExpireIfEqual, kExpireIfEqualSha, [&](client::Cmd& cmd) {
+    client::Reply r = script(kExpireIfEqualScript, kExpireIfEqualSha, [&](client::Cmd& cmd) {
       add_key(cmd, key);
       add_value(cmd, expected);
       cmd.arg(unix_ms);

@@ -235,8 +235,8 @@ TEST_CASE("redis client: a peer that closes mid-write raises no SIGPIPE", "[unit
 
 TEST_CASE("redis client: the scripts' digests are what SCRIPT LOAD computes", "[client]") {
   NEED_REDIS();
-  const live::Reply a = server->command({"SCRIPT", "LOAD", Store::expire_if_equal_script()});
-  const live::Reply d = server->command({"SCRIPT", "LOAD", Store::del_if_equal_script()});
+  const live::Reply a = server->command({"SCRIPT", "LOAD", Store::kExpireIfEqualScript});
+  const live::Reply d = server->command({"SCRIPT", "LOAD", Store::kDelIfEqualScript});
   CHECK(a.str() == Store::kExpireIfEqualSha);
   CHECK(d.str() == Store::kDelIfEqualSha);
   // With the cache flushed, EVALSHA gets NOSCRIPT and the store falls back to EVAL.

@@ -102,9 +102,7 @@ class Router {
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 
-  bool cluster() const noexcept { return s_.cluster; }
   ClientStats stats() const noexcept { return stats_.snapshot(); }
-  AtomicClientStats& counters() noexcept { return stats_; }
 
   // ---- One command ----------------------------------------------------------------------
 
@@ -112,7 +110,6 @@ class Router {
     NodePool* ask_to = nullptr;
     bool resent = false;
     int redirects = 0;
-    std::string last;
     for (;;) {
       NodePool* node = ask_to != nullptr ? ask_to : node_for(cmd.slot());
       const bool asking = ask_to != nullptr;
@@ -245,12 +242,6 @@ class Router {
       if (!seen) out.push_back(p);
     }
     return out;
-  }
-
-  // Loads the slot map now (cluster); throws the last error when no node answered.
-  void refresh() {
-    std::lock_guard<std::mutex> one(refresh_mu_);
-    load_map();
   }
 
  private:
