@@ -36,7 +36,6 @@ namespace {
 
 using Map = expiring::FieldMap<std::string, std::string>;
 using clk = std::chrono::steady_clock;
-const expiring::Hash<std::string> kHash{expiring::HashKey::from_seed(11)};
 
 std::vector<std::string> field_names(std::size_t n) {
   std::vector<std::string> v;
@@ -56,7 +55,7 @@ MemoryRow memory(std::size_t hashes, std::size_t per, const std::vector<std::str
     const std::size_t before = g_live;
     std::vector<Map> maps(hashes);
     for (auto& m : maps)
-      for (std::size_t i = 0; i < per; ++i) m.assign(kHash, names[i], std::string("v"));
+      for (std::size_t i = 0; i < per; ++i) m.assign(names[i], std::string("v"));
     row.plain = static_cast<double>(g_live - before) / fields;
   }
   {
@@ -64,7 +63,7 @@ MemoryRow memory(std::size_t hashes, std::size_t per, const std::vector<std::str
     std::vector<Map> maps(hashes);
     std::int64_t d = 1'000'000;
     for (auto& m : maps) {
-      for (std::size_t i = 0; i < per; ++i) m.set_deadline(m.assign(kHash, names[i], std::string("v")).first, d++);
+      for (std::size_t i = 0; i < per; ++i) m.set_deadline(m.assign(names[i], std::string("v")).first, d++);
       (void)m.earliest_deadline();  // builds the due-list of a big hash
     }
     row.timed = static_cast<double>(g_live - before) / fields;
@@ -92,8 +91,8 @@ CpuRow cpu(std::size_t hashes, std::size_t per, const std::vector<std::string>& 
   for (std::size_t h = 0; h < hashes; ++h) {
     for (std::size_t i = 0; i < per; ++i) {
       const std::int64_t d = t(rng);
-      timed[h].set_deadline(timed[h].assign(kHash, names[i], std::string("v")).first, d);
-      plain[h].assign(kHash, names[i], std::string("v"));
+      timed[h].set_deadline(timed[h].assign(names[i], std::string("v")).first, d);
+      plain[h].assign(names[i], std::string("v"));
       order.emplace_back(d, static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(i));
     }
   }
@@ -106,7 +105,7 @@ CpuRow cpu(std::size_t hashes, std::size_t per, const std::vector<std::string>& 
   for (std::int64_t now = 100; now <= 100'100; now += 100) {
     for (std::size_t h = 0; h < hashes; ++h) {
       if (!(now > next[h])) continue;
-      reclaimed += timed[h].reclaim_due(kHash, now, SIZE_MAX, [](Map::Field&, std::int64_t) {});
+      reclaimed += timed[h].reclaim_due(now, SIZE_MAX, [](Map::Field&, std::int64_t) {});
       next[h] = timed[h].earliest_deadline();
     }
   }
@@ -114,7 +113,7 @@ CpuRow cpu(std::size_t hashes, std::size_t per, const std::vector<std::string>& 
   std::size_t deleted = 0;
   const auto t1 = clk::now();
   for (const auto& [d, h, i] : order) {
-    plain[h].erase(kHash, plain[h].find(kHash, names[i]));
+    plain[h].erase(plain[h].find(names[i]));
     ++deleted;
   }
   row.hdel_ns = std::chrono::duration<double, std::nano>(clk::now() - t1).count() / static_cast<double>(deleted);

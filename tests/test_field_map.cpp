@@ -16,44 +16,43 @@
 
 namespace {
 using Map = expiring::FieldMap<std::string, std::string>;
-const expiring::Hash<std::string> kHash{expiring::HashKey::from_seed(7)};
 constexpr std::int64_t kNone = Map::kNoDeadline;
 }  // namespace
 
 TEST_CASE("field map: assign, find, erase, deadlines", "[field_map]") {
   Map m;
-  CHECK(m.find(kHash, "a") == Map::npos);
-  CHECK(m.assign(kHash, std::string("a"), std::string("1")).second);
-  CHECK(m.assign(kHash, std::string("b"), std::string("2")).second);
-  const auto [pos, added] = m.assign(kHash, std::string("a"), std::string("one"));
+  CHECK(m.find("a") == Map::npos);
+  CHECK(m.assign(std::string("a"), std::string("1")).second);
+  CHECK(m.assign(std::string("b"), std::string("2")).second);
+  const auto [pos, added] = m.assign(std::string("a"), std::string("one"));
   CHECK_FALSE(added);
   CHECK(m.at(pos).value == "one");
   CHECK(m.size() == 2);
-  const std::uint32_t b = m.find(kHash, std::string_view("b"));
+  const std::uint32_t b = m.find(std::string_view("b"));
   REQUIRE(b != Map::npos);
   m.set_deadline(b, 5000);
   CHECK(m.deadline(b) == 5000);
   CHECK(m.volatile_count() == 1);
   CHECK(m.earliest_deadline() == 5000);
   // HSET over a volatile field removes its deadline.
-  m.assign(kHash, std::string("b"), std::string("two"));
-  CHECK(m.deadline(m.find(kHash, "b")) == kNone);
+  m.assign(std::string("b"), std::string("two"));
+  CHECK(m.deadline(m.find("b")) == kNone);
   CHECK(m.volatile_count() == 0);
   CHECK(m.earliest_deadline() == kNone);
-  m.set_deadline(m.find(kHash, "a"), 100);
-  CHECK(m.clear_deadline(m.find(kHash, "a")));
-  CHECK_FALSE(m.clear_deadline(m.find(kHash, "a")));
+  m.set_deadline(m.find("a"), 100);
+  CHECK(m.clear_deadline(m.find("a")));
+  CHECK_FALSE(m.clear_deadline(m.find("a")));
   // Erase moves the last field into the hole; lookups still find everything.
-  m.assign(kHash, std::string("c"), std::string("3"));
-  m.set_deadline(m.find(kHash, "c"), 700);
-  m.erase(kHash, m.find(kHash, "a"));
-  CHECK(m.find(kHash, "a") == Map::npos);
-  CHECK(m.at(m.find(kHash, "c")).value == "3");
-  CHECK(m.deadline(m.find(kHash, "c")) == 700);
-  CHECK(m.at(m.find(kHash, "b")).value == "two");
+  m.assign(std::string("c"), std::string("3"));
+  m.set_deadline(m.find("c"), 700);
+  m.erase(m.find("a"));
+  CHECK(m.find("a") == Map::npos);
+  CHECK(m.at(m.find("c")).value == "3");
+  CHECK(m.deadline(m.find("c")) == 700);
+  CHECK(m.at(m.find("b")).value == "two");
   CHECK(m.earliest_deadline() == 700);
-  m.erase(kHash, m.find(kHash, "b"));
-  m.erase(kHash, m.find(kHash, "c"));
+  m.erase(m.find("b"));
+  m.erase(m.find("c"));
   CHECK(m.empty());
   CHECK(m.bytes() == 0);  // everything given back
 }
@@ -61,17 +60,17 @@ TEST_CASE("field map: assign, find, erase, deadlines", "[field_map]") {
 TEST_CASE("field map: reclaim_due takes fields in deadline order, now > deadline", "[field_map]") {
   Map m;
   for (int i = 0; i < 10; ++i) {
-    const auto p = m.assign(kHash, "f" + std::to_string(i), std::to_string(i)).first;
+    const auto p = m.assign("f" + std::to_string(i), std::to_string(i)).first;
     m.set_deadline(p, 1000 - i * 10);  // f9 earliest
   }
   std::vector<std::string> order;
-  const auto took = m.reclaim_due(kHash, 950, 100, [&](Map::Field& f, std::int64_t) { order.push_back(f.name); });
+  const auto took = m.reclaim_due(950, 100, [&](Map::Field& f, std::int64_t) { order.push_back(f.name); });
   CHECK(took == 4);  // deadlines 910, 920, 930, 940 (950 itself is not past)
   CHECK(order == std::vector<std::string>{"f9", "f8", "f7", "f6"});
   CHECK(m.size() == 6);
   CHECK(m.earliest_deadline() == 950);
   // The quota stops it.
-  CHECK(m.reclaim_due(kHash, 2000, 2, [](Map::Field&, std::int64_t) {}) == 2);
+  CHECK(m.reclaim_due(2000, 2, [](Map::Field&, std::int64_t) {}) == 2);
   CHECK(m.size() == 4);
 }
 
@@ -86,25 +85,25 @@ TEST_CASE("field map: the due-list agrees with a model under random operations",
       const std::string name = "f" + std::to_string(pick(fields));
       const int op = pick(10);
       if (op < 3) {
-        m.assign(kHash, name, "v");
+        m.assign(name, "v");
         model[name] = kNone;
       } else if (op < 7) {
-        const std::uint32_t p = m.find(kHash, name);
+        const std::uint32_t p = m.find(name);
         if (p != Map::npos) {
           const std::int64_t when = now + 1 + pick(10000);
           m.set_deadline(p, when);
           model[name] = when;
         }
       } else if (op < 8) {
-        const std::uint32_t p = m.find(kHash, name);
+        const std::uint32_t p = m.find(name);
         if (p != Map::npos) {
           (void)m.clear_deadline(p);
           model[name] = kNone;
         }
       } else if (op < 9) {
-        const std::uint32_t p = m.find(kHash, name);
+        const std::uint32_t p = m.find(name);
         if (p != Map::npos) {
-          m.erase(kHash, p);
+          m.erase(p);
           model.erase(name);
         }
       } else {
@@ -116,7 +115,7 @@ TEST_CASE("field map: the due-list agrees with a model under random operations",
         }
         std::sort(due.begin(), due.end());
         std::vector<std::pair<std::int64_t, std::string>> got;
-        m.reclaim_due(kHash, now, static_cast<std::size_t>(-1),
+        m.reclaim_due(now, static_cast<std::size_t>(-1),
                       [&](Map::Field& f, std::int64_t d) { got.emplace_back(d, f.name); });
         std::vector<std::int64_t> got_deadlines;
         for (const auto& g : got) got_deadlines.push_back(g.first);
@@ -131,7 +130,7 @@ TEST_CASE("field map: the due-list agrees with a model under random operations",
         std::int64_t earliest = kNone;
         std::size_t vol = 0;
         for (const auto& [n, d] : model) {
-          const std::uint32_t p = m.find(kHash, n);
+          const std::uint32_t p = m.find(n);
           REQUIRE(p != Map::npos);
           REQUIRE(m.deadline(p) == d);
           earliest = std::min(earliest, d);
@@ -146,7 +145,7 @@ TEST_CASE("field map: the due-list agrees with a model under random operations",
 
 TEST_CASE("field map: deadlines are within [0, 2^46 - 1] ms", "[field_map]") {
   Map m;
-  const auto p = m.assign(kHash, std::string("f"), std::string("v")).first;
+  const auto p = m.assign(std::string("f"), std::string("v")).first;
   m.set_deadline(p, Map::kMaxDeadline);
   CHECK(m.deadline(p) == Map::kMaxDeadline);
   m.set_deadline(p, 0);
@@ -161,8 +160,8 @@ TEST_CASE("field map: memory of field deadlines is 8 bytes a field plus the due-
   Map timed;
   constexpr int kFields = 100000;
   for (int i = 0; i < kFields; ++i) {
-    plain.assign(kHash, "field:" + std::to_string(i), std::string("v"));
-    const auto p = timed.assign(kHash, "field:" + std::to_string(i), std::string("v")).first;
+    plain.assign("field:" + std::to_string(i), std::string("v"));
+    const auto p = timed.assign("field:" + std::to_string(i), std::string("v")).first;
     timed.set_deadline(p, 1'000'000 + i);
   }
   (void)timed.earliest_deadline();  // builds the due-list
@@ -181,8 +180,8 @@ TEST_CASE("field map: small hashes keep no due-list; 1e4 hashes of 100 fields st
   for (std::size_t h = 0; h < hashes.size(); ++h) {
     for (int i = 0; i < 100; ++i) {
       const std::string f = "f" + std::to_string(i);
-      plains[h].assign(kHash, f, std::string("v"));
-      const auto p = hashes[h].assign(kHash, f, std::string("v")).first;
+      plains[h].assign(f, std::string("v"));
+      const auto p = hashes[h].assign(f, std::string("v")).first;
       hashes[h].set_deadline(p, 5000 + i);
     }
     CHECK(hashes[h].earliest_deadline() == 5000);
@@ -195,7 +194,7 @@ TEST_CASE("field map: small hashes keep no due-list; 1e4 hashes of 100 fields st
   std::size_t n = 0;
   std::int64_t last = 0;
   bool ordered = true;
-  n += hashes[0].reclaim_due(kHash, 5050, 1000, [&](Map::Field&, std::int64_t d) {
+  n += hashes[0].reclaim_due(5050, 1000, [&](Map::Field&, std::int64_t d) {
     ordered = ordered && d >= last;
     last = d;
   });

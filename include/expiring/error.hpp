@@ -42,6 +42,12 @@ enum class Errc : std::uint8_t {
   // incr_by() whose result does not fit the value type (a signed 64-bit integer at most).
   // Redis: "ERR increment or decrement would overflow".
   overflow,
+  // A field TTL below zero (HEXPIRE family). Redis: "ERR invalid expire time, must be >= 0".
+  // A field deadline beyond Redis 7.4's cap (2^46 - 1 ms) is invalid_expire_time, as Redis.
+  negative_expire_time,
+  // hincrby() of a field whose value is not a decimal 64-bit integer.
+  // Redis: "ERR hash value is not an integer".
+  not_an_integer,
 
   // ---- RedisStore only (redis_store.hpp) ------------------------------------------------
   // The in-process stores never produce these. RedisStore reports them by throwing
@@ -56,7 +62,9 @@ enum class Errc : std::uint8_t {
   // The server sent something that is not the reply the command has (a RESP3 type, an
   // unexpected reply type), or a stored value the codec cannot decode.
   protocol_error,
-  // Redis: "WRONGTYPE Operation against a key holding the wrong kind of value".
+  // Redis: "WRONGTYPE Operation against a key holding the wrong kind of value". Also from an
+  // in-process store whose values hold several kinds (redis::Value: a string or a hash), as
+  // a Result of its hash members.
   wrong_type,
   // Redis Cluster: the keys of one multi-key call hash to different slots ("CROSSSLOT ...").
   crossslot,
@@ -82,6 +90,8 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::out_of_range: return "value out of range";
     case Errc::out_of_memory: return "command not allowed when used memory > 'maxmemory'";
     case Errc::overflow: return "increment or decrement would overflow";
+    case Errc::negative_expire_time: return "invalid expire time, must be >= 0";
+    case Errc::not_an_integer: return "hash value is not an integer";
     case Errc::io_error: return "connection error";
     case Errc::timeout: return "timed out";
     case Errc::protocol_error: return "unexpected reply";

@@ -22,6 +22,14 @@ enum class KeyEventCause : std::uint8_t {
   rename_from,  // the source of a rename (Redis "rename_from")
   rename_to,    // the destination of a rename (Redis "rename_to")
   copy_to,      // the destination of a copy (Redis "copy_to")
+  // Hashes (hash_fields.hpp), as Redis 7.4's hash keyspace events. When a hash's last field
+  // goes, a `del` of the key follows.
+  hset,         // fields written: hset, hsetnx, hincrby (Redis "hset", "hincrby")
+  hdel,         // fields removed by the caller: hdel, or a field time already past
+  hexpire,      // field TTLs set or changed (Redis "hexpire")
+  hpersist,     // field TTLs removed (Redis "hpersist")
+  hexpired,     // fields reclaimed because their deadline passed (lazy or by tick()); `value`
+                // points at a hash that holds exactly those fields, names and values
 };
 
 constexpr const char* to_string(KeyEventCause c) noexcept {
@@ -36,6 +44,11 @@ constexpr const char* to_string(KeyEventCause c) noexcept {
     case KeyEventCause::rename_from: return "rename_from";
     case KeyEventCause::rename_to: return "rename_to";
     case KeyEventCause::copy_to: return "copy_to";
+    case KeyEventCause::hset: return "hset";
+    case KeyEventCause::hdel: return "hdel";
+    case KeyEventCause::hexpire: return "hexpire";
+    case KeyEventCause::hpersist: return "hpersist";
+    case KeyEventCause::hexpired: return "hexpired";
   }
   return "unknown";
 }
@@ -48,7 +61,7 @@ class KeyEventCauses {
   constexpr KeyEventCauses(std::initializer_list<KeyEventCause> causes) noexcept {
     for (KeyEventCause c : causes) bits_ = static_cast<std::uint16_t>(bits_ | bit(c));
   }
-  static constexpr KeyEventCauses all() noexcept { return KeyEventCauses(std::uint16_t{(1u << 10) - 1}); }
+  static constexpr KeyEventCauses all() noexcept { return KeyEventCauses(std::uint16_t{(1u << 15) - 1}); }
   static constexpr KeyEventCauses removals() noexcept {
     return {KeyEventCause::del, KeyEventCause::expired, KeyEventCause::evicted};
   }
@@ -69,7 +82,7 @@ class KeyEventCauses {
 };
 
 // One event as a listener sees it. `value` points at the removed value for the removal
-// causes (del, expired, evicted) and is null otherwise. Both references live only for the
+// causes (del, expired, evicted), at the reclaimed fields for hexpired, and is null otherwise. Both references live only for the
 // duration of the listener call.
 template <class K, class V>
 struct KeyEvent {

@@ -96,6 +96,7 @@
 #include "error.hpp"
 #include "events.hpp"
 #include "hash.hpp"
+#include "hash_fields.hpp"
 #include "options.hpp"
 #include "stats.hpp"
 
@@ -141,10 +142,6 @@ struct has_resync<C, std::void_t<decltype(std::declval<C&>().resync())>> : std::
 // How a time argument or reply is read: relative to now or absolute; in seconds or ms.
 enum class TimeBase : std::uint8_t { relative, absolute };
 enum class TimeUnit : std::uint8_t { seconds, ms };
-// A lookup counts keyspace hits/misses (Redis lookupKeyRead) or not (lookupKeyWrite), and
-// updates the LRU/LFU access data or not (LOOKUP_NOTOUCH).
-enum class Access : std::uint8_t { read, write };
-enum class Touch : bool { no, yes };
 }  // namespace detail
 
 // The store. Most code names it through the Store alias below; the full parameter list is for
@@ -216,7 +213,7 @@ struct hashes<H, K, std::enable_if_t<is_complete<H>::value>>
 }  // namespace detail
 
 template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
-class ExpiringStore {
+class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V> {
   static_assert(!detail::is_clock<Hash>::value,
                 "expiring::ExpiringStore: the third template argument is the key hash, and the clock is the fifth; "
                 "write expiring::Store<K, V, Clock> (the clock third), or ExpiringStore<K, V, Hash, KeyEqual, Clock>");
@@ -235,6 +232,10 @@ class ExpiringStore {
   using keyspace_type = detail::Keyspace<K, V, Hash, KeyEqual, typename detail::expiry_index_for<ExpiryPolicy>::type>;
   using entry_type = typename keyspace_type::entry_type;
   using slot_iterator = typename keyspace_type::slot_iterator;
+  // Hash values (FieldMap, or a type that may hold one): the hash members of hash_fields.hpp.
+  static constexpr bool kHashes = keyspace_type::kHashes;
+  template <class, class, bool>
+  friend class detail::HashFieldOps;
 
  public:
   using key_type = K;
@@ -286,6 +287,7 @@ class ExpiringStore {
     rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : detail::random_u64();
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
     if constexpr (kWheel) ks_.expiry().sync(now_ms());
+    if constexpr (kHashes) this->init_field_hash(options_.seed);
   }
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
   ExpiringStore() : ExpiringStore(Clock{}) {}
@@ -575,6 +577,7 @@ class ExpiringStore {
       }
       account(e);
       if (idle_ms_ != 0) refresh_idle(it->index, now);
+      placed(it->index, now);
       emit(KeyEventCause::update, e.key);
     }
     flush();
@@ -1311,6 +1314,7 @@ class ExpiringStore {
     s.avg_ttl = active_.avg_ttl();
     s.keys = ks_.size();
     s.expires = ks_.expires_size();
+    s.subexpiry = ks_.hashes_indexed();
     s.lazyfree_pending_objects = lazy_.pending();
     s.lazyfreed_objects += lazy_.reclaimed();
     return s;
@@ -1474,6 +1478,12 @@ class ExpiringStore {
     } else {
       slot = std::forward<VV>(value);
     }
+  }
+
+  // A generic member placed a value in entry i: a hash is indexed by its earliest field
+  // deadline (hash_fields.hpp). Nothing for other values.
+  void placed(std::uint32_t i, std::int64_t now) {
+    if constexpr (kHashes) this->hash_placed(i, now);
   }
 
   // ---- memory accounting and eviction ----
@@ -1739,6 +1749,7 @@ class ExpiringStore {
     } else {
       ks_.clear_deadline(i);
     }
+    placed(i, now);
     emit(cause, ks_.entry(i).key);
     return true;
   }
@@ -1846,6 +1857,7 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
     } else if (!keep_ttl) {
       ks_.clear_deadline(i);
     }
+    placed(i, now);
     emit(KeyEventCause::set, e.key);
     if (with_deadline) emit(KeyEventCause::expire, e.key);
   };
@@ -2100,6 +2112,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   } else {
     ks_.clear_deadline(d);
   }
+  placed(d, now);
   emit(KeyEventCause::copy_to, ks_.entry(d).key);
   return true;
 }
@@ -2187,6 +2200,8 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     } else {
       ks_.clear_deadline(d);
     }
+    ks_.unindex_hash(s);
+    placed(d, now);
     emit(KeyEventCause::rename_from, se.key);
     emit(KeyEventCause::rename_to, de.key);
     ks_.erase(sit, [](entry_type&) {});
@@ -2204,6 +2219,8 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   account(ks_.entry(d));
   if (touch_access_) ks_.access(d) = ks_.access(s);
   if (was_volatile) ks_.set_deadline(d, deadline);
+  ks_.unindex_hash(s);
+  placed(d, now);
   emit(KeyEventCause::rename_from, ks_.entry(s).key);
   emit(KeyEventCause::rename_to, ks_.entry(d).key);
   ks_.erase(ks_.slot_of(s), [](entry_type&) {});
@@ -2259,6 +2276,21 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
     active_.run(
         report, ks_, options_, p, fast, stats_, [&] { return cycle_now = now_ms(); }, [&] { return budget_now(); },
         [&](slot_iterator it) { expire_entry(it, cycle_now, /*active=*/true); });
+    if constexpr (kHashes) {
+      // The field cycle (hash_fields.hpp): after the key cycle, in what is left of its budget.
+      if (report.ran || !fast) {
+        if (!report.ran) cycle_now = now_ms();
+        const std::int64_t limit = fast ? p.fast_duration_us : p.slow_time_limit_us;
+        const std::int64_t start = budget_now();
+        const std::int64_t left = limit - report.elapsed_us;
+        this->field_cycle(report, cycle_now, fast, [&] { return budget_now() - start < left; });
+        const std::int64_t spent = budget_now() - start;
+        if (spent > 0) {
+          report.elapsed_us += spent;
+          stats_.expire_cycle_cpu_microseconds += static_cast<std::uint64_t>(spent);
+        }
+      }
+    }
   }
   flush();
   return report;

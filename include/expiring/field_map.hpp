@@ -1,7 +1,9 @@
 // expiring/field_map.hpp: a hash value whose fields may each carry a deadline (Redis 7.4 HFE).
 //
-// WORK IN PROGRESS (issue 14): the container alone, not yet used by the store. The store will
-// own the field hasher, reclaim stale fields lazily and in tick(), and raise the events.
+// A FieldMap is the value type of a hash: ExpiringStore<K, FieldMap<F, V>> has Redis's hash
+// commands (HSET, HGET, ..., HEXPIRE, HTTL, HPERSIST) as members (hash_fields.hpp), and the
+// store reclaims stale fields lazily and in tick(). Used on its own, it is a plain container:
+// it never looks at a clock, and a field past its deadline stays until someone reclaims it.
 //
 // Design (docs/design/hash_fields.md, layout (d))
 // -------------------------------------------------
@@ -26,8 +28,10 @@
 // reclaiming in time order costs one pass per K fields reclaimed (~75 ns a field at 1e6
 // fields in one hash, docs/design/hash_fields_duelist_experiment.cpp) instead of a rescan.
 //
-// The map does not hash: the owner passes its (keyed) field hasher to every call that looks a
-// name up, so that a hash value does not carry a 192-byte hash secret of its own.
+// The field hasher is shared, not owned: a map holds a shared_ptr to it (16 bytes), so that a
+// hash value does not carry a 192-byte hash secret of its own. A store gives every hash it
+// creates its own keyed hasher (Options::seed rekeys it); a map built on its own shares a
+// process-wide one, randomly keyed. Field names may be chosen by an attacker either way.
 #pragma once
 
 #include <algorithm>
@@ -35,17 +39,22 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include "detail/table.hpp"
+#include "hash.hpp"
 
 namespace expiring {
 
-template <class F, class V>
+template <class F, class V, class FieldHash = expiring::Hash<F>, class FieldEq = std::equal_to<>>
 class FieldMap {
  public:
+  using hasher = FieldHash;
+  using field_type = F;
+  using mapped_type = V;
   static constexpr std::uint32_t npos = detail::kNoSlot;
   static constexpr std::int64_t kNoDeadline = std::numeric_limits<std::int64_t>::max();
   // The largest deadline a field can have: Redis 7.4's cap, 2^46 - 1 ms (year 4199).
@@ -56,15 +65,24 @@ class FieldMap {
     V value;
   };
 
-  FieldMap() = default;
+  // An empty map hashing with the process-wide default hasher, or with `hash`.
+  FieldMap() : hash_(default_hasher()) {}
+  explicit FieldMap(std::shared_ptr<const FieldHash> hash) : hash_(hash ? std::move(hash) : default_hasher()) {}
+
+  const std::shared_ptr<const FieldHash>& hash_function() const noexcept { return hash_; }
 
   std::size_t size() const noexcept { return fields_.size(); }
   bool empty() const noexcept { return fields_.empty(); }
   // Fields with a deadline.
   std::size_t volatile_count() const noexcept { return volatile_; }
 
+  // Fields by position, 0 .. size() - 1, in no particular order (erasing moves the last field
+  // into the hole). Iteration visits every stored field, stale ones included.
   Field& at(std::uint32_t pos) noexcept { return fields_[pos]; }
   const Field& at(std::uint32_t pos) const noexcept { return fields_[pos]; }
+  using const_iterator = typename std::vector<Field>::const_iterator;
+  const_iterator begin() const noexcept { return fields_.begin(); }
+  const_iterator end() const noexcept { return fields_.end(); }
   // The field's deadline, kNoDeadline without one.
   std::int64_t deadline(std::uint32_t pos) const noexcept {
     return deadlines_.empty() ? kNoDeadline : load(pos);
@@ -73,9 +91,10 @@ class FieldMap {
   // ---- lookup ------------------------------------------------------------------------------
 
   // The position of `name`, or npos. `hash` hashes names (and anything they are compared with).
-  template <class Hasher, class N>
-  std::uint32_t find(const Hasher& hash, const N& name) const {
-    const std::uint32_t slot = find_slot(static_cast<std::uint64_t>(hash(name)), name);
+  template <class N>
+  std::uint32_t find(const N& name) const {
+    if (fields_.empty()) return npos;
+    const std::uint32_t slot = find_slot(hash_of(name), name);
     return slot == npos ? npos : index_[slot];
   }
 
@@ -83,9 +102,9 @@ class FieldMap {
 
   // HSET of one field: inserts it, or replaces its value and removes its deadline (Redis: an
   // overwrite clears the field's TTL). Returns {position, inserted}.
-  template <class Hasher, class N, class VV>
-  std::pair<std::uint32_t, bool> assign(const Hasher& hash, N&& name, VV&& value) {
-    const std::uint64_t h = static_cast<std::uint64_t>(hash(name));
+  template <class N, class VV>
+  std::pair<std::uint32_t, bool> assign(N&& name, VV&& value) {
+    const std::uint64_t h = hash_of(name);
     const std::uint32_t slot = find_slot(h, name);
     if (slot != npos) {
       const std::uint32_t pos = index_[slot];
@@ -93,21 +112,26 @@ class FieldMap {
       clear_deadline(pos);
       return {pos, false};
     }
-    return {insert_new(hash, h, std::forward<N>(name), std::forward<VV>(value)), true};
+    return {insert_new(h, std::forward<N>(name), std::forward<VV>(value)), true};
+  }
+
+  // Replaces the value of the field at `pos`, keeping its deadline (HINCRBY).
+  template <class VV>
+  void replace_value(std::uint32_t pos, VV&& value) {
+    fields_[pos].value = std::forward<VV>(value);
   }
 
   // Removes the field at `pos`; the last field moves into its place (positions of other
   // fields than the last are unchanged).
-  template <class Hasher>
-  void erase(const Hasher& hash, std::uint32_t pos) {
+  void erase(std::uint32_t pos) {
     const std::uint32_t last = static_cast<std::uint32_t>(fields_.size() - 1);
-    index_.erase(slot_of(hash, pos));
+    index_.erase(slot_of(pos));
     if (const std::int64_t d = deadline(pos); d != kNoDeadline) {
       --volatile_;
       if (d == small_earliest_) small_earliest_known_ = false;
     }
     if (pos != last) {
-      const std::uint32_t moved_slot = slot_of(hash, last);
+      const std::uint32_t moved_slot = slot_of(last);
       fields_[pos] = std::move(fields_[last]);
       if (!deadlines_.empty()) store(pos, load(last));
       index_[moved_slot] = pos;
@@ -169,10 +193,10 @@ class FieldMap {
   // Removes, in deadline order, the fields whose deadline is before `now` (now > deadline), at
   // most `max` of them, calling on_reclaim(Field&, deadline) for each before it is erased.
   // Returns the number reclaimed.
-  template <class Hasher, class OnReclaim>
-  std::size_t reclaim_due(const Hasher& hash, std::int64_t now, std::size_t max, OnReclaim&& on_reclaim) {
+  template <class OnReclaim>
+  std::size_t reclaim_due(std::int64_t now, std::size_t max, OnReclaim&& on_reclaim) {
     if (volatile_ == 0 || max == 0) return 0;
-    if (fields_.size() <= kSmall) return reclaim_small(hash, now, max, on_reclaim);
+    if (fields_.size() <= kSmall) return reclaim_small(now, max, on_reclaim);
     std::size_t n = 0;
     while (n < max) {
       const std::uint32_t pos = due_front();
@@ -181,7 +205,7 @@ class FieldMap {
       if (!(now > d)) break;
       ++due_head_;
       on_reclaim(fields_[pos], d);
-      erase(hash, pos);
+      erase(pos);
       ++n;
     }
     return n;
@@ -190,8 +214,8 @@ class FieldMap {
   // A small hash: one scan collects the due fields, which are reported in deadline order and
   // then erased from the highest position down (erasing moves the last field into the hole,
   // and the last field is then never one still to erase).
-  template <class Hasher, class OnReclaim>
-  std::size_t reclaim_small(const Hasher& hash, std::int64_t now, std::size_t max, OnReclaim& on_reclaim) {
+  template <class OnReclaim>
+  std::size_t reclaim_small(std::int64_t now, std::size_t max, OnReclaim& on_reclaim) {
     Due due[kSmall];
     std::size_t n = 0;
     std::int64_t next = kNoDeadline;  // the earliest deadline that stays
@@ -212,7 +236,7 @@ class FieldMap {
     }
     for (std::size_t j = 0; j < n; ++j) on_reclaim(fields_[due[j].pos], due[j].deadline);
     std::sort(due, due + n, [](const Due& a, const Due& b) { return a.pos > b.pos; });
-    for (std::size_t j = 0; j < n; ++j) erase(hash, due[j].pos);
+    for (std::size_t j = 0; j < n; ++j) erase(due[j].pos);
     if (fields_.size() <= kSmall) {  // (erasing can only shrink the hash)
       small_earliest_ = next;
       small_earliest_known_ = true;
@@ -248,20 +272,24 @@ class FieldMap {
 
   template <class N>
   std::uint32_t find_slot(std::uint64_t h, const N& name) const {
-    return index_.find(h, [&](std::uint32_t pos) { return fields_[pos].name == name; });
+    return index_.find(h, [&](std::uint32_t pos) { return FieldEq{}(fields_[pos].name, name); });
   }
-  template <class Hasher>
-  std::uint32_t slot_of(const Hasher& hash, std::uint32_t pos) const {
-    const std::uint64_t h = static_cast<std::uint64_t>(hash(fields_[pos].name));
+  template <class N>
+  std::uint64_t hash_of(const N& name) const {
+    // A moved-from map has no hasher, and no fields: the default one is as good.
+    return static_cast<std::uint64_t>((hash_ ? *hash_ : *default_hasher())(name));
+  }
+  std::uint32_t slot_of(std::uint32_t pos) const {
+    const std::uint64_t h = hash_of(fields_[pos].name);
     return index_.find(h, [&](std::uint32_t p) { return p == pos; });
   }
 
-  template <class Hasher, class N, class VV>
-  std::uint32_t insert_new(const Hasher& hash, std::uint64_t h, N&& name, VV&& value) {
+  template <class N, class VV>
+  std::uint32_t insert_new(std::uint64_t h, N&& name, VV&& value) {
     if (index_.insert_grows()) {
       const std::size_t groups = detail::SlotTable<std::uint32_t>::groups_for(index_.size() + 1);
       index_.rehash(
-          groups, [&](std::uint32_t pos) { return static_cast<std::uint64_t>(hash(fields_[pos].name)); },
+          groups, [&](std::uint32_t pos) { return hash_of(fields_[pos].name); },
           [](auto&&...) {});
     }
     fields_.push_back(Field{F(std::forward<N>(name)), V(std::forward<VV>(value))});
@@ -416,6 +444,12 @@ class FieldMap {
     index_.clear();
   }
 
+  static const std::shared_ptr<const FieldHash>& default_hasher() {
+    static const std::shared_ptr<const FieldHash> h = std::make_shared<const FieldHash>();
+    return h;
+  }
+
+  std::shared_ptr<const FieldHash> hash_;
   std::vector<Field> fields_;
   std::vector<unsigned char> deadlines_;
   detail::SlotTable<std::uint32_t> index_;
@@ -425,6 +459,23 @@ class FieldMap {
   // Small hashes: the earliest deadline, when known (a scan finds it otherwise).
   std::int64_t small_earliest_ = kNoDeadline;
   bool small_earliest_known_ = false;
+};
+
+// How a store finds the hash in one of its values: a FieldMap is one; a value type that may
+// hold one (redis::Value, a variant of a string and a hash) specialises this the same way.
+//   map(v)    the hash v holds, or nullptr when v is another type (WRONGTYPE)
+//   make(h)   a value holding an empty hash that hashes its fields with h
+template <class V>
+struct hash_value_traits {
+  static constexpr bool enabled = false;
+};
+template <class F, class W, class H, class E>
+struct hash_value_traits<FieldMap<F, W, H, E>> {
+  static constexpr bool enabled = true;
+  using map_type = FieldMap<F, W, H, E>;
+  static map_type* map(map_type& v) noexcept { return &v; }
+  static const map_type* map(const map_type& v) noexcept { return &v; }
+  static map_type make(std::shared_ptr<const H> h) { return map_type(std::move(h)); }
 };
 
 }  // namespace expiring

@@ -52,6 +52,9 @@ struct Stats {
   std::uint64_t keyspace_hits = 0;    // reads that found a live key
   std::uint64_t keyspace_misses = 0;  // reads that found nothing (or a stale key)
   std::uint64_t expired_keys = 0;     // keys reclaimed by lazy or active expiry
+  // Hash fields reclaimed by lazy or active expiry, or deleted by a field time already past
+  // (Redis 7.4 INFO stats `expired_subkeys`).
+  std::uint64_t expired_subkeys = 0;
   std::uint64_t evicted_keys = 0;     // keys removed to respect a memory limit
   // Moving average (5% weight per tick) of expired/sampled, in percent, as INFO prints it.
   double expired_stale_perc = 0.0;
@@ -60,6 +63,7 @@ struct Stats {
   std::int64_t avg_ttl = 0;  // estimated mean remaining TTL (ms) of volatile keys (INFO keyspace)
   std::uint64_t keys = 0;     // as DBSIZE (INFO keyspace keys=)
   std::uint64_t expires = 0;  // volatile keys stored (INFO keyspace expires=)
+  std::uint64_t subexpiry = 0;  // hashes with volatile fields (INFO keyspace subexpiry=)
   std::uint64_t lazyfree_pending_objects = 0;  // values queued for lazy free, not yet destroyed
   std::uint64_t lazyfreed_objects = 0;         // values destroyed by lazy free (tick() or the reclaimer)
   LatenessHistogram expired_lateness;          // how late each expired key was reclaimed
@@ -107,6 +111,10 @@ struct TickReport {
   bool pass_completed = false; // the cursor finished a full pass over the expiry table
   std::int64_t elapsed_us = 0; // by the budget clock
   std::uint64_t lazyfreed = 0; // values of the lazy-free queue destroyed by this tick
+  // Hash values (hash_fields.hpp): the field cycle, which runs after the key cycle within
+  // the same budget (elapsed_us counts both).
+  std::uint64_t fields_expired = 0;  // hash fields reclaimed
+  std::uint64_t field_quota = 0;     // the most it could reclaim this tick
 };
 
 }  // namespace expiring

@@ -177,7 +177,7 @@ inline Errc classify_error_reply(std::string_view t) noexcept {
   if (starts_with(t, "NOAUTH") || starts_with(t, "WRONGPASS") || starts_with(t, "NOPERM")) return Errc::auth_failed;
   return Errc::server_error;
 }
-inline bool is_contract_error(Errc e) noexcept { return e < Errc::io_error; }
+inline bool is_contract_error(Errc e) noexcept { return e < Errc::io_error; }  // (wrong_type is thrown)
 
 // ---- SIGPIPE -----------------------------------------------------------------------------
 

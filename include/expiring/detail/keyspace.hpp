@@ -9,6 +9,10 @@
 //   expiry_   VolatileBitmap or TimerWheel (expiry_index.hpp): the volatile keys by slot
 //             index, never a copy of a key
 //   access_   eviction's access data, one uint32 per slot, only while an LRU/LFU limit is set
+//   fields_   hash values only (V is a FieldMap, or may hold one): the field index, a second
+//             TimerWheel of the hashes that have volatile fields, each by its earliest field
+//             deadline, over a per-slot array of {deadline, wheel position} (16 bytes a slot)
+//             allocated with the first volatile field
 //
 // Why this shape:
 // * The deadline sits beside the key and the value, so a hit is one control group, then the
@@ -21,6 +25,12 @@
 //   eviction.hpp) lives in a parallel array indexed by slot, allocated only while a memory
 //   limit with an LRU/LFU policy is set, so entries do not grow for it and a store without a
 //   limit pays nothing.
+// * The field index is the key index's design again, one level up (docs/design/hash_fields.md):
+//   a hash with volatile fields is one entry, whatever its number of fields, and a tick pops
+//   exactly the hashes whose earliest field is due, in time order, instead of sampling. Each
+//   hash orders its own fields (field_map.hpp). The same wheel serves because its cost is per
+//   hash and O(1) per change; what it indexes is a parallel array rather than the entry, so
+//   that stores of other values pay nothing and entries do not grow.
 // * Entries are addressed by slot index (32 bits). Erasing never moves another entry, so a
 //   pointer to a value survives the erasure (lazy or explicit) of other keys. Only a rehash
 //   moves entries: growth, before an insertion into a full table, and compact(), which
@@ -43,6 +53,7 @@
 #include <utility>
 #include <vector>
 
+#include "../field_map.hpp"
 #include "../hash.hpp"
 #include "arith.hpp"
 #include "expiry_index.hpp"
@@ -75,6 +86,15 @@ std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
   return inline_buffer ? 0 : (s.capacity() + 1) * sizeof(Ch);
 }
 
+// A hash: its tables (field_map.hpp's bytes()); its fields' own heap blocks are not counted,
+// so that weighing stays O(1).
+template <class F, class W, class H, class E>
+struct has_heap_bytes<FieldMap<F, W, H, E>> : std::true_type {};
+template <class F, class W, class H, class E>
+std::size_t heap_bytes(const FieldMap<F, W, H, E>& m) noexcept {
+  return m.bytes();
+}
+
 // One slot's content. Meta is what the expiry index keeps per entry (nothing for the bitmap).
 template <class K, class V, class Meta>
 struct Entry : Meta {
@@ -89,6 +109,41 @@ struct Entry : Meta {
   // semantics.md D1/D2: alive at now == deadline.
   bool is_stale(std::int64_t now) const noexcept { return now > deadline; }
 };
+
+// The field index's view of one slot (hash values only): the hash's earliest field deadline
+// and its place in the field wheel.
+struct HashSlot {
+  std::int64_t deadline = kNoDeadline;
+  std::uint32_t exp_pos = kNoExpiryPos;
+  std::uint16_t exp_bucket = 0;
+  bool is_stale(std::int64_t now) const noexcept { return now > deadline; }
+};
+// What the field wheel indexes: one HashSlot per table slot (or none before the first).
+class HashSlots {
+ public:
+  HashSlots() = default;
+  explicit HashSlots(std::size_t n) : v_(n) {}
+  HashSlot& operator[](std::uint32_t i) noexcept { return v_[i]; }
+  const HashSlot& operator[](std::uint32_t i) const noexcept { return v_[i]; }
+  std::size_t capacity() const noexcept { return v_.size(); }
+  bool empty() const noexcept { return v_.empty(); }
+  std::size_t bytes() const noexcept { return v_.capacity() * sizeof(HashSlot); }
+  void release() noexcept { std::vector<HashSlot>().swap(v_); }
+  void swap(HashSlots& o) noexcept { v_.swap(o.v_); }
+
+ private:
+  std::vector<HashSlot> v_;
+};
+struct FieldIndex {
+  TimerWheel wheel;
+  HashSlots slots;
+};
+struct NoFieldIndex {};
+
+// A lookup counts keyspace hits/misses (Redis lookupKeyRead) or not (lookupKeyWrite), and
+// updates the LRU/LFU access data or not (LOOKUP_NOTOUCH).
+enum class Access : std::uint8_t { read, write };
+enum class Touch : bool { no, yes };
 
 // A slot, as the store names one it found: `it->index` is its slot index, end() is kNoPos.
 struct SlotRef {
@@ -105,6 +160,8 @@ class Keyspace {
   using entry_type = Entry<K, V, typename ExpiryIndex::entry_meta>;
   using table_type = SlotTable<entry_type>;
   using slot_iterator = SlotRef;
+  // Whether values are hashes with field TTLs, which the field index tracks.
+  static constexpr bool kHashes = hash_value_traits<V>::enabled;
 
   static_assert(std::is_nothrow_move_constructible_v<K> && std::is_nothrow_move_assignable_v<K>,
                 "expiring: keys must be nothrow-movable (a rehash moves entries)");
@@ -266,6 +323,7 @@ class Keyspace {
     const std::uint32_t i = it.index;
     entry_type& e = table_[i];
     if (is_volatile(i)) expiry_.erase(table_, i);
+    if constexpr (kHashes) unindex_hash(i);
     sink(e);
     table_.erase(i);
   }
@@ -274,6 +332,10 @@ class Keyspace {
     table_.clear();
     expiry_.clear();
     if (access_on_) std::vector<std::uint32_t>().swap(access_);
+    if constexpr (kHashes) {
+      fields_.wheel.clear();
+      fields_.slots.release();
+    }
     ++epoch_;
   }
 
@@ -312,6 +374,7 @@ class Keyspace {
     if (cost_us > budget_us) return false;
     rehash_to(new_groups);
     expiry_.compact();
+    if constexpr (kHashes) fields_.wheel.compact();
     return true;
   }
 
@@ -363,7 +426,68 @@ class Keyspace {
 
   // Bytes of the tables (not counting heap blocks owned by keys and values).
   std::size_t table_bytes() const noexcept {
-    return table_.bytes() + expiry_.bytes() + access_.capacity() * sizeof(std::uint32_t);
+    std::size_t n = table_.bytes() + expiry_.bytes() + access_.capacity() * sizeof(std::uint32_t);
+    if constexpr (kHashes) n += fields_.slots.bytes() + fields_.wheel.bytes();
+    return n;
+  }
+
+  // ---- the field index (hash values only) -----------------------------------------
+
+  // Whether entry i's hash is in the field index.
+  bool hash_indexed(std::uint32_t i) const noexcept {
+    if constexpr (kHashes) {
+      return !fields_.slots.empty() && fields_.slots[i].exp_pos != kNoExpiryPos;
+    } else {
+      return false;
+    }
+  }
+  // The earliest field deadline entry i is indexed by (kNoDeadline when it is not).
+  std::int64_t hash_deadline(std::uint32_t i) const noexcept {
+    return hash_indexed(i) ? fields_.slots[i].deadline : kNoDeadline;
+  }
+  // Indexes entry i's hash by `earliest` (kNoDeadline: takes it out). `now` starts an empty
+  // wheel's clock. May throw (allocation) before it changes anything.
+  void index_hash(std::uint32_t i, std::int64_t earliest, std::int64_t now) {
+    static_assert(kHashes, "the field index exists for hash values only");
+    if (earliest == kNoDeadline) {
+      unindex_hash(i);
+      return;
+    }
+    if (fields_.slots.empty()) HashSlots(table_.capacity()).swap(fields_.slots);
+    if (fields_.wheel.size() == 0) fields_.wheel.sync(now);
+    fields_.wheel.prepare(earliest, 0);  // room in the target bucket: what follows cannot throw
+    HashSlot& hs = fields_.slots[i];
+    const std::int64_t old = hs.deadline;
+    const bool had = hs.exp_pos != kNoExpiryPos;
+    hs.deadline = earliest;
+    if (had) {
+      fields_.wheel.reschedule(fields_.slots, i, old);
+    } else {
+      fields_.wheel.insert(fields_.slots, i);
+    }
+  }
+  void unindex_hash(std::uint32_t i) noexcept {
+    if constexpr (kHashes) {
+      if (!hash_indexed(i)) return;
+      fields_.wheel.erase(fields_.slots, i);
+      fields_.slots[i].deadline = kNoDeadline;
+    }
+  }
+  // Hashes in the field index (Redis INFO keyspace `subexpiry`).
+  std::size_t hashes_indexed() const noexcept {
+    if constexpr (kHashes) {
+      return fields_.wheel.size();
+    } else {
+      return 0;
+    }
+  }
+  // tick()'s field cycle: TimerWheel::advance over the indexed hashes. reclaim(i) must take
+  // entry i out of the wheel or re-index it later than `now` (or stop the budget).
+  template <class Reclaim, class Budget>
+  void advance_hashes(std::int64_t now, Reclaim&& reclaim, Budget&& budget) {
+    if constexpr (kHashes) {
+      if (fields_.wheel.size() != 0) fields_.wheel.advance(fields_.slots, now, reclaim, budget);
+    }
   }
 
   // ---- self-check (tests) -----------------------------------------------------------
@@ -380,6 +504,16 @@ class Keyspace {
         return false;
       }
     }
+    if constexpr (kHashes) {
+      if (!fields_.slots.empty() && fields_.slots.capacity() != table_.capacity()) return false;
+      std::size_t indexed = 0;
+      for (std::uint32_t i = 0; i < fields_.slots.capacity(); ++i) {
+        if (fields_.slots[i].exp_pos == kNoExpiryPos) continue;
+        if (!table_.occupied(i)) return false;
+        ++indexed;
+      }
+      if (indexed != fields_.wheel.size() || !fields_.wheel.check(fields_.slots)) return false;
+    }
     return volatile_count == expiry_.size() && expiry_.check(table_);
   }
 
@@ -393,10 +527,14 @@ class Keyspace {
     typename table_type::Block block;
     std::vector<std::uint32_t> access;
     typename ExpiryIndex::staged expiry;
+    HashSlots hashes;  // the field index's array for the new table, while it has one
   };
   Staged stage(std::size_t groups) const {
-    Staged st{typename table_type::Block(groups), {}, expiry_.stage(groups * kGroupSlots)};
+    Staged st{typename table_type::Block(groups), {}, expiry_.stage(groups * kGroupSlots), {}};
     if (access_on_) st.access.assign(groups * kGroupSlots, 0);
+    if constexpr (kHashes) {
+      if (!fields_.slots.empty()) HashSlots(groups * kGroupSlots).swap(st.hashes);
+    }
     return st;
   }
   void commit(Staged& st) noexcept {
@@ -405,9 +543,19 @@ class Keyspace {
         [&](entry_type* slots, std::uint32_t to, std::uint32_t from) noexcept {
           expiry_.moved(st.expiry, slots, to, from);
           if (access_on_) st.access[to] = access_[from];
+          if constexpr (kHashes) {
+            if (!st.hashes.empty()) {
+              st.hashes[to] = fields_.slots[from];
+              TimerWheel::staged none;
+              fields_.wheel.moved(none, st.hashes, to, from);
+            }
+          }
         });
     expiry_.adopt(st.expiry);
     if (access_on_) access_.swap(st.access);
+    if constexpr (kHashes) {
+      if (!st.hashes.empty()) fields_.slots.swap(st.hashes);
+    }
     ++epoch_;
   }
   void rehash_to(std::size_t groups) {
@@ -421,6 +569,7 @@ class Keyspace {
   KeyEqual eq_;
   std::uint64_t seed_;
   std::vector<std::uint32_t> access_;  // one per slot while access_on_
+  std::conditional_t<kHashes, FieldIndex, NoFieldIndex> fields_;
   bool access_on_ = false;
   std::uint32_t epoch_ = 0;
 };

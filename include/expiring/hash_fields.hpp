@@ -1,0 +1,818 @@
+// expiring/hash_fields.hpp: Redis's hash commands with per-field TTLs (Redis 7.4), as members
+// of ExpiringStore<K, FieldMap<F, V>>.
+//
+// Overview
+// --------
+// A store whose value type is a hash (FieldMap<F, V>, or a type that may hold one, such as
+// redis::Value; see hash_value_traits in field_map.hpp) has these members, under Redis's names:
+//
+//   hset hsetnx hget hmget hdel hlen hexists hgetall hvisit hkeys hvals hincrby
+//   hexpire hpexpire hexpireat hpexpireat httl hpttl hexpiretime hpexpiretime hpersist
+//
+// The contract (docs/semantics.md D20-D27), in one paragraph:
+//
+//   A field whose deadline has passed (`now > deadline`) is invisible at once. Any member
+//   that opens a hash first reclaims its stale fields (lazy expiry, cause `hexpired`), and
+//   tick() reclaims them in bulk, in deadline order, with a quota of its own (10000 / hz
+//   fields a tick, growing while it keeps being used up) inside the tick's time budget.
+//   When a hash's last field goes, by expiry, hdel() or a past field time, the key is
+//   deleted (cause `del`), whatever the key's own TTL, which works as for any key.
+//
+// Field TTL commands take several fields and answer one code per field, in order, exactly as
+// Redis (FieldReply below). Each has two forms: one returns a std::vector, the other writes
+// into a caller's array and allocates nothing. A missing key answers "no such field" for every
+// field. Errors (a Result's Errc), checked before anything changes:
+//   Errc::wrong_type            the key holds a value that is not a hash (redis::Value only)
+//   Errc::negative_expire_time  a time below zero (Redis refuses it for fields)
+//   Errc::invalid_expire_time   a deadline beyond 2^46 - 1 ms (Redis 7.4's cap, year 4199),
+//                               or a relative time whose deadline overflows; also a future
+//                               deadline below zero, which only a clock before 1970 can ask for
+//   Errc::nx_and_xx_gt_lt, Errc::gt_and_lt   ExpireFlags that Redis's syntax cannot express
+//
+// Design
+// ------
+// The store keeps one time-ordered index of hashes (detail/keyspace.hpp: a second timer wheel,
+// one entry per hash with volatile fields, by its earliest field deadline) and each hash
+// orders its own fields (field_map.hpp: 6-byte deadlines and a due-list). After every change
+// to a hash, hash_changed() re-indexes it by its new earliest deadline (an O(1) query) or
+// deletes the key if it is empty. The members live in this base class of ExpiringStore,
+// chosen by the value type, so that stores of other values have none of them; the base is a
+// friend of the store and reaches it through CRTP.
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "detail/arith.hpp"
+#include "detail/keyspace.hpp"
+#include "error.hpp"
+#include "events.hpp"
+#include "field_map.hpp"
+#include "options.hpp"
+#include "stats.hpp"
+
+namespace expiring {
+
+// The per-field replies of the field TTL commands, as Redis 7.4.
+struct FieldReply {
+  // HEXPIRE family, HTTL family, HPERSIST: no such field, or no such key.
+  static constexpr int no_field = -2;
+  // HEXPIRE family: NX, XX, GT or LT was not met (a field without TTL counts as +infinity).
+  static constexpr int condition_not_met = 0;
+  // HEXPIRE family: the deadline is set.
+  static constexpr int set = 1;
+  // HEXPIRE family: the time was now or in the past, so the field was deleted.
+  static constexpr int deleted = 2;
+  // HPERSIST and the HTTL family: the field has no TTL.
+  static constexpr int no_ttl = -1;
+  // HPERSIST: the field's TTL was removed.
+  static constexpr int persisted = 1;
+};
+
+namespace detail {
+
+// Redis 7.4's largest field deadline, 2^46 - 1 ms.
+inline constexpr std::int64_t kMaxFieldDeadline = (std::int64_t{1} << 46) - 1;
+
+// Field names of a call: any range, or a braced list.
+template <class Fields>
+std::size_t field_count(const Fields& fields) {
+  return static_cast<std::size_t>(std::distance(std::begin(fields), std::end(fields)));
+}
+
+// A decimal 64-bit integer in Redis's strict form (string2ll: no spaces, no '+', no leading
+// zeros, at most 20 characters).
+inline bool parse_strict_i64(const std::string& s, std::int64_t& out) {
+  if (s.empty() || s.size() > 20) return false;
+  if (s == "0") {
+    out = 0;
+    return true;
+  }
+  const char* b = s.data();
+  const char* e = b + s.size();
+  const bool neg = *b == '-';
+  const char* digits = neg ? b + 1 : b;
+  if (digits == e || *digits < '1' || *digits > '9') return false;
+  const auto r = std::from_chars(b, e, out);
+  return r.ec == std::errc() && r.ptr == e;
+}
+
+template <class Store, class V, bool = hash_value_traits<V>::enabled>
+class HashFieldOps {};  // the value is not a hash: no hash members
+
+template <class Store, class V>
+class HashFieldOps<Store, V, true> {
+  using traits = hash_value_traits<V>;
+
+ public:
+  using hash_map_type = typename traits::map_type;
+  using field_type = typename hash_map_type::field_type;
+  using field_value_type = typename hash_map_type::mapped_type;
+  using field_hasher = typename hash_map_type::hasher;
+
+  // ==== Fields and values =================================================================
+
+  // HSET key field value: writes the field; an existing field's TTL is removed (Redis: an
+  // overwrite clears it). Returns 1 if the field is new, else 0. A missing key is created
+  // (it may be refused with Errc::out_of_memory, as set() is). Cause `hset`.
+  template <class KK, class FF, class VV>
+  Result<std::size_t> hset(const KK& key, FF&& field, VV&& value) {
+    Store& s = self();
+    const std::int64_t now = s.now_ms();
+    Result<std::uint32_t> r = open_for_write(key, now, field, value);
+    if (!r.ok()) return finish(r.error());
+    const std::uint32_t i = *r;
+    s.unaccount(s.ks_.entry(i));
+    const bool added = map_at(i).assign(std::forward<FF>(field), std::forward<VV>(value)).second;
+    s.account(s.ks_.entry(i));
+    s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
+    hash_changed(i, now);
+    return finish(std::size_t{added ? 1u : 0u});
+  }
+  // HSET key field value [field value ...]: `pairs` is a range of (field, value) pairs.
+  // Returns the number of fields added.
+  template <class KK, class Pairs>
+  Result<std::size_t> hset(const KK& key, const Pairs& pairs) {
+    return hset_range(key, std::begin(pairs), std::end(pairs));
+  }
+  template <class KK>
+  Result<std::size_t> hset(const KK& key, std::initializer_list<std::pair<field_type, field_value_type>> pairs) {
+    return hset_range(key, pairs.begin(), pairs.end());
+  }
+
+  // HSETNX: writes the field only if it is not there (a stale one is reclaimed first).
+  // Returns whether it wrote.
+  template <class KK, class FF, class VV>
+  Result<bool> hsetnx(const KK& key, FF&& field, VV&& value) {
+    Store& s = self();
+    const std::int64_t now = s.now_ms();
+    Result<std::uint32_t> r = open_for_write(key, now, field, value);
+    if (!r.ok()) return finish(r.error());
+    const std::uint32_t i = *r;
+    hash_map_type& m = map_at(i);
+    if (m.find(field) != hash_map_type::npos) return finish(false);
+    s.unaccount(s.ks_.entry(i));
+    m.assign(std::forward<FF>(field), std::forward<VV>(value));
+    s.account(s.ks_.entry(i));
+    s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
+    hash_changed(i, now);
+    return finish(true);
+  }
+
+  // HGET: the live field's value, or nullptr (no key, no field, or stale: then reclaimed).
+  // The pointer is valid until the next call that writes this hash or may move entries
+  // (see expiring_store.hpp, "Pointer validity"). Errc::wrong_type only for redis::Value.
+  template <class KK, class FF>
+  Result<const field_value_type*> hget(const KK& key, const FF& field) {
+    const std::int64_t now = self().now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::read);
+    if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<const field_value_type*>(nullptr) : r.error());
+    const hash_map_type& m = map_at(*r);
+    const std::uint32_t pos = m.find(field);
+    return finish(pos == hash_map_type::npos ? nullptr : &m.at(pos).value);
+  }
+
+  // HMGET: out[j] = hget(key, fields[j]) for each field, against one clock reading; returns
+  // the number found. `out` must have room for every field.
+  template <class KK, class Fields>
+  Result<std::size_t> hmget(const KK& key, const Fields& fields, const field_value_type** out) {
+    const std::int64_t now = self().now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::read);
+    if (!r.ok()) return finish(r.error());
+    std::size_t found = 0, j = 0;
+    for (const auto& f : fields) {
+      out[j] = nullptr;
+      if (*r != kNoPos) {
+        const hash_map_type& m = map_at(*r);
+        const std::uint32_t pos = m.find(f);
+        if (pos != hash_map_type::npos) {
+          out[j] = &m.at(pos).value;
+          ++found;
+        }
+      }
+      ++j;
+    }
+    return finish(found);
+  }
+
+  // HDEL: removes the fields (with their TTLs); returns how many were there. Cause `hdel`;
+  // if the hash is left empty the key is deleted too (cause `del`).
+  template <class KK, class Fields>
+  Result<std::size_t> hdel(const KK& key, const Fields& fields) {
+    return hdel_range(key, std::begin(fields), std::end(fields));
+  }
+  template <class KK>
+  Result<std::size_t> hdel(const KK& key, std::initializer_list<field_type> fields) {
+    return hdel_range(key, fields.begin(), fields.end());
+  }
+
+  // HLEN: the number of live fields (stale ones are reclaimed first, so the count is exact;
+  // Redis 7.4 counts stale fields it has not reclaimed yet, semantics.md D20). 0 when missing.
+  template <class KK>
+  Result<std::size_t> hlen(const KK& key) {
+    const std::int64_t now = self().now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::read);
+    if (!r.ok()) return finish(r.error());
+    return finish(*r == kNoPos ? std::size_t{0} : map_at(*r).size());
+  }
+
+  // HEXISTS.
+  template <class KK, class FF>
+  Result<bool> hexists(const KK& key, const FF& field) {
+    Result<const field_value_type*> v = hget(key, field);
+    if (!v.ok()) return v.error();
+    return *v != nullptr;
+  }
+
+  // HGETALL, as a visit: fn(const F& name, const V& value) for each live field, in no
+  // particular order. Returns the number of fields. fn must not call the store.
+  template <class KK, class Fn>
+  Result<std::size_t> hvisit(const KK& key, Fn&& fn) {
+    const std::int64_t now = self().now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::read);
+    if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
+    const hash_map_type& m = map_at(*r);
+    for (const auto& f : m) fn(f.name, f.value);
+    return finish(m.size());
+  }
+  // HGETALL: the live fields and their values, in no particular order.
+  template <class KK>
+  Result<std::vector<std::pair<field_type, field_value_type>>> hgetall(const KK& key) {
+    std::vector<std::pair<field_type, field_value_type>> out;
+    Result<std::size_t> r = hvisit(key, [&](const field_type& f, const field_value_type& v) { out.emplace_back(f, v); });
+    if (!r.ok()) return r.error();
+    return out;
+  }
+  // HKEYS, HVALS.
+  template <class KK>
+  Result<std::vector<field_type>> hkeys(const KK& key) {
+    std::vector<field_type> out;
+    Result<std::size_t> r = hvisit(key, [&](const field_type& f, const field_value_type&) { out.push_back(f); });
+    if (!r.ok()) return r.error();
+    return out;
+  }
+  template <class KK>
+  Result<std::vector<field_value_type>> hvals(const KK& key) {
+    std::vector<field_value_type> out;
+    Result<std::size_t> r = hvisit(key, [&](const field_type&, const field_value_type& v) { out.push_back(v); });
+    if (!r.ok()) return r.error();
+    return out;
+  }
+
+  // HINCRBY: adds delta to the field's integer value and returns the sum; a missing (or
+  // stale) field counts as 0 and is created without TTL; a live field keeps its TTL (Redis).
+  // Values are integers, or strings holding a decimal integer (Errc::not_an_integer
+  // otherwise). Errc::overflow when the sum leaves int64 (or the value type). Cause `hset`.
+  template <class KK, class FF>
+  Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
+    Store& s = self();
+    const std::int64_t now = s.now_ms();
+    const field_value_type probe{};
+    Result<std::uint32_t> r = open_for_write(key, now, field, probe);
+    if (!r.ok()) return finish(r.error());
+    const std::uint32_t i = *r;
+    hash_map_type& m = map_at(i);
+    const std::uint32_t pos = m.find(field);
+    std::int64_t base = 0;
+    if (pos != hash_map_type::npos && !as_integer(m.at(pos).value, base)) {
+      hash_changed(i, now);  // a key created just now for this call is empty again
+      return finish(Errc::not_an_integer);
+    }
+    std::int64_t sum = 0;
+    if (!detail::checked_add(base, delta, sum) || !fits_value(sum)) {
+      hash_changed(i, now);
+      return finish(Errc::overflow);
+    }
+    s.unaccount(s.ks_.entry(i));
+    if (pos != hash_map_type::npos) {
+      m.replace_value(pos, from_integer(sum));  // the TTL stays
+    } else {
+      m.assign(field_type(field), from_integer(sum));
+    }
+    s.account(s.ks_.entry(i));
+    s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
+    hash_changed(i, now);
+    return finish(sum);
+  }
+
+  // ==== Field TTLs ========================================================================
+
+  // HEXPIRE / HPEXPIRE key time [NX|XX|GT|LT] FIELDS n field...: a relative time in seconds
+  // or milliseconds. HEXPIREAT / HPEXPIREAT: an absolute Unix time. One code per field:
+  //   FieldReply::no_field (-2), condition_not_met (0), set (1), deleted (2).
+  // Conditions compare deadlines, a field without TTL counting as +infinity, and are checked
+  // before the "time already past" rule (so GT with a past time on a field without TTL is 0).
+  // A time of now or earlier deletes the field (2; cause `hdel`, counted in expired_subkeys
+  // as Redis 7.4 counts it). Causes: `hexpire` if any field was set, `hdel` if any was deleted,
+  // then `del` if that emptied the hash. Duplicated fields are answered each time, seeing the
+  // earlier occurrence's effect.
+  template <class KK, class Fields>
+  Result<std::vector<int>> hexpire(const KK& key, std::int64_t seconds, const Fields& fields,
+                                   ExpireFlags flags = ExpireFlags::None) {
+    return codes(fields, [&](int* out) { return expire_fields(key, seconds, 1000, false, fields, flags, out); });
+  }
+  template <class KK, class Fields>
+  Result<std::vector<int>> hpexpire(const KK& key, std::int64_t ms, const Fields& fields,
+                                    ExpireFlags flags = ExpireFlags::None) {
+    return codes(fields, [&](int* out) { return expire_fields(key, ms, 1, false, fields, flags, out); });
+  }
+  template <class KK, class Fields>
+  Result<std::vector<int>> hexpireat(const KK& key, std::int64_t unix_seconds, const Fields& fields,
+                                     ExpireFlags flags = ExpireFlags::None) {
+    return codes(fields, [&](int* out) { return expire_fields(key, unix_seconds, 1000, true, fields, flags, out); });
+  }
+  template <class KK, class Fields>
+  Result<std::vector<int>> hpexpireat(const KK& key, std::int64_t unix_ms, const Fields& fields,
+                                      ExpireFlags flags = ExpireFlags::None) {
+    return codes(fields, [&](int* out) { return expire_fields(key, unix_ms, 1, true, fields, flags, out); });
+  }
+  // The same four into out[0 .. size(fields)), allocating nothing.
+  template <class KK, class Fields>
+  Result<void> hexpire(const KK& key, std::int64_t seconds, const Fields& fields, ExpireFlags flags, int* out) {
+    return expire_fields(key, seconds, 1000, false, fields, flags, out);
+  }
+  template <class KK, class Fields>
+  Result<void> hpexpire(const KK& key, std::int64_t ms, const Fields& fields, ExpireFlags flags, int* out) {
+    return expire_fields(key, ms, 1, false, fields, flags, out);
+  }
+  template <class KK, class Fields>
+  Result<void> hexpireat(const KK& key, std::int64_t unix_seconds, const Fields& fields, ExpireFlags flags, int* out) {
+    return expire_fields(key, unix_seconds, 1000, true, fields, flags, out);
+  }
+  template <class KK, class Fields>
+  Result<void> hpexpireat(const KK& key, std::int64_t unix_ms, const Fields& fields, ExpireFlags flags, int* out) {
+    return expire_fields(key, unix_ms, 1, true, fields, flags, out);
+  }
+
+  // HTTL / HPTTL: the remaining time per field, -1 without TTL, -2 no such field. HTTL rounds
+  // up (ceil((deadline - now) / 1000)), as Redis 7.4 does for fields; a field at its deadline
+  // answers 0. HEXPIRETIME / HPEXPIRETIME: the absolute deadline (seconds rounded up).
+  template <class KK, class Fields>
+  Result<std::vector<std::int64_t>> httl(const KK& key, const Fields& fields) {
+    return times(fields, [&](std::int64_t* out) { return field_times(key, fields, TimeQuery::ttl_s, out); });
+  }
+  template <class KK, class Fields>
+  Result<std::vector<std::int64_t>> hpttl(const KK& key, const Fields& fields) {
+    return times(fields, [&](std::int64_t* out) { return field_times(key, fields, TimeQuery::ttl_ms, out); });
+  }
+  template <class KK, class Fields>
+  Result<std::vector<std::int64_t>> hexpiretime(const KK& key, const Fields& fields) {
+    return times(fields, [&](std::int64_t* out) { return field_times(key, fields, TimeQuery::at_s, out); });
+  }
+  template <class KK, class Fields>
+  Result<std::vector<std::int64_t>> hpexpiretime(const KK& key, const Fields& fields) {
+    return times(fields, [&](std::int64_t* out) { return field_times(key, fields, TimeQuery::at_ms, out); });
+  }
+  template <class KK, class Fields>
+  Result<void> httl(const KK& key, const Fields& fields, std::int64_t* out) {
+    return field_times(key, fields, TimeQuery::ttl_s, out);
+  }
+  template <class KK, class Fields>
+  Result<void> hpttl(const KK& key, const Fields& fields, std::int64_t* out) {
+    return field_times(key, fields, TimeQuery::ttl_ms, out);
+  }
+  template <class KK, class Fields>
+  Result<void> hexpiretime(const KK& key, const Fields& fields, std::int64_t* out) {
+    return field_times(key, fields, TimeQuery::at_s, out);
+  }
+  template <class KK, class Fields>
+  Result<void> hpexpiretime(const KK& key, const Fields& fields, std::int64_t* out) {
+    return field_times(key, fields, TimeQuery::at_ms, out);
+  }
+
+  // HPERSIST: removes the fields' TTLs. Per field: -2 no such field, -1 no TTL, 1 removed.
+  // Cause `hpersist` if any was removed.
+  template <class KK, class Fields>
+  Result<std::vector<int>> hpersist(const KK& key, const Fields& fields) {
+    return codes(fields, [&](int* out) { return persist_fields(key, fields, out); });
+  }
+  template <class KK, class Fields>
+  Result<void> hpersist(const KK& key, const Fields& fields, int* out) {
+    return persist_fields(key, fields, out);
+  }
+
+  // The braced-list forms: hexpire(k, 10, {"a", "b"}).
+  template <class KK>
+  Result<std::vector<int>> hexpire(const KK& key, std::int64_t s, std::initializer_list<field_type> f,
+                                   ExpireFlags flags = ExpireFlags::None) {
+    return hexpire<KK, std::initializer_list<field_type>>(key, s, f, flags);
+  }
+  template <class KK>
+  Result<std::vector<int>> hpexpire(const KK& key, std::int64_t ms, std::initializer_list<field_type> f,
+                                    ExpireFlags flags = ExpireFlags::None) {
+    return hpexpire<KK, std::initializer_list<field_type>>(key, ms, f, flags);
+  }
+  template <class KK>
+  Result<std::vector<int>> hexpireat(const KK& key, std::int64_t s, std::initializer_list<field_type> f,
+                                     ExpireFlags flags = ExpireFlags::None) {
+    return hexpireat<KK, std::initializer_list<field_type>>(key, s, f, flags);
+  }
+  template <class KK>
+  Result<std::vector<int>> hpexpireat(const KK& key, std::int64_t ms, std::initializer_list<field_type> f,
+                                      ExpireFlags flags = ExpireFlags::None) {
+    return hpexpireat<KK, std::initializer_list<field_type>>(key, ms, f, flags);
+  }
+  template <class KK>
+  Result<std::vector<std::int64_t>> httl(const KK& key, std::initializer_list<field_type> f) {
+    return httl<KK, std::initializer_list<field_type>>(key, f);
+  }
+  template <class KK>
+  Result<std::vector<std::int64_t>> hpttl(const KK& key, std::initializer_list<field_type> f) {
+    return hpttl<KK, std::initializer_list<field_type>>(key, f);
+  }
+  template <class KK>
+  Result<std::vector<std::int64_t>> hexpiretime(const KK& key, std::initializer_list<field_type> f) {
+    return hexpiretime<KK, std::initializer_list<field_type>>(key, f);
+  }
+  template <class KK>
+  Result<std::vector<std::int64_t>> hpexpiretime(const KK& key, std::initializer_list<field_type> f) {
+    return hpexpiretime<KK, std::initializer_list<field_type>>(key, f);
+  }
+  template <class KK>
+  Result<std::vector<int>> hpersist(const KK& key, std::initializer_list<field_type> f) {
+    return hpersist<KK, std::initializer_list<field_type>>(key, f);
+  }
+
+  // The hasher every hash this store creates uses (keyed from Options::seed when given).
+  const std::shared_ptr<const field_hasher>& field_hash_function() const noexcept { return field_hash_; }
+
+ protected:
+  HashFieldOps() = default;
+
+  // ==== For the store ========================================================================
+
+  void init_field_hash(const std::optional<std::uint64_t>& seed) {
+    field_hasher h;
+    if constexpr (detail::is_rekeyable<field_hasher>::value) {
+      if (seed) h.rekey(HashKey::from_seed(*seed ^ 0x6A09E667F3BCC908ull));  // not the key hash's key
+    }
+    field_hash_ = std::make_shared<const field_hasher>(std::move(h));
+  }
+
+  // A value was placed in entry i by a generic member (set, rename, copy, modify, ...): index
+  // its hash by its earliest field deadline. Nothing else changes: a hash placed with stale
+  // fields has them reclaimed lazily or by tick().
+  void hash_placed(std::uint32_t i, std::int64_t now) {
+    Store& s = self();
+    hash_map_type* m = traits::map(s.ks_.entry(i).value);
+    s.ks_.index_hash(i, m == nullptr ? kNoDeadline : m->earliest_deadline(), now);
+  }
+
+  // tick()'s field cycle: pops due hashes in deadline order and reclaims their due fields,
+  // at most the quota, while `time_left()` (checked every 16 hashes). Redis's quota: 10000
+  // fields a second spread over hz (at least 1 a tick), multiplied in slow ticks by
+  // min(32, used / 1e6) once the quota has been used up on consecutive ticks for more than a
+  // million fields (expire.c's activeExpirySequence), so that a backlog drains faster.
+  template <class TimeLeft>
+  void field_cycle(TickReport& report, std::int64_t now, bool fast, TimeLeft&& time_left) {
+    Store& s = self();
+    std::uint64_t quota = std::max<std::uint64_t>(1, 10000 / static_cast<std::uint64_t>(s.options_.hz));
+    if (!fast && field_sequence_ > 1000000) quota *= std::min<std::uint64_t>(32, field_sequence_ / 1000000);
+    report.field_quota = quota;
+    if (s.ks_.hashes_indexed() == 0) {
+      field_sequence_ = 0;
+      return;
+    }
+    std::uint64_t left = quota;
+    std::uint32_t visits = 0;
+    s.ks_.advance_hashes(
+        now, [&](std::uint32_t i) { left -= reclaim_fields(i, now, static_cast<std::size_t>(left), true); },
+        [&] { return left != 0 && ((++visits & 15) != 0 || time_left()); });
+    report.fields_expired = quota - left;
+    field_sequence_ = left == 0 ? field_sequence_ + quota : 0;
+  }
+
+  // Redis INFO keyspace `subexpiry`.
+  std::size_t hashes_with_field_ttls() const noexcept { return self().ks_.hashes_indexed(); }
+
+ private:
+  friend Store;
+  enum class TimeQuery { ttl_s, ttl_ms, at_s, at_ms };
+
+  Store& self() noexcept { return static_cast<Store&>(*this); }
+  const Store& self() const noexcept { return static_cast<const Store&>(*this); }
+  hash_map_type& map_at(std::uint32_t i) noexcept { return *traits::map(self().ks_.entry(i).value); }
+
+  // Every member ends here: the events queued by the call are delivered (listeners may use
+  // the store), then its result is returned.
+  template <class R>
+  R finish(R r) {
+    self().flush();
+    return r;
+  }
+
+  // The live hash at `key`, for a command: kNoPos when there is none (a stale key is
+  // reclaimed on the way), Errc::wrong_type when the value is not a hash. Its stale fields are
+  // reclaimed first (lazy expiry, D20); a hash that this empties is deleted (kNoPos).
+  template <class KK>
+  Result<std::uint32_t> open(const KK& key, std::int64_t now, Access access) {
+    Store& s = self();
+    const auto& lk = Store::lookup_key(key);
+    const auto it = s.lookup(lk, s.ks_.hash_of(lk), now, access);
+    if (it == s.ks_.end()) return kNoPos;
+    const std::uint32_t i = it->index;
+    hash_map_type* m = traits::map(s.ks_.entry(i).value);
+    if (m == nullptr) return Errc::wrong_type;
+    if (m->volatile_count() != 0 && m->earliest_deadline() < now) {
+      reclaim_fields(i, now, std::numeric_limits<std::size_t>::max(), false);
+      if (!s.ks_.occupied(i)) return kNoPos;  // it emptied, and the key went
+    }
+    return i;
+  }
+
+  // open(), for a write that may add a field: a missing key is created empty (refused with
+  // Errc::out_of_memory as set() refuses a new key). `field` and `value` size the memory check.
+  template <class KK, class FF, class VV>
+  Result<std::uint32_t> open_for_write(const KK& key, std::int64_t now, const FF& field, const VV& value) {
+    Store& s = self();
+    if (s.tracking_ && !s.make_room(now, Store::template predicted_heap_bytes<field_type>(field) +
+                                             Store::template predicted_heap_bytes<field_value_type>(value) +
+                                             sizeof(field_type) + sizeof(field_value_type))) {
+      return Errc::out_of_memory;
+    }
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok() || *r != kNoPos) return r;
+    const auto& lk = Store::lookup_key(key);
+    const std::uint64_t h = s.ks_.hash_of(lk);
+    if (s.options_.max_entries != 0 && s.ks_.size() >= s.options_.max_entries &&
+        !s.room_for_key(lk, h, now)) {
+      return Errc::out_of_memory;
+    }
+    const std::uint32_t i = s.ks_.try_emplace(lk, h, key, traits::make(field_hash_)).first;
+    s.account(s.ks_.entry(i));
+    s.init_access(i, now);
+    if (s.idle_ms_ != 0) s.ks_.set_deadline(i, s.prepared_idle_deadline(now));
+    return i;
+  }
+
+  // After a change to entry i's hash: an empty hash is deleted (cause `del`), else it is
+  // re-indexed by its earliest field deadline.
+  void hash_changed(std::uint32_t i, std::int64_t now) {
+    Store& s = self();
+    hash_map_type& m = map_at(i);
+    if (m.empty()) {
+      s.remove(s.ks_.slot_of(i), KeyEventCause::del);
+      return;
+    }
+    s.ks_.index_hash(i, m.earliest_deadline(), now);
+  }
+
+  // Reclaims up to `max` stale fields of entry i's hash in deadline order (lazily, or by
+  // tick() when `active`): one `hexpired` event carrying them, expired_subkeys, then
+  // hash_changed(). Returns the number reclaimed.
+  std::size_t reclaim_fields(std::uint32_t i, std::int64_t now, std::size_t max, bool active) {
+    Store& s = self();
+    hash_map_type& m = map_at(i);
+    std::optional<V> gone;
+    hash_map_type* g = nullptr;
+    if (s.events_.wants(KeyEventCause::hexpired)) {
+      gone.emplace(traits::make(m.hash_function()));
+      g = traits::map(*gone);
+    }
+    s.unaccount(s.ks_.entry(i));
+    const std::size_t n = m.reclaim_due(now, max, [&](const auto& f, std::int64_t) {
+      if (g != nullptr) g->assign(f.name, f.value);
+    });
+    s.account(s.ks_.entry(i));
+    s.stats_.expired_subkeys += n;
+    (active ? active_fields_ : lazy_fields_) += n;
+    if (n != 0 && g != nullptr) {
+      s.events_.push_removed(KeyEventCause::hexpired, typename Store::key_type(s.ks_.entry(i).key), std::move(gone),
+                             false);
+    }
+    hash_changed(i, now);
+    return n;
+  }
+
+  template <class KK, class It, class End>
+  Result<std::size_t> hset_range(const KK& key, It first, End last) {
+    Store& s = self();
+    const std::int64_t now = s.now_ms();
+    if (first == last) return finish(std::size_t{0});
+    Result<std::uint32_t> r = open_for_write(key, now, first->first, first->second);
+    if (!r.ok()) return finish(r.error());
+    const std::uint32_t i = *r;
+    hash_map_type& m = map_at(i);
+    s.unaccount(s.ks_.entry(i));
+    std::size_t added = 0;
+    for (; first != last; ++first) {
+      if (m.assign(first->first, first->second).second) ++added;
+    }
+    s.account(s.ks_.entry(i));
+    s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
+    hash_changed(i, now);
+    return finish(added);
+  }
+
+  template <class KK, class It, class End>
+  Result<std::size_t> hdel_range(const KK& key, It first, End last) {
+    Store& s = self();
+    const std::int64_t now = s.now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
+    const std::uint32_t i = *r;
+    hash_map_type& m = map_at(i);
+    s.unaccount(s.ks_.entry(i));
+    std::size_t removed = 0;
+    for (; first != last && !m.empty(); ++first) {
+      const std::uint32_t pos = m.find(*first);
+      if (pos == hash_map_type::npos) continue;
+      m.erase(pos);
+      ++removed;
+    }
+    s.account(s.ks_.entry(i));
+    if (removed != 0) {
+      s.emit(KeyEventCause::hdel, s.ks_.entry(i).key);
+      hash_changed(i, now);
+    }
+    return finish(removed);
+  }
+
+  // The deadline of HEXPIRE's family from its time argument (research §1.2, D25): `unit` is
+  // 1000 for seconds, `absolute` for the AT forms.
+  static Result<std::int64_t> field_deadline(std::int64_t v, std::int64_t unit, bool absolute, std::int64_t now) {
+    if (v < 0) return Errc::negative_expire_time;
+    if (v > kMaxFieldDeadline / unit) return Errc::invalid_expire_time;
+    const std::int64_t ms = v * unit;
+    std::int64_t when = ms;
+    if (!absolute && !detail::checked_add(ms, now, when)) return Errc::invalid_expire_time;
+    if (when > kMaxFieldDeadline) return Errc::invalid_expire_time;
+    if (when < 0 && when > now) return Errc::invalid_expire_time;  // a clock before 1970
+    return when;
+  }
+
+  static bool condition_met(ExpireFlags flags, std::int64_t old, std::int64_t when) {
+    const bool timed = old != kNoDeadline;
+    if (has(flags, ExpireFlags::NX)) return !timed;
+    if (has(flags, ExpireFlags::XX)) return timed;
+    if (has(flags, ExpireFlags::GT)) return timed && when > old;
+    if (has(flags, ExpireFlags::LT)) return !timed || when < old;
+    return true;
+  }
+
+  template <class KK, class Fields>
+  Result<void> expire_fields(const KK& key, std::int64_t v, std::int64_t unit, bool absolute, const Fields& fields,
+                             ExpireFlags flags, int* out) {
+    Store& s = self();
+    if (has(flags, ExpireFlags::NX) &&
+        (has(flags, ExpireFlags::XX) || has(flags, ExpireFlags::GT) || has(flags, ExpireFlags::LT))) {
+      return Errc::nx_and_xx_gt_lt;
+    }
+    if (has(flags, ExpireFlags::GT) && has(flags, ExpireFlags::LT)) return Errc::gt_and_lt;
+    const std::int64_t now = s.now_ms();
+    const Result<std::int64_t> w = field_deadline(v, unit, absolute, now);
+    if (!w.ok()) return w.error();
+    const std::int64_t when = *w;
+    const bool past = when <= now;
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok()) return finish(Result<void>(r.error()));
+    const std::size_t n = field_count(fields);
+    if (*r == kNoPos) {
+      std::fill(out, out + n, FieldReply::no_field);
+      return finish(Result<void>());
+    }
+    const std::uint32_t i = *r;
+    hash_map_type& m = map_at(i);
+    std::size_t set = 0, deleted = 0, j = 0;
+    if (past) s.unaccount(s.ks_.entry(i));
+    for (const auto& f : fields) {
+      const std::uint32_t pos = m.find(f);
+      int code = FieldReply::no_field;
+      if (pos != hash_map_type::npos) {
+        if (!condition_met(flags, m.deadline(pos), when)) {
+          code = FieldReply::condition_not_met;
+        } else if (past) {
+          m.erase(pos);
+          ++deleted;
+          code = FieldReply::deleted;
+        } else {
+          m.set_deadline(pos, when);
+          ++set;
+          code = FieldReply::set;
+        }
+      }
+      out[j++] = code;
+    }
+    if (past) s.account(s.ks_.entry(i));
+    s.stats_.expired_subkeys += deleted;  // as Redis 7.4 counts a past field time (D24)
+    if (set != 0) s.emit(KeyEventCause::hexpire, s.ks_.entry(i).key);
+    if (deleted != 0) s.emit(KeyEventCause::hdel, s.ks_.entry(i).key);
+    if (set != 0 || deleted != 0) hash_changed(i, now);
+    return finish(Result<void>());
+  }
+
+  template <class KK, class Fields>
+  Result<void> field_times(const KK& key, const Fields& fields, TimeQuery q, std::int64_t* out) {
+    const std::int64_t now = self().now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::read);
+    if (!r.ok()) return finish(Result<void>(r.error()));
+    std::size_t j = 0;
+    for (const auto& f : fields) {
+      std::int64_t t = FieldReply::no_field;
+      if (*r != kNoPos) {
+        const hash_map_type& m = map_at(*r);
+        const std::uint32_t pos = m.find(f);
+        if (pos != hash_map_type::npos) t = time_of(m.deadline(pos), now, q);
+      }
+      out[j++] = t;
+    }
+    return finish(Result<void>());
+  }
+  // One field's answer; `deadline` is live (now <= deadline) and within [0, 2^46).
+  static std::int64_t time_of(std::int64_t deadline, std::int64_t now, TimeQuery q) {
+    if (deadline == kNoDeadline) return FieldReply::no_ttl;
+    switch (q) {
+      case TimeQuery::ttl_ms: return deadline - now;
+      case TimeQuery::ttl_s: return ceil_div_1000(deadline - now);
+      case TimeQuery::at_ms: return deadline;
+      case TimeQuery::at_s: return ceil_div_1000(deadline);
+    }
+    return FieldReply::no_ttl;
+  }
+  static std::int64_t ceil_div_1000(std::int64_t ms) { return ms / 1000 + (ms % 1000 > 0 ? 1 : 0); }
+
+  template <class KK, class Fields>
+  Result<void> persist_fields(const KK& key, const Fields& fields, int* out) {
+    Store& s = self();
+    const std::int64_t now = s.now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok()) return finish(Result<void>(r.error()));
+    std::size_t j = 0, persisted = 0;
+    for (const auto& f : fields) {
+      int code = FieldReply::no_field;
+      if (*r != kNoPos) {
+        hash_map_type& m = map_at(*r);
+        const std::uint32_t pos = m.find(f);
+        if (pos != hash_map_type::npos) {
+          code = m.clear_deadline(pos) ? FieldReply::persisted : FieldReply::no_ttl;
+          if (code == FieldReply::persisted) ++persisted;
+        }
+      }
+      out[j++] = code;
+    }
+    if (persisted != 0) {
+      s.emit(KeyEventCause::hpersist, s.ks_.entry(*r).key);
+      hash_changed(*r, now);
+    }
+    return finish(Result<void>());
+  }
+
+  template <class Fields, class Fill>
+  static Result<std::vector<int>> codes(const Fields& fields, Fill&& fill) {
+    std::vector<int> out(field_count(fields));
+    Result<void> r = fill(out.data());
+    if (!r.ok()) return r.error();
+    return out;
+  }
+  template <class Fields, class Fill>
+  static Result<std::vector<std::int64_t>> times(const Fields& fields, Fill&& fill) {
+    std::vector<std::int64_t> out(field_count(fields));
+    Result<void> r = fill(out.data());
+    if (!r.ok()) return r.error();
+    return out;
+  }
+
+  // HINCRBY's view of a value: an integer, or a string holding one.
+  static bool as_integer(const field_value_type& v, std::int64_t& out) {
+    if constexpr (std::is_integral_v<field_value_type>) {
+      out = static_cast<std::int64_t>(v);
+      return true;
+    } else {
+      return parse_strict_i64(v, out);
+    }
+  }
+  static bool fits_value(std::int64_t x) {
+    if constexpr (std::is_integral_v<field_value_type>) {
+      return x >= static_cast<std::int64_t>(std::numeric_limits<field_value_type>::min()) &&
+             static_cast<std::uint64_t>(x) <= static_cast<std::uint64_t>(std::numeric_limits<field_value_type>::max());
+    } else {
+      return true;
+    }
+  }
+  static field_value_type from_integer(std::int64_t x) {
+    if constexpr (std::is_integral_v<field_value_type>) {
+      return static_cast<field_value_type>(x);
+    } else {
+      return field_value_type(std::to_string(x));
+    }
+  }
+
+  std::shared_ptr<const field_hasher> field_hash_;
+  std::uint64_t field_sequence_ = 0;  // fields reclaimed by consecutive ticks that used their whole quota
+  std::uint64_t active_fields_ = 0;
+  std::uint64_t lazy_fields_ = 0;
+};
+
+}  // namespace detail
+}  // namespace expiring
