@@ -82,7 +82,7 @@ using expiring::redis::OutputBuffer;
 using expiring::redis::OutputBufferLimit;
 using expiring::redis::Reply;
 using expiring::redis::RequestParser;
-using Store = expiring::redis::StringStore<expiring::SystemClock>;
+using Store = expiring::redis::ValueStore<expiring::SystemClock>;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadChunk = 16 * 1024;  // Redis PROTO_IOBUF_LEN

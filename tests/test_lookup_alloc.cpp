@@ -78,7 +78,7 @@ Counts count_allocations(F&& f) {
   return Counts{g_news.load(), g_deletes.load()};
 }
 
-using StringStore = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
+using ValueStore = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
                                             ManualClock&, TestPolicy>;
 
 constexpr std::string_view kLive = "session:0123456789abcdef:volatile";
@@ -87,7 +87,7 @@ constexpr std::string_view kStale = "session:0123456789abcdef:stale-soon";
 constexpr std::string_view kMissing = "session:0123456789abcdef:not-there";
 const std::string kValue(64, 'v');
 
-void fill(StringStore& store) {
+void fill(ValueStore& store) {
   REQUIRE(store.set(std::string(kLive), kValue, expiring::Ex{100}) == true);
   REQUIRE(store.set(std::string(kPlain), kValue) == true);
   REQUIRE(store.set(std::string(kStale), kValue, expiring::Px{10}) == true);
@@ -121,7 +121,7 @@ TEST_CASE("lookup alloc: a store without transparent functors does allocate (con
 
 TEST_CASE("lookup alloc: get, exists, touch, peek by string_view and literal allocate nothing", "[alloc]") {
   ManualClock clock{T0};
-  StringStore store{clock};
+  ValueStore store{clock};
   fill(store);
   const std::string* a = nullptr;
   const std::string* b = nullptr;
@@ -153,7 +153,7 @@ TEST_CASE("lookup alloc: get, exists, touch, peek by string_view and literal all
 
 TEST_CASE("lookup alloc: ttl, pttl, expiretime, pexpiretime by string_view allocate nothing", "[alloc]") {
   ManualClock clock{T0};
-  StringStore store{clock};
+  ValueStore store{clock};
   fill(store);
   std::int64_t r[6] = {};
   const Counts counts = count_allocations([&] {
@@ -176,7 +176,7 @@ TEST_CASE("lookup alloc: ttl, pttl, expiretime, pexpiretime by string_view alloc
 
 TEST_CASE("lookup alloc: del of a missing key and expire by string_view or literal allocate nothing", "[alloc]") {
   ManualClock clock{T0};
-  StringStore store{clock};
+  ValueStore store{clock};
   fill(store);
   bool d1 = true, d2 = true, p = false;
   expiring::Result<bool> x1 = true, x2 = true, x3 = true, x4 = false, x5 = false;
@@ -213,8 +213,8 @@ TEST_CASE("lookup alloc: a successful expire by string_view or literal costs no 
   options.seed = 99;
   ManualClock clock_a{T0};
   ManualClock clock_b{T0};
-  StringStore by_view{clock_a, options};
-  StringStore by_string{clock_b, options};
+  ValueStore by_view{clock_a, options};
+  ValueStore by_string{clock_b, options};
   fill(by_view);
   fill(by_string);
   const std::string live(kLive);
@@ -233,7 +233,7 @@ TEST_CASE("lookup alloc: a successful expire by string_view or literal costs no 
   CHECK(s1 == true);
   CHECK(s2 == true);
   CHECK(view_counts.news == string_counts.news);
-  if (std::is_same_v<StringStore::expiry_policy, expiring::SampledExpiry>) {
+  if (std::is_same_v<ValueStore::expiry_policy, expiring::SampledExpiry>) {
     CHECK(view_counts.news == 0);
   }
   CHECK(by_view.ttl(kLive) == 500);
@@ -242,7 +242,7 @@ TEST_CASE("lookup alloc: a successful expire by string_view or literal costs no 
 
 TEST_CASE("lookup alloc: a read that reclaims a stale key allocates nothing (no listener)", "[alloc]") {
   ManualClock clock{T0};
-  StringStore store{clock};
+  ValueStore store{clock};
   fill(store);
   clock.set(T0 + 11);
   const std::string* r = &kValue;

@@ -1549,7 +1549,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       return detail::heap_bytes(u);
     } else if constexpr (detail::has_heap_bytes<T>::value && std::is_convertible_v<const U&, std::string_view>) {
       const std::size_t n = std::string_view(u).size();
-      static const std::size_t inline_capacity = T().capacity();
+      static const std::size_t inline_capacity = std::string().capacity();  // T holds or is a std::string
       return n > inline_capacity ? n + 1 : 0;
     } else if constexpr (detail::has_heap_bytes<T>::value) {
       return detail::heap_bytes(T(u));

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   lim.max_query_buffer = 8192;
   RequestParser p(lim);
   expiring::ManualClock clock{1'000'000};
-  expiring::redis::StringStore<expiring::ManualClock&> store{clock};
+  expiring::redis::ValueStore<expiring::ManualClock&> store{clock};
   expiring::redis::CommandExecutor<expiring::ManualClock&> exec{store};
   std::vector<std::string> argv;
   const char* bytes = reinterpret_cast<const char*>(data);

@@ -20,7 +20,7 @@ using expiring::redis::Action;
 using expiring::redis::CommandExecutor;
 using expiring::redis::Reply;
 using expiring::redis::Session;
-using expiring::redis::StringStore;
+using expiring::redis::ValueStore;
 
 namespace {
 
@@ -34,7 +34,7 @@ expiring::Options seeded() {
 
 struct Fx {
   ManualClock clock{kT0};
-  StringStore<ManualClock&> store{clock, seeded()};
+  ValueStore<ManualClock&> store{clock, seeded()};
   CommandExecutor<ManualClock&> ex{store};
 
   Reply run(std::initializer_list<std::string_view> argv) { return ex.execute(argv); }
@@ -708,7 +708,7 @@ TEST_CASE("incr family: integer grammar and overflow errors", "[redis][string]")
 
 TEST_CASE("append refuses to grow past proto-max-bulk-len", "[redis][string]") {
   ManualClock clock{kT0};
-  StringStore<ManualClock&> store{clock};
+  ValueStore<ManualClock&> store{clock};
   expiring::redis::CommandOptions o;
   o.proto_max_bulk_len = 10;
   CommandExecutor<ManualClock&> ex{store, o};

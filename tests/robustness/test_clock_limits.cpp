@@ -72,7 +72,7 @@ TEST_CASE("clock limits: the command layer's INFO, TIME and TTL replies at the e
   expiring::ManualClock clk(0);
   expiring::Options o;
   o.seed = 4;
-  expiring::redis::StringStore<expiring::ManualClock&> store{clk, o};
+  expiring::redis::ValueStore<expiring::ManualClock&> store{clk, o};
   expiring::redis::CommandExecutor<expiring::ManualClock&> ex{store};
   for (const std::int64_t t : {kMin, kMin + 1, std::int64_t{-1}, kMax - 1, kMax}) {
     CAPTURE(t);

@@ -68,14 +68,21 @@ inline constexpr std::int64_t kNoDeadline = kInt64Max;
 inline constexpr std::size_t kCompactMinCapacity = 4096;
 
 // Heap bytes owned by a key or value beyond its sizeof: std::string's buffer when it is not
-// stored inline. Other types report 0.
-template <class T>
+// stored inline.
+// Other types report 0, unless they say with a `std::size_t heap_bytes() const` member.
+template <class T, class = void>
 struct has_heap_bytes : std::false_type {};
-template <class Ch, class Tr, class Al>
-struct has_heap_bytes<std::basic_string<Ch, Tr, Al>> : std::true_type {};
 template <class T>
-std::size_t heap_bytes(const T&) noexcept {
-  return 0;
+struct has_heap_bytes<T, std::void_t<decltype(std::declval<const T&>().heap_bytes())>> : std::true_type {};
+template <class Ch, class Tr, class Al>
+struct has_heap_bytes<std::basic_string<Ch, Tr, Al>, void> : std::true_type {};
+template <class T>
+std::size_t heap_bytes(const T& t) noexcept {
+  if constexpr (has_heap_bytes<T>::value) {
+    return t.heap_bytes();
+  } else {
+    return 0;
+  }
 }
 template <class Ch, class Tr, class Al>
 std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
@@ -89,7 +96,7 @@ std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
 // A hash: its tables (field_map.hpp's bytes()); its fields' own heap blocks are not counted,
 // so that weighing stays O(1).
 template <class F, class W, class H, class E>
-struct has_heap_bytes<FieldMap<F, W, H, E>> : std::true_type {};
+struct has_heap_bytes<FieldMap<F, W, H, E>, void> : std::true_type {};
 template <class F, class W, class H, class E>
 std::size_t heap_bytes(const FieldMap<F, W, H, E>& m) noexcept {
   return m.bytes();

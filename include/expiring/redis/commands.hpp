@@ -1,11 +1,11 @@
-// expiring/redis/commands.hpp: Redis's string and keyspace commands over an ExpiringStore.
+// expiring/redis/commands.hpp: Redis's string, hash and keyspace commands over an ExpiringStore.
 //
 // Overview
 // --------
 // `CommandExecutor<Clock>` runs one Redis command, given as its arguments (binary-safe
-// std::strings, the command name first), against an
-// `ExpiringStore<std::string, std::string, Hash<std::string>, std::equal_to<>, Clock>` and
-// returns the reply Redis 7.0 would send: the same reply type and, for errors, the same text
+// std::strings, the command name first), against a `ValueStore<Clock>` (an ExpiringStore of
+// redis::Value: a string or a hash, value.hpp) and returns the reply Redis 7.0 would send (7.4
+// for the hash field TTL commands): the same reply type and, for errors, the same text
 // (semantics.md Part B §2, §2.0 integer grammar, §2.10 error strings; arity errors; "unknown
 // command" formatted as redis 7.0.15 formats it). Where semantics.md Part A decides otherwise (D4:
 // SET with a past EXAT/PXAT stores nothing) the store's decision stands.
@@ -13,6 +13,8 @@
 // Commands: PING ECHO SET SETEX PSETEX SETNX GET GETSET GETEX GETDEL MGET MSET MSETNX DEL
 // UNLINK EXISTS TOUCH TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT EXPIRETIME PEXPIRETIME PERSIST
 // RENAME RENAMENX COPY TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
+// HSET HSETNX HGET HMGET HDEL HLEN HEXISTS HGETALL HKEYS HVALS HINCRBY HEXPIRE HPEXPIRE
+// HEXPIREAT HPEXPIREAT HTTL HPTTL HEXPIRETIME HPEXPIRETIME HPERSIST
 // FLUSHDB FLUSHALL SELECT INFO CONFIG (GET/SET/RESETSTAT/HELP) DEBUG SET-ACTIVE-EXPIRE TIME
 // COMMAND (COUNT/INFO/LIST/HELP) OBJECT (FREQ/IDLETIME/HELP) HELLO QUIT SHUTDOWN.
 //
@@ -35,8 +37,12 @@
 // client-output-buffer-limit (Redis's syntax and defaults) live in options(); the server
 // enforces them.
 //
-// There is one database (SELECT 0 only, COPY ... DB 0 only) and one type (string), so
-// WRONGTYPE never arises. Connection-level effects (QUIT closes the connection after the
+// There is one database (SELECT 0 only, COPY ... DB 0 only) and two types, string and hash:
+// a command on a key of the other type answers "WRONGTYPE Operation against a key holding the
+// wrong kind of value", checked first, as Redis (MGET answers nil for a hash; SET, MSET and the
+// keyspace commands take either type). The hash field TTL commands follow Redis 7.4's syntax,
+// argument order and texts (docs/design/hash_fields_research.md §1); the store's decisions
+// D20-D27 (semantics.md) stand where they differ from 7.4. Connection-level effects (QUIT closes the connection after the
 // reply; SHUTDOWN stops the server and sends no reply) are reported through Session::action
 // for the server to carry out.
 //
@@ -63,12 +69,13 @@
 #include "../version.hpp"
 #include "glob.hpp"
 #include "resp.hpp"
+#include "value.hpp"
 
 namespace expiring::redis {
 
-// The store type the command layer drives.
+// The store type the command layer drives: strings and hashes in one keyspace.
 template <class Clock>
-using StringStore = Store<std::string, std::string, Clock>;
+using ValueStore = Store<std::string, Value, Clock>;
 
 // What the server must do after sending a command's reply.
 enum class Action : std::uint8_t {
@@ -263,7 +270,7 @@ inline constexpr EvictionPolicy kPolicies[] = {
 template <class Clock>
 class CommandExecutor {
  public:
-  using store_type = StringStore<Clock>;
+  using store_type = ValueStore<Clock>;
   using Args = std::vector<std::string>;
 
   // Adds "name:value" lines to an INFO section (server, clients, memory, stats, keyspace),
@@ -401,6 +408,23 @@ class CommandExecutor {
   static Reply ok() { return Reply::ok(); }
   static Reply bulk_or_nil(const std::string* v) { return v ? Reply::bulk(*v) : Reply::nil(); }
   static Reply bulk_or_nil(const std::optional<std::string>& v) { return v ? Reply::bulk(*v) : Reply::nil(); }
+  static Reply bulk_or_nil(const std::optional<Value>& v) { return v ? bulk_or_nil(v->string()) : Reply::nil(); }
+  static Reply wrong_type() { return Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value"); }
+  // Whether `key` holds a live value of the other type than a command expects: checked before
+  // anything else, as Redis's checkType. `read`: the command's lookup is a read (Redis
+  // lookupKeyRead), so it counts a keyspace hit; the store's own call would not run.
+  bool holds_hash(const std::string& key, bool read) {
+    const Value* v = store_.peek(key);
+    if (v == nullptr || !v->is_hash()) return false;
+    if (read) (void)store_.exists(key);
+    return true;
+  }
+  bool holds_string(const std::string& key, bool read) {
+    const Value* v = store_.peek(key);
+    if (v == nullptr || !v->is_string()) return false;
+    if (read) (void)store_.exists(key);
+    return true;
+  }
 
   // "unknown command '<name>', with args beginning with: '<a1>' '<a2>' ..." as redis 7.0:
   // the name and each argument are read as C strings, the name cut at 128 bytes, the
@@ -633,6 +657,7 @@ class CommandExecutor {
       char perc[32];
       std::snprintf(perc, sizeof perc, "%.2f", st.expired_stale_perc);
       line("expired_keys", std::to_string(st.expired_keys));
+      line("expired_subkeys", std::to_string(st.expired_subkeys));
       line("expired_stale_perc", perc);
       line("expired_time_cap_reached_count", std::to_string(st.expired_time_cap_reached_count));
       line("expire_cycle_cpu_milliseconds", std::to_string(st.expire_cycle_cpu_microseconds / 1000));
@@ -656,7 +681,7 @@ class CommandExecutor {
       if (info_hook_) info_hook_(section, out);
       if (st.keys != 0) {
         line("db0", "keys=" + std::to_string(st.keys) + ",expires=" + std::to_string(st.expires) +
-                        ",avg_ttl=" + num(st.avg_ttl));
+                        ",avg_ttl=" + num(st.avg_ttl) + ",subexpiry=" + std::to_string(st.subexpiry));
       }
     }
   }
@@ -1045,7 +1070,14 @@ class CommandExecutor {
       Reply::write_nil(out);
     }
   }
-  void write_get(const Args& a, Session&, OutputBuffer& out) { write_bulk_or_nil(out, store_.get(a[1])); }
+  void write_get(const Args& a, Session&, OutputBuffer& out) {
+    const Value* v = store_.get(a[1]);
+    if (v != nullptr && v->is_hash()) {
+      wrong_type().write_resp(out);
+      return;
+    }
+    write_bulk_or_nil(out, v == nullptr ? nullptr : v->string());
+  }
 
   // Options of SET (get_mode false) and GETEX (get_mode true), semantics.md B §2.4 table.
   enum class ExpKind : std::uint8_t { none, ex, px, exat, pxat };
@@ -1109,7 +1141,8 @@ class CommandExecutor {
     }
     const SetCond cond = o.nx ? SetCond::NX : o.xx ? SetCond::XX : SetCond::Always;
     if (o.get) {
-      Result<std::optional<std::string>> r = store_.set_get(a[1], a[2], expiry, cond);
+      if (holds_hash(a[1], true)) return wrong_type();
+      Result<std::optional<Value>> r = store_.set_get(a[1], a[2], expiry, cond);
       if (!r.ok()) return write_error(r.error(), "set");
       return bulk_or_nil(*r);
     }
@@ -1132,12 +1165,17 @@ class CommandExecutor {
     return Reply::integer(*r ? 1 : 0);
   }
   Reply cmd_getset(const Args& a, Session&) {
+    if (holds_hash(a[1], true)) return wrong_type();
     auto r = store_.getset(a[1], a[2]);
     if (!r.ok()) return oom_error();
     return bulk_or_nil(std::move(r).value());
   }
-  Reply cmd_getdel(const Args& a, Session&) { return bulk_or_nil(store_.getdel(a[1])); }
+  Reply cmd_getdel(const Args& a, Session&) {
+    if (holds_hash(a[1], true)) return wrong_type();
+    return bulk_or_nil(store_.getdel(a[1]));
+  }
   Reply cmd_getex(const Args& a, Session&) {
+    if (holds_hash(a[1], true)) return wrong_type();
     StrOpts o;
     if (!parse_string_opts(a, 2, true, o)) return syntax_error();
     GetExExpiry option;
@@ -1145,14 +1183,14 @@ class CommandExecutor {
       std::int64_t v = 0;
       if (!to_int(*o.value, v)) {
         // Redis looks the key up before it reads the number: a missing key answers nil.
-        Result<std::optional<std::string>> cur = store_.getex(a[1]);
+        Result<std::optional<Value>> cur = store_.getex(a[1]);
         return cur.ok() && *cur ? not_integer() : Reply::nil();
       }
       option = *make_expiry<GetExExpiry>(o.kind, v);
     } else if (o.persist) {
       option = Persist{};
     }
-    Result<std::optional<std::string>> r = store_.getex(a[1], option);
+    Result<std::optional<Value>> r = store_.getex(a[1], option);
     if (!r.ok()) return invalid_expire("getex");
     return bulk_or_nil(*r);
   }
@@ -1160,7 +1198,10 @@ class CommandExecutor {
   // is not kept past the next read).
   void write_mget(const Args& a, Session&, OutputBuffer& out) {
     Reply::write_array_header(out, a.size() - 1);
-    for (std::size_t i = 1; i < a.size(); ++i) write_bulk_or_nil(out, store_.get(a[i]));
+    for (std::size_t i = 1; i < a.size(); ++i) {
+      const Value* v = store_.get(a[i]);
+      write_bulk_or_nil(out, v == nullptr ? nullptr : v->string());  // a hash answers nil
+    }
   }
   // MSET / MSETNX's writes: one memory check for the whole command, as Redis, so every pair
   // is written or none (Errc::out_of_memory).
@@ -1185,14 +1226,17 @@ class CommandExecutor {
     return set_pairs(a).ok() ? Reply::integer(1) : oom_error();
   }
   Reply cmd_strlen(const Args& a, Session&) {
-    const std::string* v = store_.get(a[1]);
-    return Reply::integer(v ? static_cast<std::int64_t>(v->size()) : 0);
+    const Value* v = store_.get(a[1]);
+    if (v != nullptr && v->is_hash()) return wrong_type();
+    return Reply::integer(v ? static_cast<std::int64_t>(v->string()->size()) : 0);
   }
   Reply cmd_append(const Args& a, Session&) {
     std::size_t len = 0;
     bool too_big = false;
     const std::string& add = a[2];
-    const bool found = store_.modify(a[1], [&](std::string& v) {
+    if (holds_hash(a[1], false)) return wrong_type();
+    const bool found = store_.modify(a[1], [&](Value& value) {
+      std::string& v = *value.string();
       if (v.size() + add.size() > options_.proto_max_bulk_len) {
         too_big = true;
         return;
@@ -1210,7 +1254,9 @@ class CommandExecutor {
   Reply incr_by(const std::string& key, std::int64_t incr) {
     enum { kOk, kNotInt, kOverflow } status = kOk;
     std::int64_t result = 0;
-    const bool found = store_.modify(key, [&](std::string& v) {
+    if (holds_hash(key, false)) return wrong_type();
+    const bool found = store_.modify(key, [&](Value& value) {
+      std::string& v = *value.string();
       std::int64_t cur = 0;
       if (!parse_int64(v, cur)) {
         status = kNotInt;
@@ -1249,6 +1295,184 @@ class CommandExecutor {
     return incr_by(a[1], -v);
   }
 
+  // ==== Hashes ==============================================================================
+  // Each hash command checks the key's type first (WRONGTYPE beats every argument error, as
+  // Redis), then its arguments, then runs one store member (hash_fields.hpp).
+
+  Reply hash_error(Errc e, const char* cmd) {
+    switch (e) {
+      case Errc::wrong_type: return wrong_type();
+      case Errc::out_of_memory: return oom_error();
+      case Errc::not_an_integer: return Reply::error("ERR hash value is not an integer");
+      case Errc::overflow: return Reply::error("ERR increment or decrement would overflow");
+      case Errc::negative_expire_time: return Reply::error("ERR invalid expire time, must be >= 0");
+      default: return invalid_expire(cmd);
+    }
+  }
+  // The fields of a command, argv[from ..], as views (no copies).
+  static std::vector<std::string_view> fields_of(const Args& a, std::size_t from) {
+    return std::vector<std::string_view>(a.begin() + static_cast<std::ptrdiff_t>(from), a.end());
+  }
+  static Reply integers(const std::vector<int>& v) {
+    Reply r = Reply::array();
+    for (int x : v) r.push(Reply::integer(x));
+    return r;
+  }
+  static Reply integers(const std::vector<std::int64_t>& v) {
+    Reply r = Reply::array();
+    for (std::int64_t x : v) r.push(Reply::integer(x));
+    return r;
+  }
+
+  Reply cmd_hset(const Args& a, Session&) {
+    if (a.size() % 2 != 0) return arity_error(detail::lowercase(a[0]));
+    if (holds_string(a[1], false)) return wrong_type();
+    std::vector<std::pair<std::string_view, std::string_view>> pairs;
+    pairs.reserve((a.size() - 2) / 2);
+    for (std::size_t i = 2; i + 1 < a.size(); i += 2) pairs.emplace_back(a[i], a[i + 1]);
+    Result<std::size_t> r = store_.hset(a[1], pairs);
+    if (!r.ok()) return hash_error(r.error(), "hset");
+    return Reply::integer(static_cast<std::int64_t>(*r));
+  }
+  Reply cmd_hsetnx(const Args& a, Session&) {
+    if (holds_string(a[1], false)) return wrong_type();
+    Result<bool> r = store_.hsetnx(a[1], a[2], a[3]);
+    if (!r.ok()) return hash_error(r.error(), "hsetnx");
+    return Reply::integer(*r ? 1 : 0);
+  }
+  Reply cmd_hget(const Args& a, Session&) {
+    Result<const std::string*> r = store_.hget(a[1], std::string_view(a[2]));
+    if (!r.ok()) return hash_error(r.error(), "hget");
+    return bulk_or_nil(*r);
+  }
+  Reply cmd_hmget(const Args& a, Session&) {
+    const std::vector<std::string_view> f = fields_of(a, 2);
+    std::vector<const std::string*> out(f.size());
+    Result<std::size_t> r = store_.hmget(a[1], f, out.data());
+    if (!r.ok()) return hash_error(r.error(), "hmget");
+    Reply list = Reply::array();
+    for (const std::string* v : out) list.push(bulk_or_nil(v));
+    return list;
+  }
+  Reply cmd_hdel(const Args& a, Session&) {
+    Result<std::size_t> r = store_.hdel(a[1], fields_of(a, 2));
+    if (!r.ok()) return hash_error(r.error(), "hdel");
+    return Reply::integer(static_cast<std::int64_t>(*r));
+  }
+  Reply cmd_hlen(const Args& a, Session&) {
+    Result<std::size_t> r = store_.hlen(a[1]);
+    if (!r.ok()) return hash_error(r.error(), "hlen");
+    return Reply::integer(static_cast<std::int64_t>(*r));
+  }
+  Reply cmd_hexists(const Args& a, Session&) {
+    Result<bool> r = store_.hexists(a[1], std::string_view(a[2]));
+    if (!r.ok()) return hash_error(r.error(), "hexists");
+    return Reply::integer(*r ? 1 : 0);
+  }
+  // HGETALL (names and values), HKEYS, HVALS: one visit.
+  Reply hash_listing(const Args& a, bool names, bool values) {
+    Reply list = Reply::array();
+    Result<std::size_t> r = store_.hvisit(a[1], [&](const std::string& f, const std::string& v) {
+      if (names) list.push(Reply::bulk(f));
+      if (values) list.push(Reply::bulk(v));
+    });
+    if (!r.ok()) return hash_error(r.error(), "hgetall");
+    return list;
+  }
+  Reply cmd_hgetall(const Args& a, Session&) { return hash_listing(a, true, true); }
+  Reply cmd_hkeys(const Args& a, Session&) { return hash_listing(a, true, false); }
+  Reply cmd_hvals(const Args& a, Session&) { return hash_listing(a, false, true); }
+  Reply cmd_hincrby(const Args& a, Session&) {
+    if (holds_string(a[1], false)) return wrong_type();
+    std::int64_t delta = 0;
+    if (!to_int(a[3], delta)) return not_integer();
+    Result<std::int64_t> r = store_.hincrby(a[1], std::string_view(a[2]), delta);
+    if (!r.ok()) return hash_error(r.error(), "hincrby");
+    return Reply::integer(*r);
+  }
+
+  // numFields as Redis reads it: a long in [1, LONG_MAX].
+  static bool field_count(const std::string& s, std::int64_t& n) { return to_int(s, n) && n >= 1; }
+  static Reply fields_missing() {
+    return Reply::error("ERR Mandatory argument FIELDS is missing or not at the right position");
+  }
+  static Reply fields_mismatch() { return Reply::error("ERR The `numfields` parameter must match the number of arguments"); }
+
+  // HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT key time [NX|XX|GT|LT] FIELDS numfields field...
+  // in Redis 7.4's order (research §1.2): type, time (integer, >= 0, the cap), the condition,
+  // FIELDS, numfields, the count, then the store.
+  Reply hexpire_generic(const Args& a, const char* name, std::int64_t unit, bool absolute) {
+    if (holds_string(a[1], false)) return wrong_type();
+    std::int64_t v = 0;
+    if (!to_int(a[2], v)) return not_integer();
+    if (v < 0) return Reply::error("ERR invalid expire time, must be >= 0");
+    constexpr std::int64_t kCap = expiring::detail::kMaxFieldDeadline;
+    if (v > kCap / unit) return invalid_expire(name);
+    const std::int64_t base = absolute ? 0 : store_.now_ms();
+    if (v * unit > expiring::detail::saturating_sub(kCap, base)) return invalid_expire(name);
+    std::size_t at = 3;
+    ExpireFlags flags = ExpireFlags::None;
+    if (detail::is_opt(a[at], "nx")) {
+      flags = ExpireFlags::NX;
+    } else if (detail::is_opt(a[at], "xx")) {
+      flags = ExpireFlags::XX;
+    } else if (detail::is_opt(a[at], "gt")) {
+      flags = ExpireFlags::GT;
+    } else if (detail::is_opt(a[at], "lt")) {
+      flags = ExpireFlags::LT;
+    }
+    if (flags != ExpireFlags::None) ++at;
+    if (at >= a.size() || !detail::is_opt(a[at], "fields")) return fields_missing();
+    std::int64_t n = 0;
+    if (at + 1 >= a.size() || !field_count(a[at + 1], n)) {
+      return Reply::error("ERR Parameter `numFields` should be greater than 0");
+    }
+    if (static_cast<std::uint64_t>(n) != a.size() - at - 2) return fields_mismatch();
+    const std::vector<std::string_view> f = fields_of(a, at + 2);
+    Result<std::vector<int>> r = std::vector<int>{};
+    if (unit == 1000 && !absolute) r = store_.hexpire(a[1], v, f, flags);
+    if (unit == 1 && !absolute) r = store_.hpexpire(a[1], v, f, flags);
+    if (unit == 1000 && absolute) r = store_.hexpireat(a[1], v, f, flags);
+    if (unit == 1 && absolute) r = store_.hpexpireat(a[1], v, f, flags);
+    if (!r.ok()) return hash_error(r.error(), name);
+    return integers(*r);
+  }
+  Reply cmd_hexpire(const Args& a, Session&) { return hexpire_generic(a, "hexpire", 1000, false); }
+  Reply cmd_hpexpire(const Args& a, Session&) { return hexpire_generic(a, "hpexpire", 1, false); }
+  Reply cmd_hexpireat(const Args& a, Session&) { return hexpire_generic(a, "hexpireat", 1000, true); }
+  Reply cmd_hpexpireat(const Args& a, Session&) { return hexpire_generic(a, "hpexpireat", 1, true); }
+
+  // HTTL / HPTTL / HEXPIRETIME / HPEXPIRETIME / HPERSIST key FIELDS numfields field...
+  // (research §1.3, §1.4): type, FIELDS, numfields, the count, then the store.
+  enum class FieldQuery : std::uint8_t { ttl, pttl, expiretime, pexpiretime, persist };
+  Reply field_query(const Args& a, FieldQuery q) {
+    if (holds_string(a[1], q != FieldQuery::persist)) return wrong_type();
+    if (!detail::is_opt(a[2], "fields")) return fields_missing();
+    std::int64_t n = 0;
+    if (!field_count(a[3], n)) return Reply::error("ERR Number of fields must be a positive integer");
+    if (static_cast<std::uint64_t>(n) != a.size() - 4) return fields_mismatch();
+    const std::vector<std::string_view> f = fields_of(a, 4);
+    if (q == FieldQuery::persist) {
+      Result<std::vector<int>> r = store_.hpersist(a[1], f);
+      if (!r.ok()) return hash_error(r.error(), "hpersist");
+      return integers(*r);
+    }
+    Result<std::vector<std::int64_t>> r = std::vector<std::int64_t>{};
+    switch (q) {
+      case FieldQuery::ttl: r = store_.httl(a[1], f); break;
+      case FieldQuery::pttl: r = store_.hpttl(a[1], f); break;
+      case FieldQuery::expiretime: r = store_.hexpiretime(a[1], f); break;
+      default: r = store_.hpexpiretime(a[1], f); break;
+    }
+    if (!r.ok()) return hash_error(r.error(), "httl");
+    return integers(*r);
+  }
+  Reply cmd_httl(const Args& a, Session&) { return field_query(a, FieldQuery::ttl); }
+  Reply cmd_hpttl(const Args& a, Session&) { return field_query(a, FieldQuery::pttl); }
+  Reply cmd_hexpiretime(const Args& a, Session&) { return field_query(a, FieldQuery::expiretime); }
+  Reply cmd_hpexpiretime(const Args& a, Session&) { return field_query(a, FieldQuery::pexpiretime); }
+  Reply cmd_hpersist(const Args& a, Session&) { return field_query(a, FieldQuery::persist); }
+
   // ==== Keyspace ===========================================================================
 
   Reply cmd_del(const Args& a, Session&) {
@@ -1271,7 +1495,11 @@ class CommandExecutor {
     for (std::size_t i = 1; i < a.size(); ++i) n += store_.touch(a[i]) ? 1 : 0;
     return Reply::integer(n);
   }
-  Reply cmd_type(const Args& a, Session&) { return Reply::status(store_.exists(a[1]) ? "string" : "none"); }
+  Reply cmd_type(const Args& a, Session&) {
+    if (!store_.exists(a[1])) return Reply::status("none");
+    const Value* v = store_.peek(a[1]);
+    return Reply::status(v == nullptr ? "none" : v->type_name());
+  }
 
   Reply cmd_ttl(const Args& a, Session&) { return Reply::integer(store_.ttl(a[1])); }
   Reply cmd_pttl(const Args& a, Session&) { return Reply::integer(store_.pttl(a[1])); }
@@ -1395,14 +1623,15 @@ class CommandExecutor {
     const bool use_pattern = pattern != nullptr && !(pattern->size() == 1 && (*pattern)[0] == '*');
     std::vector<std::string> keys;
     const std::uint64_t next =
-        store_.scan(cursor, static_cast<std::size_t>(count), [&](const std::string& k, const std::string&) {
+        store_.scan(cursor, static_cast<std::size_t>(count), [&](const std::string& k, const Value&) {
           if (!use_pattern || glob_match(*pattern, k)) keys.push_back(k);
         });
     Reply list = Reply::array();
     for (std::string& k : keys) {
       if (type != nullptr) {
         // Redis looks each key up to learn its type (a read: counts a hit).
-        const char* t = store_.exists(k) ? "string" : "none";
+        const Value* v = store_.exists(k) ? store_.peek(k) : nullptr;
+        const char* t = v == nullptr ? "none" : v->type_name();
         if (!detail::iequals(detail::cstr(*type), t)) continue;
       }
       list.push(Reply::bulk(std::move(k)));
@@ -1470,6 +1699,26 @@ class CommandExecutor {
         {"keys", 2, &E::cmd_keys, "readonly", 0, 0, 0},
         {"scan", -2, &E::cmd_scan, "readonly", 0, 0, 0},
         {"randomkey", 1, &E::cmd_randomkey, "readonly", 0, 0, 0},
+        {"hset", -4, &E::cmd_hset, "write denyoom fast", 1, 1, 1},
+        {"hsetnx", 4, &E::cmd_hsetnx, "write denyoom fast", 1, 1, 1},
+        {"hget", 3, &E::cmd_hget, "readonly fast", 1, 1, 1},
+        {"hmget", -3, &E::cmd_hmget, "readonly fast", 1, 1, 1},
+        {"hdel", -3, &E::cmd_hdel, "write fast", 1, 1, 1},
+        {"hlen", 2, &E::cmd_hlen, "readonly fast", 1, 1, 1},
+        {"hexists", 3, &E::cmd_hexists, "readonly fast", 1, 1, 1},
+        {"hgetall", 2, &E::cmd_hgetall, "readonly", 1, 1, 1},
+        {"hkeys", 2, &E::cmd_hkeys, "readonly", 1, 1, 1},
+        {"hvals", 2, &E::cmd_hvals, "readonly", 1, 1, 1},
+        {"hincrby", 4, &E::cmd_hincrby, "write denyoom fast", 1, 1, 1},
+        {"hexpire", -6, &E::cmd_hexpire, "write fast", 1, 1, 1},
+        {"hpexpire", -6, &E::cmd_hpexpire, "write fast", 1, 1, 1},
+        {"hexpireat", -6, &E::cmd_hexpireat, "write fast", 1, 1, 1},
+        {"hpexpireat", -6, &E::cmd_hpexpireat, "write fast", 1, 1, 1},
+        {"httl", -5, &E::cmd_httl, "readonly fast", 1, 1, 1},
+        {"hpttl", -5, &E::cmd_hpttl, "readonly fast", 1, 1, 1},
+        {"hexpiretime", -5, &E::cmd_hexpiretime, "readonly fast", 1, 1, 1},
+        {"hpexpiretime", -5, &E::cmd_hpexpiretime, "readonly fast", 1, 1, 1},
+        {"hpersist", -5, &E::cmd_hpersist, "write fast", 1, 1, 1},
     };
     return t;
   }

@@ -1,0 +1,98 @@
+// expiring/redis/value.hpp: the value type of the command layer's keyspace: a string or a hash.
+//
+// Redis keeps values of several types in one keyspace, and a command on a key of another type
+// answers WRONGTYPE. The command layer does the same with one store whose value is a
+// redis::Value: either a std::string (the string commands) or a redis::Hash, a FieldMap of
+// strings with per-field TTLs (the hash commands, hash_fields.hpp). The hash is held through a
+// pointer, so that a string entry stays the size of a string plus a tag (40 bytes), and is
+// copied deeply (COPY). hash_value_traits<Value> below is how the store finds the hash in a
+// Value: its hash members then answer Errc::wrong_type for a string.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+#include "../field_map.hpp"
+
+namespace expiring::redis {
+
+using Hash = FieldMap<std::string, std::string>;
+
+class Value {
+ public:
+  Value() = default;
+  Value(std::string s) noexcept : v_(std::move(s)) {}  // NOLINT: a string converts, as in SET
+  Value(const char* s) : v_(std::string(s)) {}         // NOLINT
+  Value(std::string_view s) : v_(std::string(s)) {}    // NOLINT
+  explicit Value(Hash h) : v_(std::make_unique<Hash>(std::move(h))) {}
+
+  Value(const Value& o) : v_(copy_of(o.v_)) {}
+  Value(Value&&) noexcept = default;
+  Value& operator=(const Value& o) {
+    if (this != &o) v_ = copy_of(o.v_);
+    return *this;
+  }
+  Value& operator=(Value&&) noexcept = default;
+
+  bool is_string() const noexcept { return v_.index() == 0; }
+  bool is_hash() const noexcept { return v_.index() == 1; }
+  // The string, or nullptr for a hash.
+  const std::string* string() const noexcept { return std::get_if<std::string>(&v_); }
+  std::string* string() noexcept { return std::get_if<std::string>(&v_); }
+  // The hash, or nullptr for a string.
+  const Hash* hash() const noexcept {
+    const auto* p = std::get_if<std::unique_ptr<Hash>>(&v_);
+    return p == nullptr ? nullptr : p->get();
+  }
+  Hash* hash() noexcept {
+    auto* p = std::get_if<std::unique_ptr<Hash>>(&v_);
+    return p == nullptr ? nullptr : p->get();
+  }
+  // TYPE's answer.
+  const char* type_name() const noexcept { return is_hash() ? "hash" : "string"; }
+
+  // Heap bytes beyond sizeof(Value), for the memory limit: a string's buffer; a hash's box
+  // and tables (its fields' own buffers are not counted, so that weighing stays O(1)).
+  std::size_t heap_bytes() const noexcept {
+    if (const Hash* h = hash()) return sizeof(Hash) + h->bytes();
+    const std::string& s = *string();
+    const auto* data = reinterpret_cast<const char*>(s.data());
+    const auto* self = reinterpret_cast<const char*>(&s);
+    return data >= self && data < self + sizeof(s) ? 0 : s.capacity() + 1;
+  }
+
+  friend bool operator==(const Value& a, const std::string& b) noexcept {
+    return a.string() != nullptr && *a.string() == b;
+  }
+  friend bool operator==(const Value& a, const Value& b) noexcept {
+    if (a.is_string() && b.is_string()) return *a.string() == *b.string();
+    return a.hash() == b.hash();  // hashes: the same object only
+  }
+
+ private:
+  using Storage = std::variant<std::string, std::unique_ptr<Hash>>;
+  static Storage copy_of(const Storage& s) {
+    if (const auto* h = std::get_if<std::unique_ptr<Hash>>(&s)) return Storage(std::make_unique<Hash>(**h));
+    return Storage(std::get<std::string>(s));
+  }
+  Storage v_;
+};
+
+}  // namespace expiring::redis
+
+namespace expiring {
+
+template <>
+struct hash_value_traits<redis::Value> {
+  static constexpr bool enabled = true;
+  using map_type = redis::Hash;
+  static map_type* map(redis::Value& v) noexcept { return v.hash(); }
+  static const map_type* map(const redis::Value& v) noexcept { return v.hash(); }
+  static redis::Value make(std::shared_ptr<const map_type::hasher> h) { return redis::Value(map_type(std::move(h))); }
+};
+
+}  // namespace expiring
