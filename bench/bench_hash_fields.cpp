@@ -1,21 +1,26 @@
-// bench/bench_hash_fields.cpp: FieldMap (issue 14, work in progress), by the allocator and the clock.
+// bench/bench_hash_fields.cpp: hash field expiration (Redis 7.4 HFE) through the store's public
+// API: memory by the allocator, active reclaiming by tick(), and lateness.
 //
-// Memory: the live heap bytes, as malloc_usable_size reports them (bench/alloc_counter.hpp),
-// of 1e6 fields in 1 hash and in 1e4 hashes of 100, built from empty (natural growth), with
-// no field TTL and with a TTL on every field. The goal is at most 8 bytes of field-expiry
-// metadata per field:
-//   expiry bytes per field = (bytes with TTLs - bytes without) / fields      goal: <= 8
-// Redis 7.4's ebuckets cost about 16-25 B per field in hashtable-encoded hashes (derived
-// from its layout, docs/design/hash_fields_research.md section 5); Valkey 9 quotes 16-29 B.
-// The total bytes per field of an absl::flat_hash_map<std::string, std::string> per hash,
-// with no TTL support, are printed beside for scale.
+// The store: Store<std::string, FieldMap<std::string, std::string>, ManualClock&> with Redis's
+// defaults (hz 10, so a field quota of 1000 a tick). Field names "field:<i>" (inline strings),
+// values of 1 byte, 1e6 fields (smoke mode, for ctest: 1e4).
 //
-// CPU: with deadlines uniform over 100 s and a tick every 100 ms, every field is reclaimed in
-// deadline order (the store's index is simulated by each hash's cached earliest deadline),
-// against HDEL of every field in the same global deadline order (the same memory access
-// pattern). Smoke mode (ctest) uses 1e4 fields.
-#include <absl/container/flat_hash_map.h>
-
+// 1. Memory: live heap bytes (malloc_usable_size, bench/alloc_counter.hpp) of 1e6 fields in
+//    1 hash and in 1e4 hashes of 100, built by hset() from empty, without field TTLs and with a
+//    TTL on every field (hpexpireat). Everything the store allocates counts, the store-level
+//    index of hashes included.
+//      expiry bytes per field = (bytes with TTLs - bytes without) / fields        goal: <= 8
+//    Redis 7.4's ebuckets: about 8 B per item plus the bucket tree (16-25 B per field in
+//    hashtable-encoded hashes, derived from its layout); Valkey 9 quotes 16-29 B per field.
+// 2. Reclaiming 1e6 due fields spread over 1e4 hashes: deadlines uniform over 100 s, the clock
+//    stepping 100 ms a tick (hz 10). Reports the ticks it takes (and how many after the last
+//    deadline), and the CPU per reclaimed field of all the ticks together, against hdel() of
+//    every field in the same deadline order through the same API on an identical store
+//    (the baseline: the same removals, asked for one by one).
+// 3. Lateness when 1% of fields are due: of 1e6 fields in 1e4 hashes, 1% have deadlines
+//    uniform over the next 10 s and the rest are an hour away; ticks every 100 ms. Each
+//    reclaimed field's lateness (tick time - deadline, from the hexpired events; the field's
+//    value is its deadline) as p50 / p99 / max, and the CPU of a tick.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -25,8 +30,7 @@
 #include <tuple>
 #include <vector>
 
-#include <expiring/field_map.hpp>
-#include <expiring/hash.hpp>
+#include <expiring/expiring.hpp>
 
 #include "bench_common.hpp"
 
@@ -34,90 +38,153 @@
 
 namespace {
 
-using Map = expiring::FieldMap<std::string, std::string>;
+using Hash = expiring::FieldMap<std::string, std::string>;
+using HStore = expiring::Store<std::string, Hash, expiring::ManualClock&>;
 using clk = std::chrono::steady_clock;
+constexpr std::int64_t kT0 = 1'700'000'000'000;  // 2023, in Unix ms
 
-std::vector<std::string> field_names(std::size_t n) {
+expiring::Options options() {
+  expiring::Options o;
+  o.seed = 42;
+  return o;
+}
+
+std::vector<std::string> numbered(const char* prefix, std::size_t n) {
   std::vector<std::string> v;
   v.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) v.push_back("field:" + std::to_string(i));  // 7-12 bytes: inline strings
+  for (std::size_t i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
   return v;
 }
 
+// ---- 1. memory ----
+
 struct MemoryRow {
-  double plain = 0, timed = 0, absl = 0;  // bytes per field
+  double plain = 0, timed = 0;  // bytes per field
 };
 
-MemoryRow memory(std::size_t hashes, std::size_t per, const std::vector<std::string>& names) {
+MemoryRow memory(std::size_t hashes, std::size_t per, const std::vector<std::string>& keys,
+                 const std::vector<std::string>& fields) {
   MemoryRow row;
-  const double fields = static_cast<double>(hashes * per);
-  {
+  const double n = static_cast<double>(hashes * per);
+  for (const bool ttl : {false, true}) {
+    expiring::ManualClock clock(kT0);
     const std::size_t before = g_live;
-    std::vector<Map> maps(hashes);
-    for (auto& m : maps)
-      for (std::size_t i = 0; i < per; ++i) m.assign(names[i], std::string("v"));
-    row.plain = static_cast<double>(g_live - before) / fields;
-  }
-  {
-    const std::size_t before = g_live;
-    std::vector<Map> maps(hashes);
-    std::int64_t d = 1'000'000;
-    for (auto& m : maps) {
-      for (std::size_t i = 0; i < per; ++i) m.set_deadline(m.assign(names[i], std::string("v")).first, d++);
-      (void)m.earliest_deadline();  // builds the due-list of a big hash
+    {
+      HStore s(clock, options());
+      for (std::size_t h = 0; h < hashes; ++h) {
+        for (std::size_t i = 0; i < per; ++i) {
+          (void)s.hset(keys[h], fields[i], "v");
+          if (ttl) (void)s.hpexpireat(keys[h], kT0 + 3'600'000 + static_cast<std::int64_t>(i), {fields[i]});
+        }
+      }
+      (ttl ? row.timed : row.plain) = static_cast<double>(g_live - before) / n;
     }
-    row.timed = static_cast<double>(g_live - before) / fields;
-  }
-  {
-    const std::size_t before = g_live;
-    std::vector<absl::flat_hash_map<std::string, std::string>> maps(hashes);
-    for (auto& m : maps)
-      for (std::size_t i = 0; i < per; ++i) m.emplace(names[i], "v");
-    row.absl = static_cast<double>(g_live - before) / fields;
   }
   return row;
 }
 
-struct CpuRow {
-  double reclaim_ns = 0, hdel_ns = 0;
+// ---- 2. reclaiming by tick() vs hdel() ----
+
+struct ReclaimRow {
+  std::uint64_t ticks = 0, ticks_after_last = 0, reclaimed = 0;
+  double tick_ns_per_field = 0, hdel_ns_per_field = 0;
 };
 
-CpuRow cpu(std::size_t hashes, std::size_t per, const std::vector<std::string>& names) {
+ReclaimRow reclaim(std::size_t hashes, std::size_t per, const std::vector<std::string>& keys,
+                   const std::vector<std::string>& fields) {
   std::mt19937_64 rng(3);
   std::uniform_int_distribution<std::int64_t> t(1, 100'000);
-  std::vector<Map> timed(hashes);
-  std::vector<Map> plain(hashes);
+  expiring::ManualClock clock(kT0);
+  HStore timed(clock, options());
+  HStore plain(clock, options());
   std::vector<std::tuple<std::int64_t, std::uint32_t, std::uint32_t>> order;
+  order.reserve(hashes * per);
+  std::int64_t last = 0;
   for (std::size_t h = 0; h < hashes; ++h) {
     for (std::size_t i = 0; i < per; ++i) {
-      const std::int64_t d = t(rng);
-      timed[h].set_deadline(timed[h].assign(names[i], std::string("v")).first, d);
-      plain[h].assign(names[i], std::string("v"));
+      const std::int64_t d = kT0 + t(rng);
+      last = std::max(last, d);
+      (void)timed.hset(keys[h], fields[i], "v");
+      (void)timed.hpexpireat(keys[h], d, {fields[i]});
+      (void)plain.hset(keys[h], fields[i], "v");
       order.emplace_back(d, static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(i));
     }
   }
   std::sort(order.begin(), order.end());
-  CpuRow row;
-  std::vector<std::int64_t> next(hashes);
-  for (std::size_t h = 0; h < hashes; ++h) next[h] = timed[h].earliest_deadline();
-  std::size_t reclaimed = 0;
-  const auto t0 = clk::now();
-  for (std::int64_t now = 100; now <= 100'100; now += 100) {
-    for (std::size_t h = 0; h < hashes; ++h) {
-      if (!(now > next[h])) continue;
-      reclaimed += timed[h].reclaim_due(now, SIZE_MAX, [](Map::Field&, std::int64_t) {});
-      next[h] = timed[h].earliest_deadline();
+  ReclaimRow row;
+  clk::duration spent{};
+  const std::uint64_t total = hashes * per;
+  for (std::int64_t now = kT0 + 100; row.reclaimed < total && row.ticks < 1'000'000; now += 100) {
+    clock.set(now);
+    const auto t0 = clk::now();
+    const expiring::TickReport r = timed.tick();
+    spent += clk::now() - t0;
+    row.reclaimed += r.fields_expired;
+    ++row.ticks;
+    if (now > last) ++row.ticks_after_last;
+  }
+  row.tick_ns_per_field = std::chrono::duration<double, std::nano>(spent).count() / static_cast<double>(row.reclaimed);
+  const auto t1 = clk::now();
+  std::uint64_t deleted = 0;
+  for (const auto& [d, h, i] : order) deleted += plain.hdel(keys[h], {fields[i]}).value();
+  row.hdel_ns_per_field = std::chrono::duration<double, std::nano>(clk::now() - t1).count() / static_cast<double>(deleted);
+  if (row.reclaimed != total || deleted != total || timed.size() != 0 || plain.size() != 0) {
+    std::printf("bench_hash_fields: MISCOUNT (reclaimed %llu, deleted %llu of %llu)\n",
+                static_cast<unsigned long long>(row.reclaimed), static_cast<unsigned long long>(deleted),
+                static_cast<unsigned long long>(total));
+  }
+  return row;
+}
+
+// ---- 3. lateness at 1% due ----
+
+struct LatenessRow {
+  std::uint64_t reclaimed = 0, due = 0;
+  std::int64_t p50 = 0, p99 = 0, max = 0;
+  double us_per_tick = 0;
+};
+
+LatenessRow lateness(std::size_t hashes, std::size_t per, const std::vector<std::string>& keys,
+                     const std::vector<std::string>& fields) {
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<std::int64_t> soon(1, 10'000);
+  std::uniform_int_distribution<std::size_t> pick(0, 99);
+  expiring::ManualClock clock(kT0);
+  HStore s(clock, options());
+  LatenessRow row;
+  for (std::size_t h = 0; h < hashes; ++h) {
+    for (std::size_t i = 0; i < per; ++i) {
+      const std::int64_t d = pick(rng) == 0 ? kT0 + soon(rng) : kT0 + 3'600'000;
+      if (d < kT0 + 3'600'000) ++row.due;
+      (void)s.hset(keys[h], fields[i], std::to_string(d));
+      (void)s.hpexpireat(keys[h], d, {fields[i]});
     }
   }
-  row.reclaim_ns = std::chrono::duration<double, std::nano>(clk::now() - t0).count() / static_cast<double>(reclaimed);
-  std::size_t deleted = 0;
-  const auto t1 = clk::now();
-  for (const auto& [d, h, i] : order) {
-    plain[h].erase(plain[h].find(names[i]));
-    ++deleted;
+  std::vector<std::int64_t> late;
+  late.reserve(row.due);
+  std::int64_t now = kT0;
+  s.set_listener(
+      [&](const HStore::event_type& ev) {
+        for (const auto& f : *ev.value) late.push_back(now - std::stoll(f.value));
+      },
+      {expiring::KeyEventCause::hexpired});
+  clk::duration spent{};
+  std::uint64_t ticks = 0;
+  for (now = kT0 + 100; now <= kT0 + 12'000; now += 100) {
+    clock.set(now);
+    const auto t0 = clk::now();
+    row.reclaimed += s.tick().fields_expired;
+    spent += clk::now() - t0;
+    ++ticks;
   }
-  row.hdel_ns = std::chrono::duration<double, std::nano>(clk::now() - t1).count() / static_cast<double>(deleted);
-  if (reclaimed != hashes * per || deleted != hashes * per) std::printf("bench_hash_fields: MISCOUNT\n");
+  std::sort(late.begin(), late.end());
+  if (!late.empty()) {
+    row.p50 = late[late.size() / 2];
+    row.p99 = late[std::min(late.size() - 1, late.size() * 99 / 100)];
+    row.max = late.back();
+  }
+  row.us_per_tick = std::chrono::duration<double, std::micro>(spent).count() / static_cast<double>(ticks);
+  if (row.reclaimed != row.due || late.size() != row.due) std::printf("bench_hash_fields: MISCOUNT in lateness\n");
   return row;
 }
 
@@ -126,22 +193,39 @@ CpuRow cpu(std::size_t hashes, std::size_t per, const std::vector<std::string>& 
 int main(int argc, char** argv) {
   const bench::RunConfig cfg = bench::parse_args(argc, argv);
   const std::size_t total = cfg.mode == bench::Mode::smoke ? 10'000 : 1'000'000;
-  const std::vector<std::string> names = field_names(total);
-  std::printf("bench_hash_fields: %zu fields (FieldMap<std::string, std::string>, values of 1 byte)\n\n", total);
-  std::printf("%-22s %14s %14s %14s %16s\n", "shape", "no TTL B/f", "all TTL B/f", "expiry B/f", "absl map B/f");
+  const std::vector<std::string> keys = numbered("hash:", total / 100);
+  const std::vector<std::string> fields = numbered("field:", total);
+  std::printf("bench_hash_fields: %zu fields, Store<std::string, FieldMap<std::string, std::string>>, values of 1 byte\n\n",
+              total);
+
+  std::printf("1. memory, by the allocator\n");
+  std::printf("%-14s %12s %13s %12s\n", "shape", "no TTL B/f", "all TTL B/f", "expiry B/f");
   for (const std::size_t hashes : {std::size_t{1}, total / 100}) {
-    const MemoryRow m = memory(hashes, total / hashes, names);
+    const MemoryRow m = memory(hashes, total / hashes, keys, fields);
     char shape[64];
     std::snprintf(shape, sizeof shape, "%zu x %zu", hashes, total / hashes);
-    std::printf("%-22s %14.2f %14.2f %14.2f %16.2f   goal <= 8: %s\n", shape, m.plain, m.timed, m.timed - m.plain, m.absl,
+    std::printf("%-14s %12.2f %13.2f %12.2f   goal <= 8: %s\n", shape, m.plain, m.timed, m.timed - m.plain,
                 m.timed - m.plain <= 8.0 ? "pass" : "MISS");
   }
-  std::printf("\n%-22s %22s %22s %10s\n", "shape", "reclaim, time order ns/f", "HDEL, same order ns/f", "ratio");
-  for (const std::size_t hashes : {std::size_t{1}, total / 100}) {
-    const CpuRow c = cpu(hashes, total / hashes, names);
+
+  std::printf("\n2. reclaiming every field by tick() (deadlines over 100 s, a tick per 100 ms, hz 10)\n");
+  std::printf("%-14s %8s %12s %15s %15s %8s\n", "shape", "ticks", "after last", "tick() ns/f", "hdel() ns/f", "ratio");
+  for (const std::size_t hashes : {total / 100, std::size_t{1}}) {
+    const ReclaimRow r = reclaim(hashes, total / hashes, keys, fields);
     char shape[64];
     std::snprintf(shape, sizeof shape, "%zu x %zu", hashes, total / hashes);
-    std::printf("%-22s %22.0f %22.0f %9.2fx\n", shape, c.reclaim_ns, c.hdel_ns, c.reclaim_ns / c.hdel_ns);
+    std::printf("%-14s %8llu %12llu %15.0f %15.0f %7.2fx\n", shape, static_cast<unsigned long long>(r.ticks),
+                static_cast<unsigned long long>(r.ticks_after_last), r.tick_ns_per_field, r.hdel_ns_per_field,
+                r.tick_ns_per_field / r.hdel_ns_per_field);
   }
+
+  std::printf("\n3. lateness when 1%% of fields are due (over 10 s; a tick per 100 ms)\n");
+  const LatenessRow l = lateness(total / 100, 100, keys, fields);
+  std::printf("%-14s %10s %10s %8s %8s %8s %12s\n", "shape", "due", "reclaimed", "p50 ms", "p99 ms", "max ms", "us / tick");
+  char shape[64];
+  std::snprintf(shape, sizeof shape, "%zu x %d", total / 100, 100);
+  std::printf("%-14s %10llu %10llu %8lld %8lld %8lld %12.1f\n", shape, static_cast<unsigned long long>(l.due),
+              static_cast<unsigned long long>(l.reclaimed), static_cast<long long>(l.p50), static_cast<long long>(l.p99),
+              static_cast<long long>(l.max), l.us_per_tick);
   return 0;
 }

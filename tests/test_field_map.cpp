@@ -172,7 +172,7 @@ TEST_CASE("field map: memory of field deadlines is 8 bytes a field plus the due-
   CHECK(extra <= 7.75);
 }
 
-TEST_CASE("field map: small hashes keep no due-list; 1e4 hashes of 100 fields stay under 8 bytes", "[field_map]") {
+TEST_CASE("field map: small hashes keep no due-list and 1e4 hashes of 100 fields stay under 8 bytes", "[field_map]") {
   std::size_t plain = 0;
   std::size_t timed = 0;
   std::vector<Map> hashes(1000);

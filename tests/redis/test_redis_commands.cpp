@@ -801,11 +801,11 @@ TEST_CASE("info: Redis's sections and field names", "[redis][info]") {
   CHECK(info_field(all, "expire_cycle_cpu_milliseconds") == "0");
   CHECK(info_field(all, "evicted_keys") == "0");
   CHECK(info_field(all, "used_memory") == std::to_string(f.store.used_memory()));
-  CHECK(info_field(all, "db0") == "keys=2,expires=1,avg_ttl=0");
+  CHECK(info_field(all, "db0") == "keys=2,expires=1,avg_ttl=0,subexpiry=0");
   CHECK(all.find("\r\n\r\n# Memory\r\n") != std::string::npos);
   CHECK(all.find("\r\n\r\n# Stats\r\n") != std::string::npos);
   CHECK(all.find("\r\n\r\n# Keyspace\r\n") != std::string::npos);
-  CHECK(f.R({"INFO", "keyspace"}) == B("# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\n"));
+  CHECK(f.R({"INFO", "keyspace"}) == B("# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0,subexpiry=0\r\n"));
   // Sections come in Redis's order whatever the order asked; unknown ones add nothing.
   const std::string two = f.run({"INFO", "KEYSPACE", "stats", "nosuch"}).str();
   CHECK(two.rfind("# Stats\r\n", 0) == 0);
@@ -913,7 +913,7 @@ TEST_CASE("ttl family: reply values and rounding through the command layer", "[r
 // section (short strings) weighs sizeof(std::string) * 2 bytes.
 
 namespace {
-constexpr std::size_t kKeyBytes = sizeof(std::string) * 2;
+constexpr std::size_t kKeyBytes = sizeof(std::string) + sizeof(expiring::redis::Value);  // a key and its value
 std::string CFG(std::string_view name, std::string_view value) { return "*2\r\n" + B(name) + B(value); }
 std::string SET_FAILED(std::string_view name, std::string_view why) {
   return E("ERR CONFIG SET failed (possibly related to argument '" + std::string(name) + "') - " + std::string(why));
