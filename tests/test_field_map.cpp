@@ -1,4 +1,4 @@
-// tests/test_field_map.cpp: FieldMap, the hash value with per-field deadlines (issue 14, WIP).
+// tests/test_field_map.cpp: FieldMap, the hash value with per-field deadlines (issue 14).
 //
 // The container alone: names, values, deadlines, erase by moving the last field, and the
 // due-list that reclaims fields in deadline order, checked against a model under random

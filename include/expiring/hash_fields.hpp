@@ -278,27 +278,28 @@ class HashFieldOps<Store, V, true> {
   Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
     Store& s = self();
     const std::int64_t now = s.now_ms();
-    const field_value_type probe{};
-    Result<std::uint32_t> r = open_for_write(key, now, field, probe);
+    // The checks first, on the hash as it is: an error creates nothing.
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok()) return finish(r.error());
+    std::int64_t base = 0;
+    if (*r != kNoPos) {
+      const hash_map_type& m = map_at(*r);
+      const std::uint32_t pos = m.find(field);
+      if (pos != hash_map_type::npos && !as_integer(m.at(pos).value, base)) return finish(Errc::not_an_integer);
+    }
+    std::int64_t sum = 0;
+    if (!detail::checked_add(base, delta, sum) || !fits_value(sum)) return finish(Errc::overflow);
+    const field_value_type stored = from_integer(sum);
+    r = open_for_write(key, now, field, stored);
     if (!r.ok()) return finish(r.error());
     const std::uint32_t i = *r;
     hash_map_type& m = map_at(i);
     const std::uint32_t pos = m.find(field);
-    std::int64_t base = 0;
-    if (pos != hash_map_type::npos && !as_integer(m.at(pos).value, base)) {
-      hash_changed(i, now);  // a key created just now for this call is empty again
-      return finish(Errc::not_an_integer);
-    }
-    std::int64_t sum = 0;
-    if (!detail::checked_add(base, delta, sum) || !fits_value(sum)) {
-      hash_changed(i, now);
-      return finish(Errc::overflow);
-    }
     s.unaccount(s.ks_.entry(i));
     if (pos != hash_map_type::npos) {
-      m.replace_value(pos, from_integer(sum));  // the TTL stays
+      m.replace_value(pos, stored);  // the TTL stays
     } else {
-      m.assign(field_type(field), from_integer(sum));
+      m.assign(field_type(field), stored);
     }
     s.account(s.ks_.entry(i));
     s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
