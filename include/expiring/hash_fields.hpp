@@ -18,6 +18,10 @@
 //   When a hash's last field goes, by expiry, hdel() or a past field time, the key is
 //   deleted (cause `del`), whatever the key's own TTL, which works as for any key.
 //
+// get() and peek() of a hash key give the FieldMap as stored: a field past its deadline that
+// no member has reclaimed yet is still in it (FieldMap::deadline(pos) tells). The members
+// below never show one.
+//
 // Field TTL commands take several fields and answer one code per field, in order, exactly as
 // Redis (FieldReply below). Each has two forms: one returns a std::vector, the other writes
 // into a caller's array and allocates nothing. A missing key answers "no such field" for every
@@ -730,12 +734,13 @@ class HashFieldOps<Store, V, true> {
     }
     return finish(Result<void>());
   }
-  // One field's answer; `deadline` is live (now <= deadline) and within [0, 2^46).
+  // One field's answer; `deadline` is live (now <= deadline) and within [0, 2^46). A clock
+  // far before 1970 saturates the remaining time at INT64_MAX instead of overflowing.
   static std::int64_t time_of(std::int64_t deadline, std::int64_t now, TimeQuery q) {
     if (deadline == kNoDeadline) return FieldReply::no_ttl;
     switch (q) {
-      case TimeQuery::ttl_ms: return deadline - now;
-      case TimeQuery::ttl_s: return ceil_div_1000(deadline - now);
+      case TimeQuery::ttl_ms: return detail::saturating_sub(deadline, now);
+      case TimeQuery::ttl_s: return ceil_div_1000(detail::saturating_sub(deadline, now));
       case TimeQuery::at_ms: return deadline;
       case TimeQuery::at_s: return ceil_div_1000(deadline);
     }

@@ -204,3 +204,58 @@ TEST_CASE("resp_server: many clients, pipelining and maxclients", "[redis][live]
   for (int j = 0; j < 20000; ++j) REQUIRE(conns[0]->read_reply_bytes() == "+OK\r\n");
   CHECK(conns[0]->read_reply_bytes() == ":20040\r\n");
 }
+
+// Hash commands with Redis 7.4 field TTLs (HFE) through the real redis-cli. Not compared with
+// redis-server: Debian 12's 7.0 has no HFE; the expectations are research §1 and semantics.md
+// D20-D27 (tests/redis/test_redis_hash.cpp has the exact RESP replies).
+TEST_CASE("redis-cli: hash commands with field TTLs over TCP", "[redis][live][cli][hash]") {
+  const auto bin = live::redis_cli_path();
+  if (!bin) {
+    EXPIRING_SKIP(skip_reason());
+  }
+  live::RespServer ours;
+  const int port = ours.port();
+  auto run = [&](const Argv& args) { return live::run_program(cli(*bin, port, args), ""); };
+
+  CHECK(run({"HSET", "h", "a", "1", "b", "2"}).out == "2\n");
+  CHECK(run({"HGET", "h", "a"}).out == "1\n");
+  CHECK(run({"HGET", "h", "nosuch"}).out == "\n");
+  CHECK(run({"--no-raw", "HGET", "h", "nosuch"}).out == "(nil)\n");
+  CHECK(run({"HEXPIRE", "h", "100", "FIELDS", "2", "a", "nosuch"}).out == "1\n-2\n");
+  CHECK(run({"--no-raw", "HEXPIRE", "h", "100", "NX", "FIELDS", "2", "a", "b"}).out ==
+        "1) (integer) 0\n2) (integer) 1\n");
+  // HTTL rounds up (D22): 100 right after the HEXPIRE, 99 once a second has passed.
+  const std::string ttl = run({"HTTL", "h", "FIELDS", "3", "a", "b", "nosuch"}).out;
+  CHECK((ttl == "100\n100\n-2\n" || ttl == "99\n99\n-2\n" || ttl == "100\n99\n-2\n" || ttl == "99\n100\n-2\n"));
+  CHECK(run({"HPEXPIREAT", "h", "4102444800000", "FIELDS", "1", "b"}).out == "1\n");
+  CHECK(run({"HEXPIRETIME", "h", "FIELDS", "1", "b"}).out == "4102444800\n");
+  CHECK(run({"HPERSIST", "h", "FIELDS", "2", "a", "a"}).out == "1\n-1\n");
+  CHECK(run({"HTTL", "h", "FIELDS", "1", "a"}).out == "-1\n");
+  const std::string all = run({"HGETALL", "h"}).out;
+  CHECK((all == "a\n1\nb\n2\n" || all == "b\n2\na\n1\n"));
+  CHECK(run({"TYPE", "h"}).out == "hash\n");
+  CHECK(run({"HLEN", "h"}).out == "2\n");
+  CHECK(run({"HINCRBY", "h", "a", "41"}).out == "42\n");
+  CHECK(run({"INFO", "keyspace"}).out.rfind("# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0,subexpiry=1\r\n", 0) == 0);
+  // A past time deletes the field (2); the last field takes the key.
+  CHECK(run({"HPEXPIREAT", "h", "1", "FIELDS", "1", "b"}).out == "2\n");
+  CHECK(run({"HDEL", "h", "a"}).out == "1\n");
+  CHECK(run({"EXISTS", "h"}).out == "0\n");
+  CHECK(run({"TYPE", "h"}).out == "none\n");
+  CHECK(run({"HTTL", "h", "FIELDS", "2", "a", "b"}).out == "-2\n-2\n");
+  // WRONGTYPE both ways, and error texts.
+  CHECK(run({"SET", "s", "x"}).out == "OK\n");
+  CHECK(run({"HGET", "s", "a"}).out == "WRONGTYPE Operation against a key holding the wrong kind of value\n\n");
+  CHECK(run({"HSET", "h", "a", "1"}).out == "1\n");
+  CHECK(run({"GET", "h"}).out == "WRONGTYPE Operation against a key holding the wrong kind of value\n\n");
+  CHECK(run({"HEXPIRE", "h", "10", "FIELDS", "2", "a"}).out ==
+        "ERR The `numfields` parameter must match the number of arguments\n\n");
+  CHECK(run({"HEXPIRE", "h", "-1", "FIELDS", "1", "a"}).out == "ERR invalid expire time, must be >= 0\n\n");
+  CHECK(run({"HPEXPIREAT", "h", "70368744177664", "FIELDS", "1", "a"}).out ==
+        "ERR invalid expire time in 'hpexpireat' command\n\n");
+  CHECK(run({"HTTL", "h", "FIELD", "1", "a"}).out ==
+        "ERR Mandatory argument FIELDS is missing or not at the right position\n\n");
+  CHECK(run({"HPERSIST", "h", "FIELDS", "0", "a"}).out == "ERR Number of fields must be a positive integer\n\n");
+  CHECK(run({"HPTTL", "h"}).out == "ERR wrong number of arguments for 'hpttl' command\n\n");
+  CHECK(run({"DBSIZE"}).out == "2\n");
+}

@@ -28,9 +28,16 @@
 // * The field index is the key index's design again, one level up (docs/design/hash_fields.md):
 //   a hash with volatile fields is one entry, whatever its number of fields, and a tick pops
 //   exactly the hashes whose earliest field is due, in time order, instead of sampling. Each
-//   hash orders its own fields (field_map.hpp). The same wheel serves because its cost is per
-//   hash and O(1) per change; what it indexes is a parallel array rather than the entry, so
-//   that stores of other values pay nothing and entries do not grow.
+//   hash orders its own fields (field_map.hpp). Why the timer wheel, from the candidates:
+//   the entry's deadline changes whenever the hash's earliest field does (HSET over it, an
+//   HEXPIRE of it, its reclaiming), so the change must be O(1): a heap pays O(log n) and a
+//   position handle anyway, and ebuckets-like time segments (Redis 7.4) pay a tree of buckets
+//   for the same order the wheel's levels give. The wheel costs 4 bytes per indexed hash in
+//   its buckets plus the 16-byte HashSlot per table slot: 0.26 bytes a field at 1e6 fields in
+//   1e4 hashes. Measured through the store (bench/bench_hash_fields): reclaiming 1e6 fields of
+//   1e4 hashes by tick() costs 0.90x the hdel() of the same fields, index included. What it
+//   indexes is a parallel array rather than the entry, so that stores of other values pay
+//   nothing and entries do not grow.
 // * Entries are addressed by slot index (32 bits). Erasing never moves another entry, so a
 //   pointer to a value survives the erasure (lazy or explicit) of other keys. Only a rehash
 //   moves entries: growth, before an insertion into a full table, and compact(), which

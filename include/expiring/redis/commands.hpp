@@ -1132,8 +1132,8 @@ class CommandExecutor {
     StrOpts o;
     if (!parse_string_opts(a, 3, false, o)) return syntax_error();
     SetExpiry expiry;
+    std::int64_t v = 0;
     if (o.kind != ExpKind::none) {
-      std::int64_t v = 0;
       if (!to_int(*o.value, v)) return not_integer();
       expiry = *make_expiry<SetExpiry>(o.kind, v);
     } else if (o.keepttl) {
@@ -1141,6 +1141,8 @@ class CommandExecutor {
     }
     const SetCond cond = o.nx ? SetCond::NX : o.xx ? SetCond::XX : SetCond::Always;
     if (o.get) {
+      // The expire argument is refused before GET meets a hash (semantics.md B §2.4).
+      if (o.kind != ExpKind::none && !set_expiry_valid(o.kind, v)) return invalid_expire("set");
       if (holds_hash(a[1], true)) return wrong_type();
       Result<std::optional<Value>> r = store_.set_get(a[1], a[2], expiry, cond);
       if (!r.ok()) return write_error(r.error(), "set");
@@ -1149,6 +1151,15 @@ class CommandExecutor {
     Result<bool> r = store_.set(a[1], a[2], expiry, cond);
     if (!r.ok()) return write_error(r.error(), "set");
     return *r ? ok() : Reply::nil();
+  }
+  // SET's expire argument as the store validates it (B §2.4 step 1): positive, and its
+  // conversion to absolute ms does not overflow.
+  bool set_expiry_valid(ExpKind kind, std::int64_t v) const {
+    if (v <= 0) return false;
+    std::int64_t ms = v;
+    if ((kind == ExpKind::ex || kind == ExpKind::exat) && !expiring::detail::seconds_to_ms(v, ms)) return false;
+    std::int64_t when = 0;
+    return !(kind == ExpKind::ex || kind == ExpKind::px) || expiring::detail::checked_add(ms, store_.now_ms(), when);
   }
   Reply cmd_setex_generic(const Args& a, bool ms) {
     std::int64_t v = 0;
@@ -1175,9 +1186,9 @@ class CommandExecutor {
     return bulk_or_nil(store_.getdel(a[1]));
   }
   Reply cmd_getex(const Args& a, Session&) {
-    if (holds_hash(a[1], true)) return wrong_type();
     StrOpts o;
     if (!parse_string_opts(a, 2, true, o)) return syntax_error();
+    if (holds_hash(a[1], true)) return wrong_type();  // after the options, before their numbers (B §2.6)
     GetExExpiry option;
     if (o.kind != ExpKind::none) {
       std::int64_t v = 0;
@@ -1297,7 +1308,8 @@ class CommandExecutor {
 
   // ==== Hashes ==============================================================================
   // Each hash command checks the key's type first (WRONGTYPE beats every argument error, as
-  // Redis), then its arguments, then runs one store member (hash_fields.hpp).
+  // Redis; HINCRBY reads its increment first, as Redis), then its arguments, then runs one
+  // store member (hash_fields.hpp).
 
   Reply hash_error(Errc e, const char* cmd) {
     switch (e) {
@@ -1383,9 +1395,9 @@ class CommandExecutor {
   Reply cmd_hkeys(const Args& a, Session&) { return hash_listing(a, true, false); }
   Reply cmd_hvals(const Args& a, Session&) { return hash_listing(a, false, true); }
   Reply cmd_hincrby(const Args& a, Session&) {
-    if (holds_string(a[1], false)) return wrong_type();
     std::int64_t delta = 0;
-    if (!to_int(a[3], delta)) return not_integer();
+    if (!to_int(a[3], delta)) return not_integer();  // before the type, as Redis
+    if (holds_string(a[1], false)) return wrong_type();
     Result<std::int64_t> r = store_.hincrby(a[1], std::string_view(a[2]), delta);
     if (!r.ok()) return hash_error(r.error(), "hincrby");
     return Reply::integer(*r);
@@ -1710,10 +1722,10 @@ class CommandExecutor {
         {"hkeys", 2, &E::cmd_hkeys, "readonly", 1, 1, 1},
         {"hvals", 2, &E::cmd_hvals, "readonly", 1, 1, 1},
         {"hincrby", 4, &E::cmd_hincrby, "write denyoom fast", 1, 1, 1},
-        {"hexpire", -6, &E::cmd_hexpire, "write fast", 1, 1, 1},
-        {"hpexpire", -6, &E::cmd_hpexpire, "write fast", 1, 1, 1},
-        {"hexpireat", -6, &E::cmd_hexpireat, "write fast", 1, 1, 1},
-        {"hpexpireat", -6, &E::cmd_hpexpireat, "write fast", 1, 1, 1},
+        {"hexpire", -6, &E::cmd_hexpire, "write denyoom fast", 1, 1, 1},
+        {"hpexpire", -6, &E::cmd_hpexpire, "write denyoom fast", 1, 1, 1},
+        {"hexpireat", -6, &E::cmd_hexpireat, "write denyoom fast", 1, 1, 1},
+        {"hpexpireat", -6, &E::cmd_hpexpireat, "write denyoom fast", 1, 1, 1},
         {"httl", -5, &E::cmd_httl, "readonly fast", 1, 1, 1},
         {"hpttl", -5, &E::cmd_hpttl, "readonly fast", 1, 1, 1},
         {"hexpiretime", -5, &E::cmd_hexpiretime, "readonly fast", 1, 1, 1},
