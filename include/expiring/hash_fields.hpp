@@ -492,7 +492,16 @@ class HashFieldOps<Store, V, true> {
     std::uint64_t left = quota;
     std::uint32_t visits = 0;
     s.ks_.advance_hashes(
-        now, [&](std::uint32_t i) { left -= reclaim_fields(i, now, static_cast<std::size_t>(left), true); },
+        now,
+        [&](std::uint32_t i) {
+          // A key whose own deadline has passed expires whole (D27), even if the key cycle
+          // has not sampled it yet: no field of it is reclaimed one by one.
+          if (s.ks_.entry(i).is_stale(now)) {
+            s.expire_entry(s.ks_.slot_of(i), now, /*active=*/true);
+            return;
+          }
+          left -= reclaim_fields(i, now, static_cast<std::size_t>(left), true);
+        },
         [&] { return left != 0 && ((++visits & 15) != 0 || time_left()); });
     report.fields_expired = quota - left;
     field_sequence_ = left == 0 ? field_sequence_ + quota : 0;
@@ -658,11 +667,12 @@ class HashFieldOps<Store, V, true> {
   }
 
   static bool condition_met(ExpireFlags flags, std::int64_t old, std::int64_t when) {
+    // Every condition asked for must hold (XX with GT or LT: both), as for keys.
     const bool timed = old != kNoDeadline;
-    if (has(flags, ExpireFlags::NX)) return !timed;
-    if (has(flags, ExpireFlags::XX)) return timed;
-    if (has(flags, ExpireFlags::GT)) return timed && when > old;
-    if (has(flags, ExpireFlags::LT)) return !timed || when < old;
+    if (has(flags, ExpireFlags::NX) && timed) return false;
+    if (has(flags, ExpireFlags::XX) && !timed) return false;
+    if (has(flags, ExpireFlags::GT) && !(timed && when > old)) return false;
+    if (has(flags, ExpireFlags::LT) && !(!timed || when < old)) return false;
     return true;
   }
 
@@ -690,7 +700,7 @@ class HashFieldOps<Store, V, true> {
     const std::uint32_t i = *r;
     hash_map_type& m = map_at(i);
     std::size_t set = 0, deleted = 0, j = 0;
-    if (past) s.unaccount(s.ks_.entry(i));
+    s.unaccount(s.ks_.entry(i));  // a first deadline allocates the hash's deadline array
     for (const auto& f : fields) {
       const std::uint32_t pos = m.find(f);
       int code = FieldReply::no_field;
@@ -709,7 +719,7 @@ class HashFieldOps<Store, V, true> {
       }
       out[j++] = code;
     }
-    if (past) s.account(s.ks_.entry(i));
+    s.account(s.ks_.entry(i));
     s.stats_.expired_subkeys += deleted;  // as Redis 7.4 counts a past field time (D24)
     if (set != 0) s.emit(KeyEventCause::hexpire, s.ks_.entry(i).key);
     if (deleted != 0) s.emit(KeyEventCause::hdel, s.ks_.entry(i).key);

@@ -100,13 +100,13 @@ std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
   return inline_buffer ? 0 : (s.capacity() + 1) * sizeof(Ch);
 }
 
-// A hash: its tables (field_map.hpp's bytes()); its fields' own heap blocks are not counted,
-// so that weighing stays O(1).
+// A hash: its tables (field_map.hpp's weighed_bytes()); its fields' own heap blocks are not
+// counted, so that weighing stays O(1).
 template <class F, class W, class H, class E>
 struct has_heap_bytes<FieldMap<F, W, H, E>, void> : std::true_type {};
 template <class F, class W, class H, class E>
 std::size_t heap_bytes(const FieldMap<F, W, H, E>& m) noexcept {
-  return m.bytes();
+  return m.weighed_bytes();
 }
 
 // One slot's content. Meta is what the expiry index keeps per entry (nothing for the bitmap).

@@ -58,7 +58,7 @@ class Value {
   // Heap bytes beyond sizeof(Value), for the memory limit: a string's buffer; a hash's box
   // and tables (its fields' own buffers are not counted, so that weighing stays O(1)).
   std::size_t heap_bytes() const noexcept {
-    if (const Hash* h = hash()) return sizeof(Hash) + h->bytes();
+    if (const Hash* h = hash()) return sizeof(Hash) + h->weighed_bytes();
     const std::string& s = *string();
     const auto* data = reinterpret_cast<const char*>(s.data());
     const auto* self = reinterpret_cast<const char*>(&s);
