@@ -1656,14 +1656,20 @@ bool model_parse(const std::string& s, std::int64_t& out) {
     out = 0;
     return true;
   }
-  __int128 v = 0;
+  // Accumulate the magnitude as unsigned, so that -2^63 fits and nothing overflows.
+  constexpr std::uint64_t kLimit = std::uint64_t{1} << 63;  // |INT64_MIN|
+  std::uint64_t v = 0;
   for (; i < s.size(); ++i) {
     if (s[i] < '0' || s[i] > '9') return false;
-    v = v * 10 + (s[i] - '0');
-    if (v > (static_cast<__int128>(1) << 63)) return false;
+    const auto d = static_cast<std::uint64_t>(s[i] - '0');
+    if (v > (kLimit - d) / 10) return false;
+    v = v * 10 + d;
   }
-  if (neg) v = -v;
-  if (v > kMax || v < kMin) return false;
+  if (neg) {
+    out = v == kLimit ? kMin : -static_cast<std::int64_t>(v);
+    return true;
+  }
+  if (v > static_cast<std::uint64_t>(kMax)) return false;
   out = static_cast<std::int64_t>(v);
   return true;
 }
