@@ -201,3 +201,51 @@ TEST_CASE("field map: small hashes keep no due-list and 1e4 hashes of 100 fields
   CHECK(n == 50);
   CHECK(ordered);
 }
+
+TEST_CASE("field map: the due-list stays bounded while early deadlines keep arriving", "[field_map]") {
+  // 1000 fields with far deadlines keep the list from running dry; each round adds a field
+  // due at once and reclaims it. The consumed head must not pile up.
+  Map m;
+  for (int i = 0; i < 1000; ++i) m.set_deadline(m.assign("far" + std::to_string(i), std::string("v")).first, 1'000'000 + i);
+  REQUIRE(m.earliest_deadline() == 1'000'000);
+  const std::size_t before = m.bytes();
+  for (int round = 0; round < 20'000; ++round) {
+    const auto pos = m.assign("soon" + std::to_string(round), std::string("v")).first;
+    m.set_deadline(pos, 10 + round);
+    CHECK(m.earliest_deadline() == 10 + round);
+    REQUIRE(m.reclaim_due(11 + round, 1000, [](const Map::Field&, std::int64_t) {}) == 1);
+  }
+  CHECK(m.size() == 1000);
+  CHECK(m.bytes() <= before + 4096);
+}
+
+TEST_CASE("field map: a hash that shrinks to 128 fields and grows again finds its earliest deadline", "[field_map]") {
+  Map m;
+  for (int i = 0; i < 129; ++i) m.set_deadline(m.assign("f" + std::to_string(i), std::string("v")).first, 5000 + i);
+  REQUIRE(m.earliest_deadline() == 5000);  // builds the due-list (129 > 128 fields)
+  m.erase(m.find("f128"));                  // 128: small again
+  m.set_deadline(m.find("f100"), 1000);     // earlier than anything the old list held
+  m.assign(std::string("g"), std::string("v"));  // 129 again
+  CHECK(m.earliest_deadline() == 1000);
+  std::vector<std::int64_t> got;
+  m.reclaim_due(1001, 10, [&](const Map::Field&, std::int64_t d) { got.push_back(d); });
+  CHECK(got == std::vector<std::int64_t>{1000});
+}
+
+TEST_CASE("field map: a moved-from map is empty and usable", "[field_map]") {
+  Map a;
+  a.set_deadline(a.assign(std::string("x"), std::string("1")).first, 100);
+  Map b(std::move(a));
+  CHECK(b.size() == 1);
+  CHECK(b.volatile_count() == 1);
+  CHECK(a.size() == 0);  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  CHECK(a.volatile_count() == 0);
+  CHECK(a.earliest_deadline() == kNone);
+  a.set_deadline(a.assign(std::string("y"), std::string("2")).first, 50);
+  CHECK(a.earliest_deadline() == 50);
+  Map c;
+  c = std::move(b);
+  CHECK(c.find("x") != Map::npos);
+  CHECK(b.size() == 0);  // NOLINT(bugprone-use-after-move)
+  CHECK(b.find("x") == Map::npos);
+}

@@ -1638,6 +1638,40 @@ TEST_CASE("hash fields: used_memory with a memory limit follows field TTL writes
   CHECK(b.used_memory() == 0);
 }
 
+TEST_CASE("hash fields: HINCRBY makes room before it reads the field", "[hash_fields]") {
+  // Eviction runs before the command, as Redis's: if it takes the hash, the increment starts
+  // from 0 in a new hash, never from the evicted value.
+  ManualClock clock(kT0);
+  Options o = Hfx::options();
+  o.maxmemory_policy = expiring::EvictionPolicy::allkeys_lru;
+  HStore s(clock, o);
+  REQUIRE(s.hset("h", {{"n", "5"}, {"keep", "x"}}).ok());
+  s.set_maxmemory(s.used_memory());  // full: the next write must evict
+  const std::int64_t r = s.hincrby("h", "n", 1).value();
+  const std::string* stored = s.hget("h", "n").value();
+  REQUIRE(stored != nullptr);
+  CHECK(*stored == std::to_string(r));
+  const bool survived = s.hexists("h", "keep").value();
+  CHECK(r == (survived ? 6 : 1));
+}
+
+TEST_CASE("hash fields: a value that points into the same hash is taken before the hash is opened", "[hash_fields]") {
+  // Opening the hash reclaims its stale fields, which moves others: the value is copied first.
+  ManualClock clock(kT0);
+  HStore s(clock, Hfx::options());
+  REQUIRE(s.hset("k", {{"stale", "x"}, {"b", "value-of-b-long-enough-for-the-heap"}}).ok());
+  REQUIRE(ok(s.hpexpire("k", 10, {"stale"})) == Codes{1});
+  const FM* m = s.peek("k");
+  REQUIRE(m != nullptr);
+  REQUIRE(m->find("b") == 1);  // erasing "stale" (position 0) moves "b" into its place
+  const std::string* b = &m->at(1).value;
+  clock.advance(11);
+  REQUIRE(s.hset("k", "a", *b).ok());  // b points into the hash that hset() opens
+  CHECK(*s.hget("k", "a").value() == "value-of-b-long-enough-for-the-heap");
+  CHECK(*s.hget("k", "b").value() == "value-of-b-long-enough-for-the-heap");
+  CHECK(s.check_invariants());
+}
+
 // =============================================================================================
 // 9. The model test
 // =============================================================================================

@@ -68,6 +68,36 @@ class FieldMap {
   // An empty map hashing with the process-wide default hasher, or with `hash`.
   FieldMap() : hash_(default_hasher()) {}
   explicit FieldMap(std::shared_ptr<const FieldHash> hash) : hash_(hash ? std::move(hash) : default_hasher()) {}
+  FieldMap(const FieldMap&) = default;
+  FieldMap& operator=(const FieldMap&) = default;
+  // A moved-from map is empty and usable, with the same hasher.
+  FieldMap(FieldMap&& o) noexcept
+      : hash_(o.hash_),
+        fields_(std::move(o.fields_)),
+        deadlines_(std::move(o.deadlines_)),
+        index_(std::move(o.index_)),
+        due_(std::move(o.due_)),
+        due_head_(o.due_head_),
+        volatile_(o.volatile_),
+        small_earliest_(o.small_earliest_),
+        small_earliest_known_(o.small_earliest_known_) {
+    o.release_all();
+  }
+  FieldMap& operator=(FieldMap&& o) noexcept {
+    if (this != &o) {
+      hash_ = o.hash_;
+      fields_ = std::move(o.fields_);
+      deadlines_ = std::move(o.deadlines_);
+      index_ = std::move(o.index_);
+      due_ = std::move(o.due_);
+      due_head_ = o.due_head_;
+      volatile_ = o.volatile_;
+      small_earliest_ = o.small_earliest_;
+      small_earliest_known_ = o.small_earliest_known_;
+      o.release_all();
+    }
+    return *this;
+  }
 
   const std::shared_ptr<const FieldHash>& hash_function() const noexcept { return hash_; }
 
@@ -141,7 +171,14 @@ class FieldMap {
     }
     fields_.pop_back();
     if (!deadlines_.empty()) deadlines_.resize(deadlines_.size() - kDeadlineBytes);
-    if (fields_.empty()) release_all();
+    if (fields_.empty()) {
+      release_all();
+    } else if (fields_.size() <= kSmall && !due_.empty()) {
+      // Small again: no list (note_retimed() ignores small hashes, so a kept list would go
+      // stale and mislead due_front() once the hash grows again).
+      std::vector<Due>().swap(due_);
+      due_head_ = 0;
+    }
   }
 
   // Sets the field's deadline, 0 <= when <= kMaxDeadline (the caller refuses others with
@@ -290,19 +327,22 @@ class FieldMap {
 
   template <class N, class VV>
   std::uint32_t insert_new(std::uint64_t h, N&& name, VV&& value) {
+    // Everything that can throw comes first: the index's growth, room for the field and its
+    // deadline, the field itself. Then nothing can fail.
     if (index_.insert_grows()) {
       const std::size_t groups = detail::SlotTable<std::uint32_t>::groups_for(index_.size() + 1);
       index_.rehash(
           groups, [&](std::uint32_t pos) { return hash_of(fields_[pos].name); },
           [](auto&&...) {});
     }
-    fields_.push_back(Field{F(std::forward<N>(name)), V(std::forward<VV>(value))});
+    if (fields_.size() == fields_.capacity()) fields_.reserve(fields_.size() < 4 ? 4 : fields_.size() * 2);
+    // Geometric growth by 1.25x (not the vector's own 2x): at most 7.5 bytes a field.
+    const std::size_t want = (fields_.size() + 1) * kDeadlineBytes;
+    if (!deadlines_.empty() && deadlines_.capacity() < want) deadlines_.reserve(grown(fields_.size() + 1) * kDeadlineBytes);
+    Field field{F(std::forward<N>(name)), V(std::forward<VV>(value))};
+    fields_.push_back(std::move(field));
     const auto pos = static_cast<std::uint32_t>(fields_.size() - 1);
-    if (!deadlines_.empty()) {
-      // Geometric growth by 1.25x (not the vector's own 2x): at most 7.5 bytes a field.
-      if (deadlines_.capacity() < fields_.size() * kDeadlineBytes) deadlines_.reserve(grown(fields_.size()) * kDeadlineBytes);
-      deadlines_.insert(deadlines_.end(), kDeadlineBytes, static_cast<unsigned char>(0xFF));
-    }
+    if (!deadlines_.empty()) deadlines_.insert(deadlines_.end(), kDeadlineBytes, static_cast<unsigned char>(0xFF));
     index_.emplace_new(h, pos);
     return pos;
   }
@@ -357,20 +397,41 @@ class FieldMap {
 
   // A field's deadline changed (or it moved). The list's invariant: every volatile field whose
   // deadline is below the list's last one has a valid entry in it (one whose recorded
-  // deadline is its current one).
-  void note_retimed(std::uint32_t pos) {
+  // deadline is its current one). Never allocates (so erase() and set_deadline() cannot fail
+  // half-way): the consumed head is dropped once it is as long as the list may be, and a
+  // full list drops its last entry to make room (the next pass finds that field again). So
+  // the list holds at most twice its capacity.
+  void note_retimed(std::uint32_t pos) noexcept {
     if (fields_.size() <= kSmall || due_head_ >= due_.size()) return;  // no list: the next pass sees it
     const Due d{load(pos), pos};
     if (d.deadline > due_.back().deadline) return;  // later than the list: the next pass sees it
+    if (due_head_ != 0 && due_head_ >= due_capacity()) {
+      due_.erase(due_.begin(), due_.begin() + static_cast<std::ptrdiff_t>(due_head_));
+      due_head_ = 0;
+    }
+    if (due_.size() == due_.capacity()) {
+      due_.pop_back();
+      if (due_head_ >= due_.size() || d.deadline > due_.back().deadline) return;
+    }
     auto it = std::upper_bound(due_.begin() + static_cast<std::ptrdiff_t>(due_head_), due_.end(), d,
                                [](const Due& a, const Due& b) { return a.deadline < b.deadline; });
-    due_.insert(it, d);
+    due_.insert(it, d);  // within capacity: no allocation
     if (due_.size() - due_head_ > due_capacity()) due_.pop_back();
   }
 
+  // An allocation failure leaves the list empty ("run dry"), which is a valid state: the next
+  // query rebuilds it.
   void rebuild_due() {
     due_.clear();
     due_head_ = 0;
+    try {
+      rebuild_due_list();
+    } catch (...) {
+      due_.clear();
+      throw;
+    }
+  }
+  void rebuild_due_list() {
     const std::size_t k = due_capacity();
     // A threshold near the k-th smallest deadline, from every step-th field.
     std::int64_t threshold = kNoDeadline - 1;

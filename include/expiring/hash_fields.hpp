@@ -132,16 +132,14 @@ class HashFieldOps<Store, V, true> {
   // (it may be refused with Errc::out_of_memory, as set() is). Cause `hset`.
   template <class KK, class FF, class VV>
   Result<std::size_t> hset(const KK& key, FF&& field, VV&& value) {
-    Store& s = self();
-    const std::int64_t now = s.now_ms();
-    Result<std::uint32_t> r = open_for_write(key, now, field, value);
+    const std::int64_t now = self().now_ms();
+    field_value_type v(std::forward<VV>(value));  // before opening the hash (it may point into it)
+    Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
-    const std::uint32_t i = *r;
-    s.unaccount(s.ks_.entry(i));
-    const bool added = map_at(i).assign(std::forward<FF>(field), std::forward<VV>(value)).second;
-    s.account(s.ks_.entry(i));
-    s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
-    hash_changed(i, now);
+    bool added = false;
+    change(*r, now, [&](hash_map_type& m) { added = m.assign(std::forward<FF>(field), std::move(v)).second; });
+    self().emit(KeyEventCause::hset, self().ks_.entry(r->i).key);
+    hash_changed(r->i, now);
     return finish(std::size_t{added ? 1u : 0u});
   }
   // HSET key field value [field value ...]: `pairs` is a range of (field, value) pairs.
@@ -159,18 +157,14 @@ class HashFieldOps<Store, V, true> {
   // Returns whether it wrote.
   template <class KK, class FF, class VV>
   Result<bool> hsetnx(const KK& key, FF&& field, VV&& value) {
-    Store& s = self();
-    const std::int64_t now = s.now_ms();
-    Result<std::uint32_t> r = open_for_write(key, now, field, value);
+    const std::int64_t now = self().now_ms();
+    field_value_type v(std::forward<VV>(value));
+    Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
-    const std::uint32_t i = *r;
-    hash_map_type& m = map_at(i);
-    if (m.find(field) != hash_map_type::npos) return finish(false);
-    s.unaccount(s.ks_.entry(i));
-    m.assign(std::forward<FF>(field), std::forward<VV>(value));
-    s.account(s.ks_.entry(i));
-    s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
-    hash_changed(i, now);
+    if (map_at(r->i).find(field) != hash_map_type::npos) return finish(false);
+    change(*r, now, [&](hash_map_type& m) { m.assign(std::forward<FF>(field), std::move(v)); });
+    self().emit(KeyEventCause::hset, self().ks_.entry(r->i).key);
+    hash_changed(r->i, now);
     return finish(true);
   }
 
@@ -280,34 +274,33 @@ class HashFieldOps<Store, V, true> {
   // otherwise). Errc::overflow when the sum leaves int64 (or the value type). Cause `hset`.
   template <class KK, class FF>
   Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
-    Store& s = self();
-    const std::int64_t now = s.now_ms();
-    // The checks first, on the hash as it is: an error creates nothing.
-    Result<std::uint32_t> r = open(key, now, Access::write);
-    if (!r.ok()) return finish(r.error());
+    const std::int64_t now = self().now_ms();
+    // Room first (eviction may take this very key, as Redis evicts before a command runs),
+    // then the checks on the hash as it is: an error creates nothing.
+    const field_value_type probe = from_integer(std::numeric_limits<std::int64_t>::min());  // the longest
+    if (!room_for(now, field, probe)) return finish(Errc::out_of_memory);
+    Result<std::uint32_t> found = open(key, now, Access::write);
+    if (!found.ok()) return finish(found.error());
     std::int64_t base = 0;
-    if (*r != kNoPos) {
-      const hash_map_type& m = map_at(*r);
+    if (*found != kNoPos) {
+      const hash_map_type& m = map_at(*found);
       const std::uint32_t pos = m.find(field);
       if (pos != hash_map_type::npos && !as_integer(m.at(pos).value, base)) return finish(Errc::not_an_integer);
     }
     std::int64_t sum = 0;
     if (!detail::checked_add(base, delta, sum) || !fits_value(sum)) return finish(Errc::overflow);
-    const field_value_type stored = from_integer(sum);
-    r = open_for_write(key, now, field, stored);
+    Result<Opened> r = create_or_open(key, now);
     if (!r.ok()) return finish(r.error());
-    const std::uint32_t i = *r;
-    hash_map_type& m = map_at(i);
-    const std::uint32_t pos = m.find(field);
-    s.unaccount(s.ks_.entry(i));
-    if (pos != hash_map_type::npos) {
-      m.replace_value(pos, stored);  // the TTL stays
-    } else {
-      m.assign(field_type(field), stored);
-    }
-    s.account(s.ks_.entry(i));
-    s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
-    hash_changed(i, now);
+    change(*r, now, [&](hash_map_type& m) {
+      const std::uint32_t pos = m.find(field);
+      if (pos != hash_map_type::npos) {
+        m.replace_value(pos, from_integer(sum));  // the TTL stays
+      } else {
+        m.assign(field_type(field), from_integer(sum));
+      }
+    });
+    self().emit(KeyEventCause::hset, self().ks_.entry(r->i).key);
+    hash_changed(r->i, now);
     return finish(sum);
   }
 
@@ -545,29 +538,71 @@ class HashFieldOps<Store, V, true> {
     return i;
   }
 
-  // open(), for a write that may add a field: a missing key is created empty (refused with
-  // Errc::out_of_memory as set() refuses a new key). `field` and `value` size the memory check.
-  template <class KK, class FF, class VV>
-  Result<std::uint32_t> open_for_write(const KK& key, std::int64_t now, const FF& field, const VV& value) {
+  // A write that may add a field: the memory limit's check (with Options::maxmemory; `field`
+  // and `value` size it), then the hash, a missing key created empty (refused with
+  // Errc::out_of_memory as set() refuses a new key).
+  struct Opened {
+    std::uint32_t i;
+    bool created;  // the key was created for this call
+  };
+  template <class FF, class VV>
+  bool room_for(std::int64_t now, const FF& field, const VV& value) {
     Store& s = self();
-    if (s.tracking_ && !s.make_room(now, Store::template predicted_heap_bytes<field_type>(field) +
-                                             Store::template predicted_heap_bytes<field_value_type>(value) +
-                                             sizeof(field_type) + sizeof(field_value_type))) {
-      return Errc::out_of_memory;
-    }
+    return !s.tracking_ || s.make_room(now, Store::template predicted_heap_bytes<field_type>(field) +
+                                                Store::template predicted_heap_bytes<field_value_type>(value) +
+                                                sizeof(field_type) + sizeof(field_value_type));
+  }
+  template <class KK, class FF, class VV>
+  Result<Opened> open_for_write(const KK& key, std::int64_t now, const FF& field, const VV& value) {
+    if (!room_for(now, field, value)) return Errc::out_of_memory;
+    return create_or_open(key, now);
+  }
+  template <class KK>
+  Result<Opened> create_or_open(const KK& key, std::int64_t now) {
+    Store& s = self();
     Result<std::uint32_t> r = open(key, now, Access::write);
-    if (!r.ok() || *r != kNoPos) return r;
+    if (!r.ok()) return r.error();
+    if (*r != kNoPos) return Opened{*r, false};
     const auto& lk = Store::lookup_key(key);
     const std::uint64_t h = s.ks_.hash_of(lk);
-    if (s.options_.max_entries != 0 && s.ks_.size() >= s.options_.max_entries &&
-        !s.room_for_key(lk, h, now)) {
+    if (s.options_.max_entries != 0 && s.ks_.size() >= s.options_.max_entries && !s.room_for_key(lk, h, now)) {
       return Errc::out_of_memory;
     }
+    if (s.idle_ms_ != 0) s.ks_.prepare_deadline(s.prepared_idle_deadline(now));
     const std::uint32_t i = s.ks_.try_emplace(lk, h, key, traits::make(field_hash_)).first;
     s.account(s.ks_.entry(i));
     s.init_access(i, now);
     if (s.idle_ms_ != 0) s.ks_.set_deadline(i, s.prepared_idle_deadline(now));
-    return i;
+    return Opened{i, true};
+  }
+
+  // Runs fn(map) on entry i's hash between unaccount() and account(), so that the memory
+  // limit's weight follows the change. If fn throws (an allocation), the weight is restored,
+  // a key created empty for this call is removed without an event, the hash is re-indexed
+  // for what fn did change, and the exception propagates: the store stays consistent.
+  template <class Fn>
+  void change(Opened o, std::int64_t now, Fn&& fn) {
+    Store& s = self();
+    s.unaccount(s.ks_.entry(o.i));
+    try {
+      fn(map_at(o.i));
+    } catch (...) {
+      s.account(s.ks_.entry(o.i));
+      if (o.created && map_at(o.i).empty()) {
+        s.ks_.erase(s.ks_.slot_of(o.i), [&](typename Store::entry_type& e) { s.unaccount(e); });
+      } else {
+        try {
+          hash_changed(o.i, now);
+        } catch (...) {  // the index's own allocation failed too: the hash is re-indexed by the
+        }                // next change, or found by a read (lazy expiry needs no index)
+      }
+      throw;
+    }
+    s.account(s.ks_.entry(o.i));
+  }
+  template <class Fn>
+  void change(std::uint32_t i, std::int64_t now, Fn&& fn) {
+    change(Opened{i, false}, now, std::forward<Fn>(fn));
   }
 
   // After a change to entry i's hash: an empty hash is deleted (cause `del`), else it is
@@ -587,20 +622,30 @@ class HashFieldOps<Store, V, true> {
   // hash_changed(). Returns the number reclaimed.
   std::size_t reclaim_fields(std::uint32_t i, std::int64_t now, std::size_t max, bool active) {
     Store& s = self();
-    hash_map_type& m = map_at(i);
     std::optional<V> gone;
     hash_map_type* g = nullptr;
     if (s.events_.wants(KeyEventCause::hexpired)) {
-      gone.emplace(traits::make(m.hash_function()));
+      gone.emplace(traits::make(map_at(i).hash_function()));
       g = traits::map(*gone);
     }
-    s.unaccount(s.ks_.entry(i));
-    const std::size_t n = m.reclaim_due(now, max, [&](const auto& f, std::int64_t) {
-      if (g != nullptr) g->assign(f.name, f.value);
+    const std::size_t before = map_at(i).size();
+    struct Count {  // the fields that went are counted even if an event's copy throws
+      HashFieldOps& ops;
+      std::uint32_t i;
+      std::size_t before;
+      bool active;
+      std::size_t n() const { return before - ops.map_at(i).size(); }
+      ~Count() {
+        ops.self().stats_.expired_subkeys += n();
+        (active ? ops.active_fields_ : ops.lazy_fields_) += n();
+      }
+    } count{*this, i, before, active};
+    change(i, now, [&](hash_map_type& m) {
+      m.reclaim_due(now, max, [&](const auto& f, std::int64_t) {
+        if (g != nullptr) g->assign(f.name, f.value);
+      });
     });
-    s.account(s.ks_.entry(i));
-    s.stats_.expired_subkeys += n;
-    (active ? active_fields_ : lazy_fields_) += n;
+    const std::size_t n = count.n();
     if (n != 0 && g != nullptr) {
       s.events_.push_removed(KeyEventCause::hexpired, typename Store::key_type(s.ks_.entry(i).key), std::move(gone),
                              false);
@@ -611,21 +656,18 @@ class HashFieldOps<Store, V, true> {
 
   template <class KK, class It, class End>
   Result<std::size_t> hset_range(const KK& key, It first, End last) {
-    Store& s = self();
-    const std::int64_t now = s.now_ms();
+    const std::int64_t now = self().now_ms();
     if (first == last) return finish(std::size_t{0});
-    Result<std::uint32_t> r = open_for_write(key, now, first->first, first->second);
+    Result<Opened> r = open_for_write(key, now, first->first, first->second);
     if (!r.ok()) return finish(r.error());
-    const std::uint32_t i = *r;
-    hash_map_type& m = map_at(i);
-    s.unaccount(s.ks_.entry(i));
     std::size_t added = 0;
-    for (; first != last; ++first) {
-      if (m.assign(first->first, first->second).second) ++added;
-    }
-    s.account(s.ks_.entry(i));
-    s.emit(KeyEventCause::hset, s.ks_.entry(i).key);
-    hash_changed(i, now);
+    change(*r, now, [&](hash_map_type& m) {
+      for (; first != last; ++first) {
+        if (m.assign(first->first, first->second).second) ++added;
+      }
+    });
+    self().emit(KeyEventCause::hset, self().ks_.entry(r->i).key);
+    hash_changed(r->i, now);
     return finish(added);
   }
 
@@ -636,16 +678,15 @@ class HashFieldOps<Store, V, true> {
     Result<std::uint32_t> r = open(key, now, Access::write);
     if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
     const std::uint32_t i = *r;
-    hash_map_type& m = map_at(i);
-    s.unaccount(s.ks_.entry(i));
     std::size_t removed = 0;
-    for (; first != last && !m.empty(); ++first) {
-      const std::uint32_t pos = m.find(*first);
-      if (pos == hash_map_type::npos) continue;
-      m.erase(pos);
-      ++removed;
-    }
-    s.account(s.ks_.entry(i));
+    change(i, now, [&](hash_map_type& m) {
+      for (; first != last && !m.empty(); ++first) {
+        const std::uint32_t pos = m.find(*first);
+        if (pos == hash_map_type::npos) continue;
+        m.erase(pos);
+        ++removed;
+      }
+    });
     if (removed != 0) {
       s.emit(KeyEventCause::hdel, s.ks_.entry(i).key);
       hash_changed(i, now);
@@ -698,28 +739,27 @@ class HashFieldOps<Store, V, true> {
       return finish(Result<void>());
     }
     const std::uint32_t i = *r;
-    hash_map_type& m = map_at(i);
     std::size_t set = 0, deleted = 0, j = 0;
-    s.unaccount(s.ks_.entry(i));  // a first deadline allocates the hash's deadline array
-    for (const auto& f : fields) {
-      const std::uint32_t pos = m.find(f);
-      int code = FieldReply::no_field;
-      if (pos != hash_map_type::npos) {
-        if (!condition_met(flags, m.deadline(pos), when)) {
-          code = FieldReply::condition_not_met;
-        } else if (past) {
-          m.erase(pos);
-          ++deleted;
-          code = FieldReply::deleted;
-        } else {
-          m.set_deadline(pos, when);
-          ++set;
-          code = FieldReply::set;
+    change(i, now, [&](hash_map_type& m) {  // a first deadline allocates the deadline array
+      for (const auto& f : fields) {
+        const std::uint32_t pos = m.find(f);
+        int code = FieldReply::no_field;
+        if (pos != hash_map_type::npos) {
+          if (!condition_met(flags, m.deadline(pos), when)) {
+            code = FieldReply::condition_not_met;
+          } else if (past) {
+            m.erase(pos);
+            ++deleted;
+            code = FieldReply::deleted;
+          } else {
+            m.set_deadline(pos, when);
+            ++set;
+            code = FieldReply::set;
+          }
         }
+        out[j++] = code;
       }
-      out[j++] = code;
-    }
-    s.account(s.ks_.entry(i));
+    });
     s.stats_.expired_subkeys += deleted;  // as Redis 7.4 counts a past field time (D24)
     if (set != 0) s.emit(KeyEventCause::hexpire, s.ks_.entry(i).key);
     if (deleted != 0) s.emit(KeyEventCause::hdel, s.ks_.entry(i).key);
