@@ -13,6 +13,10 @@
 //   unless Options::lazyfree_background asks for one (a reclaimer that only destroys values
 //   already removed; see options.hpp).
 //
+// A store of hashes (V = FieldMap<F, W>: each field may carry its own deadline, as Redis 7.4)
+// also has Redis's hash commands as members, hset() ... hexpire() ... hpersist(): they are
+// documented in hash_fields.hpp, the base class that provides them.
+//
 // Each member below is documented with its Redis analogue, what it returns and what it costs.
 // "One probe" means one hash-table lookup; all operations are O(1) expected except where
 // noted.
