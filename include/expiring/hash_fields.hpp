@@ -22,6 +22,10 @@
 // no member has reclaimed yet is still in it (FieldMap::deadline(pos) tells). The members
 // below never show one.
 //
+// Arguments: a value may point into the hash it is written to (hset(k, "a", *hget(k, "b"))
+// works: it is taken before the hash is opened); a field name must not, since opening a hash
+// reclaims its stale fields, which moves others.
+//
 // Field TTL commands take several fields and answer one code per field, in order, exactly as
 // Redis (FieldReply below). Each has two forms: one returns a std::vector, the other writes
 // into a caller's array and allocates nothing. A missing key answers "no such field" for every
