@@ -643,13 +643,17 @@ class HashFieldOps<Store, V, true> {
         ops.self().stats_.expired_subkeys += n();
         (active ? ops.active_fields_ : ops.lazy_fields_) += n();
       }
-    } count{*this, i, before, active};
-    change(i, now, [&](hash_map_type& m) {
-      m.reclaim_due(now, max, [&](const auto& f, std::int64_t) {
-        if (g != nullptr) g->assign(f.name, f.value);
+    };
+    std::size_t n = 0;
+    {
+      const Count count{*this, i, before, active};  // records before the hash can go, below
+      change(i, now, [&](hash_map_type& m) {
+        m.reclaim_due(now, max, [&](const auto& f, std::int64_t) {
+          if (g != nullptr) g->assign(f.name, f.value);
+        });
       });
-    });
-    const std::size_t n = count.n();
+      n = count.n();
+    }
     if (n != 0 && g != nullptr) {
       s.events_.push_removed(KeyEventCause::hexpired, typename Store::key_type(s.ks_.entry(i).key), std::move(gone),
                              false);
