@@ -82,8 +82,8 @@ class KeyEventCauses {
 };
 
 // One event as a listener sees it. `value` points at the removed value for the removal
-// causes (del, expired, evicted), at the reclaimed fields for hexpired, and is null otherwise. Both references live only for the
-// duration of the listener call.
+// causes (del, expired, evicted), at the reclaimed fields for hexpired, and is null
+// otherwise. Both references live only for the duration of the listener call.
 template <class K, class V>
 struct KeyEvent {
   KeyEventCause cause;

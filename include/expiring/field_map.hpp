@@ -265,7 +265,9 @@ class FieldMap {
         next = d;
       }
     }
-    const auto by_deadline = [](const Due& a, const Due& b) { return a.deadline < b.deadline || (a.deadline == b.deadline && a.pos < b.pos); };
+    const auto by_deadline = [](const Due& a, const Due& b) {
+      return a.deadline < b.deadline || (a.deadline == b.deadline && a.pos < b.pos);
+    };
     std::sort(due, due + n, by_deadline);
     if (n > max) {
       next = std::min(next, due[max].deadline);  // the quota leaves some due fields
@@ -338,7 +340,9 @@ class FieldMap {
     if (fields_.size() == fields_.capacity()) fields_.reserve(fields_.size() < 4 ? 4 : fields_.size() * 2);
     // Geometric growth by 1.25x (not the vector's own 2x): at most 7.5 bytes a field.
     const std::size_t want = (fields_.size() + 1) * kDeadlineBytes;
-    if (!deadlines_.empty() && deadlines_.capacity() < want) deadlines_.reserve(grown(fields_.size() + 1) * kDeadlineBytes);
+    if (!deadlines_.empty() && deadlines_.capacity() < want) {
+      deadlines_.reserve(grown(fields_.size() + 1) * kDeadlineBytes);
+    }
     Field field{F(std::forward<N>(name)), V(std::forward<VV>(value))};
     fields_.push_back(std::move(field));
     const auto pos = static_cast<std::uint32_t>(fields_.size() - 1);

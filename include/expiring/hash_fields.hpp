@@ -252,7 +252,8 @@ class HashFieldOps<Store, V, true> {
   template <class KK>
   Result<std::vector<std::pair<field_type, field_value_type>>> hgetall(const KK& key) {
     std::vector<std::pair<field_type, field_value_type>> out;
-    Result<std::size_t> r = hvisit(key, [&](const field_type& f, const field_value_type& v) { out.emplace_back(f, v); });
+    Result<std::size_t> r =
+        hvisit(key, [&](const field_type& f, const field_value_type& v) { out.emplace_back(f, v); });
     if (!r.ok()) return r.error();
     return out;
   }

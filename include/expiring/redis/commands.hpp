@@ -42,9 +42,10 @@
 // wrong kind of value", checked first, as Redis (MGET answers nil for a hash; SET, MSET and the
 // keyspace commands take either type). The hash field TTL commands follow Redis 7.4's syntax,
 // argument order and texts (docs/design/hash_fields_research.md §1); the store's decisions
-// D20-D27 (semantics.md) stand where they differ from 7.4. Connection-level effects (QUIT closes the connection after the
-// reply; SHUTDOWN stops the server and sends no reply) are reported through Session::action
-// for the server to carry out.
+// D20-D27 (semantics.md) stand where they differ from 7.4.
+//
+// Connection-level effects (QUIT closes the connection after the reply; SHUTDOWN stops the
+// server and sends no reply) are reported through Session::action for the server to carry out.
 //
 // Every command reads and writes the store through its public API, so the store's lazy
 // expiry, statistics (keyspace_hits/misses as Redis counts them) and events apply unchanged.
@@ -409,7 +410,9 @@ class CommandExecutor {
   static Reply bulk_or_nil(const std::string* v) { return v ? Reply::bulk(*v) : Reply::nil(); }
   static Reply bulk_or_nil(const std::optional<std::string>& v) { return v ? Reply::bulk(*v) : Reply::nil(); }
   static Reply bulk_or_nil(const std::optional<Value>& v) { return v ? bulk_or_nil(v->string()) : Reply::nil(); }
-  static Reply wrong_type() { return Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value"); }
+  static Reply wrong_type() {
+    return Reply::error("WRONGTYPE Operation against a key holding the wrong kind of value");
+  }
   // Whether `key` holds a live value of the other type than a command expects: checked before
   // anything else, as Redis's checkType. `read`: the command's lookup is a read (Redis
   // lookupKeyRead), so it counts a keyspace hit; the store's own call would not run.
@@ -1408,7 +1411,9 @@ class CommandExecutor {
   static Reply fields_missing() {
     return Reply::error("ERR Mandatory argument FIELDS is missing or not at the right position");
   }
-  static Reply fields_mismatch() { return Reply::error("ERR The `numfields` parameter must match the number of arguments"); }
+  static Reply fields_mismatch() {
+    return Reply::error("ERR The `numfields` parameter must match the number of arguments");
+  }
 
   // HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT key time [NX|XX|GT|LT] FIELDS numfields field...
   // in Redis 7.4's order (research §1.2): type, time (integer, >= 0, the cap), the condition,
