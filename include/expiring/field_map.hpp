@@ -256,7 +256,7 @@ class FieldMap {
     Due due[kSmall];
     std::size_t n = 0;
     std::int64_t next = kNoDeadline;  // the earliest deadline that stays
-    const auto size = static_cast<std::uint32_t>(fields_.size());
+    const auto size = static_cast<std::uint32_t>(std::min(fields_.size(), kSmall));  // (<= kSmall already)
     for (std::uint32_t i = 0; i < size; ++i) {
       const std::int64_t d = load(i);
       if (d != kNoDeadline && now > d) {
@@ -270,7 +270,8 @@ class FieldMap {
     };
     std::sort(due, due + n, by_deadline);
     if (n > max) {
-      next = std::min(next, due[max].deadline);  // the quota leaves some due fields
+      // The quota leaves some due fields (max < n <= kSmall: the index is in bounds).
+      next = std::min(next, due[std::min(max, kSmall - 1)].deadline);
       n = max;
     }
     for (std::size_t j = 0; j < n; ++j) on_reclaim(fields_[due[j].pos], due[j].deadline);
