@@ -2204,7 +2204,6 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     } else {
       ks_.clear_deadline(d);
     }
-    ks_.unindex_hash(s);
     placed(d, now);
     emit(KeyEventCause::rename_from, se.key);
     emit(KeyEventCause::rename_to, de.key);
@@ -2223,7 +2222,6 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   account(ks_.entry(d));
   if (touch_access_) ks_.access(d) = ks_.access(s);
   if (was_volatile) ks_.set_deadline(d, deadline);
-  ks_.unindex_hash(s);
   placed(d, now);
   emit(KeyEventCause::rename_from, ks_.entry(s).key);
   emit(KeyEventCause::rename_to, ks_.entry(d).key);

@@ -498,15 +498,13 @@ class HashFieldOps<Store, V, true> {
             s.expire_entry(s.ks_.slot_of(i), now, /*active=*/true);
             return;
           }
-          left -= reclaim_fields(i, now, static_cast<std::size_t>(left), true);
+          left -= reclaim_fields(i, now, static_cast<std::size_t>(left));
         },
         [&] { return left != 0 && ((++visits & 15) != 0 || time_left()); });
     report.fields_expired = quota - left;
     field_sequence_ = left == 0 ? field_sequence_ + quota : 0;
   }
 
-  // Redis INFO keyspace `subexpiry`.
-  std::size_t hashes_with_field_ttls() const noexcept { return self().ks_.hashes_indexed(); }
 
  private:
   friend Store;
@@ -537,7 +535,7 @@ class HashFieldOps<Store, V, true> {
     hash_map_type* m = traits::map(s.ks_.entry(i).value);
     if (m == nullptr) return Errc::wrong_type;
     if (m->volatile_count() != 0 && m->earliest_deadline() < now) {
-      reclaim_fields(i, now, std::numeric_limits<std::size_t>::max(), false);
+      reclaim_fields(i, now, std::numeric_limits<std::size_t>::max());
       if (!s.ks_.occupied(i)) return kNoPos;  // it emptied, and the key went
     }
     return i;
@@ -623,9 +621,9 @@ class HashFieldOps<Store, V, true> {
   }
 
   // Reclaims up to `max` stale fields of entry i's hash in deadline order (lazily, or by
-  // tick() when `active`): one `hexpired` event carrying them, expired_subkeys, then
+  // tick()): one `hexpired` event carrying them, expired_subkeys, then
   // hash_changed(). Returns the number reclaimed.
-  std::size_t reclaim_fields(std::uint32_t i, std::int64_t now, std::size_t max, bool active) {
+  std::size_t reclaim_fields(std::uint32_t i, std::int64_t now, std::size_t max) {
     Store& s = self();
     std::optional<V> gone;
     hash_map_type* g = nullptr;
@@ -638,16 +636,14 @@ class HashFieldOps<Store, V, true> {
       HashFieldOps& ops;
       std::uint32_t i;
       std::size_t before;
-      bool active;
       std::size_t n() const { return before - ops.map_at(i).size(); }
       ~Count() {
         ops.self().stats_.expired_subkeys += n();
-        (active ? ops.active_fields_ : ops.lazy_fields_) += n();
       }
     };
     std::size_t n = 0;
     {
-      const Count count{*this, i, before, active};  // records before the hash can go, below
+      const Count count{*this, i, before};  // records before the hash can go, below
       change(i, now, [&](hash_map_type& m) {
         m.reclaim_due(now, max, [&](const auto& f, std::int64_t) {
           if (g != nullptr) g->assign(f.name, f.value);
@@ -875,8 +871,6 @@ class HashFieldOps<Store, V, true> {
 
   std::shared_ptr<const field_hasher> field_hash_;
   std::uint64_t field_sequence_ = 0;  // fields reclaimed by consecutive ticks that used their whole quota
-  std::uint64_t active_fields_ = 0;
-  std::uint64_t lazy_fields_ = 0;
 };
 
 }  // namespace detail
