@@ -77,6 +77,20 @@ enum class Errc : std::uint8_t {
   auth_failed,
   // Any other error reply of the server (its text is in what()).
   server_error,
+
+  // ---- Files: snapshots and the append-only log (snapshot.hpp, append_log.hpp) -----------
+  // A file that cannot be opened, written, synced or renamed is io_error (above), with the
+  // system's errno in the error's message.
+  // A file (or stream) whose bytes are not what its format says: a bad magic, a checksum
+  // that does not match, a record that cannot be decoded. The error names the offset.
+  corrupt_file,
+  // A file that ends before its last record does (a torn write). The error names the offset.
+  truncated_file,
+  // A file written by a format version this build does not read.
+  unsupported_version,
+  // apply() of a record the store cannot replay (a missing key or value, a deadline out of
+  // range).
+  invalid_record,
 };
 
 // A short, stable description of the error (not Redis's reply text).
@@ -101,6 +115,10 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::too_many_redirects: return "too many cluster redirections";
     case Errc::auth_failed: return "authentication or permission refused";
     case Errc::server_error: return "error reply from the server";
+    case Errc::corrupt_file: return "corrupt file";
+    case Errc::truncated_file: return "truncated file";
+    case Errc::unsupported_version: return "unsupported file format version";
+    case Errc::invalid_record: return "invalid change record";
   }
   return "unknown error";
 }

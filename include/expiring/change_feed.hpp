@@ -1,0 +1,195 @@
+// expiring/change_feed.hpp: the change feed, every effective change of a store as the Redis
+// command that replays it, in absolute time.
+//
+// Design
+// ------
+// A store with a feed (ExpiringStore::set_change_feed) hands it one Change per effective
+// change, synchronously, in the order the changes happen, as Redis 7 propagates commands to
+// its replicas and its AOF (docs/semantics.md §4 and D28-D33):
+//   * every TTL is absolute: SET k v PXAT ms, PEXPIREAT k ms; a relative TTL never travels;
+//   * a deletion is DEL, or UNLINK when the caller unlinked (or lazyfree_lazy_expire /
+//     lazyfree_lazy_eviction asked for a lazy free of an expiry or eviction), including the
+//     deletions by expiry: only the primary decides that a key expired;
+//   * reads and writes that change nothing send nothing;
+//   * a lazy expiry inside a call waits for that call's own change: the two travel together
+//     as MULTI, DEL k, <change>, EXEC. A call that reclaims and changes nothing else sends
+//     its DEL alone (two or more go in one MULTI). tick()'s deletions, evictions and the
+//     lazy expiries of scan() and random_key() go one by one, as Redis's.
+// A record's pointers live for the duration of the call: serialize what you keep. The feed
+// runs in the middle of the store's update and must not call the store; it must not throw
+// either (a throw calls std::terminate, as Redis stops when it cannot write its AOF): a log
+// that can fail records the failure itself (AppendLog does).
+//
+// The other direction is ExpiringStore::apply(): it replays a record as the primary made it,
+// with every key valid (nothing is stale to it), so that a replica or a log replay reaches the
+// primary's state whatever its own clock says.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace expiring {
+
+// What a record does, as the Redis command that replays it.
+enum class ChangeOp : std::uint8_t {
+  set,        // SET key value, with ttl: none (no TTL), at (PXAT at_ms) or keep (KEEPTTL)
+  pexpireat,  // PEXPIREAT key at_ms
+  persist,    // PERSIST key
+  del,        // DEL key
+  unlink,     // UNLINK key
+  rename,     // RENAME key to
+  flushall,   // FLUSHALL: clear()
+  multi,      // MULTI: the records up to the next exec are one unit
+  exec,       // EXEC
+};
+
+// The TTL a `set` record gives its key.
+enum class ChangeTtl : std::uint8_t {
+  none,  // SET key value: no TTL
+  at,    // SET key value PXAT at_ms
+  keep,  // SET key value KEEPTTL: the TTL the key has (an in-place update: modify(), incr_by())
+};
+
+constexpr const char* to_string(ChangeOp op) noexcept {
+  switch (op) {
+    case ChangeOp::set: return "SET";
+    case ChangeOp::pexpireat: return "PEXPIREAT";
+    case ChangeOp::persist: return "PERSIST";
+    case ChangeOp::del: return "DEL";
+    case ChangeOp::unlink: return "UNLINK";
+    case ChangeOp::rename: return "RENAME";
+    case ChangeOp::flushall: return "FLUSHALL";
+    case ChangeOp::multi: return "MULTI";
+    case ChangeOp::exec: return "EXEC";
+  }
+  return "?";
+}
+
+// One record, as the feed sees it: pointers into the store or into the caller's data.
+template <class K, class V>
+struct Change {
+  ChangeOp op = ChangeOp::set;
+  const K* key = nullptr;    // every op but flushall, multi and exec
+  const V* value = nullptr;  // set
+  const K* to = nullptr;     // rename: the new name
+  std::int64_t at_ms = 0;    // pexpireat, and set with ttl == ChangeTtl::at (Unix ms)
+  ChangeTtl ttl = ChangeTtl::none;
+};
+
+// A record that owns its key and value: what a log or a replication link reads back.
+template <class K, class V>
+struct ChangeRecord {
+  ChangeOp op = ChangeOp::set;
+  std::optional<K> key;
+  std::optional<V> value;
+  std::optional<K> to;
+  std::int64_t at_ms = 0;
+  ChangeTtl ttl = ChangeTtl::none;
+
+  static ChangeRecord of(const Change<K, V>& c) {
+    ChangeRecord r;
+    r.op = c.op;
+    if (c.key != nullptr) r.key.emplace(*c.key);
+    if (c.value != nullptr) r.value.emplace(*c.value);
+    if (c.to != nullptr) r.to.emplace(*c.to);
+    r.at_ms = c.at_ms;
+    r.ttl = c.ttl;
+    return r;
+  }
+  Change<K, V> view() const noexcept {
+    return Change<K, V>{op, key ? &*key : nullptr, value ? &*value : nullptr, to ? &*to : nullptr, at_ms, ttl};
+  }
+};
+
+namespace detail {
+
+// The store's side of the feed: the deferral of lazy deletions and the MULTI/EXEC framing.
+template <class K, class V>
+class ChangeFeed {
+ public:
+  using change_type = Change<K, V>;
+  using function_type = std::function<void(const change_type&)>;
+
+  void set(function_type fn) {
+    fn_ = std::move(fn);
+    pending_.clear();
+    multi_ = false;
+    depth_ = 0;
+  }
+  bool on() const noexcept { return static_cast<bool>(fn_); }
+
+  // A change made by the current call: the lazy deletions it made first go ahead, in a MULTI.
+  void record(const change_type& c) {
+    if (grouped_() || !pending_.empty()) open();
+    send(c);
+  }
+  // A deletion that is a unit by itself (tick(), eviction, scan()'s lazy expiry): deletions
+  // still pending go ahead of it, one by one.
+  void standalone(const change_type& c) {
+    if (!multi_) send_pending();
+    send(c);
+  }
+  // A lazy expiry inside the current call: it waits for the call's own change, or its end.
+  void lazy_delete(const K& key, bool unlink) {
+    if (multi_) {
+      send(change_type{unlink ? ChangeOp::unlink : ChangeOp::del, &key});
+    } else {
+      pending_.push_back(Pending{key, unlink});
+    }
+  }
+  // The end of a call (the store's flush()): closes its MULTI, or sends its lone deletions.
+  void end_unit() {
+    if (depth_ != 0) return;
+    if (!multi_ && pending_.size() > 1) open();
+    if (multi_) {
+      multi_ = false;
+      send(change_type{ChangeOp::exec});
+    } else {
+      send_pending();
+    }
+  }
+  // A call made of calls (mset(), del_many(), as_one_command()): its changes travel as one
+  // MULTI. Nested groups join the outer one.
+  class Group {
+   public:
+    explicit Group(ChangeFeed& f) noexcept : f_(f) { ++f_.depth_; }
+    Group(const Group&) = delete;
+    Group& operator=(const Group&) = delete;
+    ~Group() {
+      if (--f_.depth_ == 0 && f_.on()) f_.end_unit();
+    }
+
+   private:
+    ChangeFeed& f_;
+  };
+
+ private:
+  struct Pending {
+    K key;
+    bool unlink;
+  };
+  bool grouped_() const noexcept { return depth_ != 0; }
+  void open() {
+    if (multi_) return;
+    multi_ = true;
+    send(change_type{ChangeOp::multi});
+    send_pending();
+  }
+  void send_pending() {
+    for (const Pending& p : pending_) send(change_type{p.unlink ? ChangeOp::unlink : ChangeOp::del, &p.key});
+    pending_.clear();
+  }
+  // The feed must not throw (the header's contract): noexcept turns a throw into terminate.
+  void send(const change_type& c) noexcept { fn_(c); }
+
+  function_type fn_;
+  std::vector<Pending> pending_;
+  bool multi_ = false;
+  int depth_ = 0;
+};
+
+}  // namespace detail
+}  // namespace expiring
