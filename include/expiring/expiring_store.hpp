@@ -91,6 +91,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "change_feed.hpp"
 #include "detail/active_expire.hpp"
 #include "detail/arith.hpp"
 #include "detail/event_queue.hpp"
@@ -247,6 +248,8 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   using clock_type = Clock;
   using event_type = KeyEvent<K, V>;
   using listener_type = std::function<void(const event_type&)>;
+  using change_type = Change<K, V>;
+  using change_feed_type = std::function<void(const change_type&)>;
   using weigher_type = std::function<std::size_t(const K&, const V&)>;
   using expiry_policy = ExpiryPolicy;
 
@@ -283,6 +286,9 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     }
     if (options_.expire_after_access.count() < 0) {
       throw std::invalid_argument("expiring: expire_after_access must not be negative");
+    }
+    if (kHashes && options_.replica) {
+      throw std::invalid_argument("expiring: Options::replica is not available for stores of hashes");
     }
     idle_ms_ = static_cast<std::int64_t>(options_.expire_after_access.count());
     update_eviction_flags();
@@ -321,6 +327,10 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
         ++stats_.keyspace_hits;
         if (EXPIRING_UNLIKELY(read_hook_)) return &ks_.entry(touched(it, now, detail::Access::read)).value;
         return &e.value;
+      }
+      if (EXPIRING_UNLIKELY(options_.replica)) {  // a replica's read: missing, left in place
+        ++stats_.keyspace_misses;
+        return nullptr;
       }
       expire_entry(it, now);
     }
@@ -551,6 +561,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     std::optional<V> out;
     auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
     if (it != ks_.end()) {
+      if (EXPIRING_UNLIKELY(feed_.on())) feed_.record(change_type{ChangeOp::del, &ks_.entry(it).key});
       unaccount(ks_.entry(it));
       out.emplace(std::move(ks_.entry(it).value));
       ks_.erase(it, [&](entry_type& e) {
@@ -582,7 +593,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       account(e);
       if (idle_ms_ != 0) refresh_idle(it->index, now);
       placed(it->index, now);
-      emit(KeyEventCause::update, e.key);
+      emit(KeyEventCause::update, e);
     }
     flush();
     return found;
@@ -618,13 +629,13 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // an expiry (cause `expired`, counted in expired_keys) and not counted: false.
   template <class KK>
   bool del(const KK& key) {
-    return write_delete(key, options_.lazyfree_lazy_user_del);
+    return write_delete(key, options_.lazyfree_lazy_user_del, ChangeOp::del);
   }
   // UNLINK (one key): as del(), but with lazy free enabled (Options::lazyfree_queue_max) the
   // value is destroyed later, by tick(), as Redis's UNLINK.
   template <class KK>
   bool unlink(const KK& key) {
-    return write_delete(key, /*lazy=*/true);
+    return write_delete(key, /*lazy=*/true, ChangeOp::unlink);
   }
 
   // MSET: stores every (key, value) pair of `pairs` (a range of std::pair-like elements)
@@ -632,6 +643,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // Errc::out_of_memory when eviction cannot make room first. Events: `set` per pair.
   template <class Pairs>
   Result<void> mset(const Pairs& pairs) {
+    const typename detail::ChangeFeed<K, V>::Group unit(feed_);
     return as_one_command([&] {
       for (const auto& kv : pairs) (void)set(kv.first, kv.second);
     });
@@ -649,6 +661,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // DEL k1 k2 ...: the number of live keys removed (a key given twice counts once).
   template <class Keys>
   std::size_t del_many(const Keys& keys) {
+    const typename detail::ChangeFeed<K, V>::Group unit(feed_);
     std::size_t n = 0;
     for (const auto& k : keys) n += del(k) ? std::size_t{1} : std::size_t{0};
     return n;
@@ -737,7 +750,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     if (it != ks_.end()) {
       const std::uint32_t i = it->index;
       removed = ks_.clear_deadline(i);
-      if (removed) emit(KeyEventCause::persist, ks_.entry(i).key);
+      if (removed) emit(KeyEventCause::persist, ks_.entry(i));
     }
     flush();
     return removed;
@@ -803,7 +816,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     if (it != ks_.end()) {
       entry_type& e = ks_.entry(it);
       out.emplace(Transfer{std::move(e.value), ks_.is_volatile(e) ? e.deadline : kNoTtl});
-      emit(KeyEventCause::rename_from, e.key);
+      emit(KeyEventCause::rename_from, e);
       ks_.erase(it, [&](entry_type& gone) { unaccount_moved(gone, out->value); });
     }
     flush();
@@ -938,6 +951,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
 
   // FLUSHDB: removes everything, with no per-key events. Statistics are kept.
   void clear() noexcept {
+    if (EXPIRING_UNLIKELY(feed_.on())) feed_.standalone(change_type{ChangeOp::flushall});
     ks_.clear();
     lazy_.clear();  // FLUSHDB (synchronous): pending lazy-free values go too
     used_ = 0;
@@ -962,17 +976,22 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // RANDOMKEY: a random live key (uniform; see Keyspace::random_slot for the one exception),
   // nullopt when there is none. Stale keys it lands on are reclaimed (cause `expired`) and it
   // tries again, as Redis's dbRandomKey.
+  // On a replica (Options::replica) stale keys are skipped, not reclaimed; after 100 stale
+  // draws in a row it answers the stale key, as Redis's replica does rather than loop.
   std::optional<K> random_key() {
     const std::int64_t now = now_ms();
     std::optional<K> out;
+    const bool was = std::exchange(feed_arbitrary_, true);
+    int tries = 100;
     while (ks_.size() != 0) {
       const std::uint32_t i = ks_.random_slot([&] { return next_random(); });
-      if (!ks_.entry(i).is_stale(now)) {
+      if (!ks_.entry(i).is_stale(now) || (options_.replica && --tries == 0)) {
         out.emplace(ks_.entry(i).key);
         break;
       }
-      expire_entry(ks_.slot_of(i), now);
+      if (!options_.replica) expire_entry(ks_.slot_of(i), now);
     }
+    feed_arbitrary_ = was;
     flush();
     return out;
   }
@@ -998,15 +1017,17 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     if (count == 0) count = 1;
     const std::size_t slots = ks_.slot_count();
     pos = ks_.next_occupied(pos);
+    const bool was = std::exchange(feed_arbitrary_, true);
     for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
       const auto i = static_cast<std::uint32_t>(pos);
       if (ks_.entry(i).is_stale(now)) {
-        expire_entry(ks_.slot_of(i), now);
+        if (!options_.replica) expire_entry(ks_.slot_of(i), now);
       } else {
         fn(static_cast<const K&>(ks_.entry(i).key), static_cast<const V&>(ks_.entry(i).value));
       }
       pos = ks_.next_occupied(pos + 1);
     }
+    feed_arbitrary_ = was;
     flush();
     return pos >= slots ? 0 : (tag << kTagShift) | pos;
   }
@@ -1144,6 +1165,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       ~Restore() { flag = was; }
     } restore{in_command_, in_command_};
     in_command_ = true;
+    const typename detail::ChangeFeed<K, V>::Group unit(feed_);
     std::forward<F>(fn)();
     return r;
   }
@@ -1300,6 +1322,38 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // The parameters the current effort and hz give (semantics.md B §3.2).
   CycleParams cycle() const noexcept { return cycle_params(options_.active_expire_effort, options_.hz); }
 
+  // ==== Change feed, replication and loading ==============================================
+  // What a replica, an append-only log or a snapshot needs (change_feed.hpp, snapshot.hpp,
+  // append_log.hpp; docs/semantics.md D28-D33). Every TTL travels as an absolute deadline,
+  // and only the store that owns the keys decides that one expired.
+
+  // Receives every effective change of the store as the record that replays it (SET k v PXAT
+  // ms, PEXPIREAT, PERSIST, DEL/UNLINK, RENAME, FLUSHALL, MULTI/EXEC), synchronously and in
+  // order; an empty function removes the feed. The feed must neither call the store nor throw
+  // (see change_feed.hpp). Cost without a feed: one test per change.
+  void set_change_feed(change_feed_type feed) { feed_.set(std::move(feed)); }
+
+  // Replays one record as the store that made it did, taking every key as valid: nothing is
+  // stale to apply(), nothing is evicted or refused for memory, and a deadline already past
+  // is stored as given (a replica keeps the key until the primary's DEL; elsewhere it is
+  // reclaimed as any stale key, by the next call that touches it or by tick()). Raises the
+  // events and feed records of the matching member, so a replica can keep its own log.
+  // Returns whether the store changed: false for a PEXPIREAT, PERSIST or DEL of a missing
+  // key, a RENAME of a missing source, MULTI and EXEC. Errc::invalid_record, and nothing
+  // changes, when the record lacks the key, value or destination its op needs, or carries
+  // the deadline kInt64Max (no deadline is that far).
+  Result<bool> apply(const change_type& c);
+
+  // Every stored entry, stale ones not yet reclaimed included, as fn(const K& key, const V&
+  // value, std::int64_t pexpiretime) (-1 without TTL), in storage order: what a snapshot
+  // saves. A quiet path (no statistics, nothing reclaimed); fn must not call the store. O(size).
+  template <class F>
+  void visit_stored(F&& fn) const {
+    for (const entry_type& e : ks_.entries()) {
+      fn(static_cast<const K&>(e.key), static_cast<const V&>(e.value), ks_.is_volatile(e) ? e.deadline : kNoTtl);
+    }
+  }
+
   // ==== Events and statistics =============================================================
 
   // Receives the key events of the given causes (all of them by default; see events.hpp); an
@@ -1399,9 +1453,70 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   }
 
   // ---- events ----
-  void emit(KeyEventCause cause, const K& key) { events_.push(cause, key); }
+  // An event about entry e, and its record in the change feed.
+  void emit(KeyEventCause cause, const entry_type& e) {
+    events_.push(cause, e.key);
+    if (EXPIRING_UNLIKELY(feed_.on())) feed_change(cause, e);
+  }
+  // RENAME within the store: the two events, one record.
+  void renamed(const entry_type& from, const entry_type& to) {
+    events_.push(KeyEventCause::rename_from, from.key);
+    events_.push(KeyEventCause::rename_to, to.key);
+    if (EXPIRING_UNLIKELY(feed_.on())) feed_.record(change_type{ChangeOp::rename, &from.key, nullptr, &to.key});
+  }
+  // The end of a call: its feed unit closes, then its events are dispatched.
   void flush() {
+    if (EXPIRING_UNLIKELY(feed_.on())) {
+      feed_set_ = nullptr;
+      feed_.end_unit();
+    }
     events_.flush([this](V& v) { lazy_free(v); });
+  }
+
+  // ---- the change feed (change_feed.hpp, docs/semantics.md D28-D33) ----
+
+  // The record of a change that leaves entry e in place, as Redis 7 propagates it.
+  EXPIRING_NOINLINE void feed_change(KeyEventCause cause, const entry_type& e) {
+    const bool vol = ks_.is_volatile(e);
+    const change_type as_is{ChangeOp::set, &e.key, &e.value, nullptr, vol ? e.deadline : 0,
+                            vol ? ChangeTtl::at : ChangeTtl::none};
+    switch (cause) {
+      case KeyEventCause::set:        // SET ... EX/PX/EXAT/PXAT: SET k v PXAT ms
+      case KeyEventCause::copy_to:    // COPY and the other half of a transfer: the copy as it is
+      case KeyEventCause::rename_to:
+        feed_.record(as_is);
+        feed_set_ = &e;  // the `expire` event that follows is part of this record
+        return;
+      case KeyEventCause::expire:
+        if (feed_set_ != &e) feed_.record(change_type{ChangeOp::pexpireat, &e.key, nullptr, nullptr, e.deadline});
+        return;
+      case KeyEventCause::persist:
+        feed_.record(change_type{ChangeOp::persist, &e.key});
+        return;
+      case KeyEventCause::update:  // modify(), incr_by(): SET k v KEEPTTL (an idle TTL moves too)
+        feed_.record(idle_ms_ != 0 ? as_is : change_type{ChangeOp::set, &e.key, &e.value, nullptr, 0, ChangeTtl::keep});
+        return;
+      case KeyEventCause::rename_from:  // the first half of a transfer: the key leaves
+        feed_.record(change_type{ChangeOp::del, &e.key});
+        return;
+      case KeyEventCause::hset:  // a hash's fields changed: the hash as it now is (D32)
+      case KeyEventCause::hdel:
+      case KeyEventCause::hexpire:
+      case KeyEventCause::hpersist:
+      case KeyEventCause::hexpired:
+        if (feed_set_ != &e) feed_.record(change_type{ChangeOp::set, &e.key, &e.value, nullptr, 0, ChangeTtl::keep});
+        feed_set_ = &e;
+        return;
+      case KeyEventCause::del:
+      case KeyEventCause::expired:
+      case KeyEventCause::evicted:
+        return;  // removals are recorded by remove() and expire_entry()
+    }
+  }
+  // The verb of a deletion by a deadline already past (EXPIRE family, GETEX, SET ... PXAT):
+  // Redis's DEL, or UNLINK under lazyfree-lazy-expire.
+  ChangeOp past_deadline_verb() const noexcept {
+    return options_.lazyfree_lazy_expire ? ChangeOp::unlink : ChangeOp::del;
   }
 
   // ---- lookups and removal ----
@@ -1418,6 +1533,10 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
         if (read) ++stats_.keyspace_hits;
         if (EXPIRING_UNLIKELY(read_hook_) && touch == detail::Touch::yes) return touched(it, now, access);
         return it;
+      }
+      if (EXPIRING_UNLIKELY(options_.replica) && read) {  // a replica's read: missing, left in place
+        ++stats_.keyspace_misses;
+        return ks_.end();
       }
       expire_entry(it, now);
       it = ks_.end();
@@ -1436,12 +1555,12 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   }
   // DEL / UNLINK: a write lookup, then removal (cause `del`); `lazy` as remove().
   template <class KK>
-  bool write_delete(const KK& key, bool lazy) {
+  bool write_delete(const KK& key, bool lazy, ChangeOp verb) {
     const std::int64_t now = now_ms();
     const auto& lk = lookup_key(key);
     auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
     const bool found = it != ks_.end();
-    if (found) remove(it, KeyEventCause::del, lazy);
+    if (found) remove(it, KeyEventCause::del, lazy, verb);
     flush();
     return found;
   }
@@ -1459,8 +1578,17 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     for (const entry_type& e : ks_.entries()) sum += weight(e);
     return sum;
   }
-  // `lazy`: the value goes to the lazy-free queue (if lazy free is enabled).
-  void remove(slot_iterator it, KeyEventCause cause, bool lazy = false) {
+  // `lazy`: the value goes to the lazy-free queue (if lazy free is enabled). `verb`: the
+  // change feed's record of a removal by the caller (cause `del`): DEL or UNLINK.
+  void remove(slot_iterator it, KeyEventCause cause, bool lazy = false, ChangeOp verb = ChangeOp::del) {
+    if (EXPIRING_UNLIKELY(feed_.on())) {
+      const K& key = ks_.entry(it).key;
+      if (cause == KeyEventCause::evicted) {  // Redis: DEL, or UNLINK under lazyfree-lazy-eviction
+        feed_.standalone(change_type{options_.lazyfree_lazy_eviction ? ChangeOp::unlink : ChangeOp::del, &key});
+      } else if (cause != KeyEventCause::expired) {  // expire_entry() records expiries
+        feed_.record(change_type{verb, &key});
+      }
+    }
     lazy = lazy && lazy_.enabled();
     ks_.erase(it, [&](entry_type& e) {
       unaccount(e);
@@ -1648,6 +1776,17 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     auto& h = active ? stats_.expired_lateness.active : stats_.expired_lateness.lazy;
     ++h[static_cast<std::size_t>(LatenessHistogram::bucket_of(late < 0 ? 0 : late))];
     ++stats_.expired_keys;
+    if (EXPIRING_UNLIKELY(feed_.on())) {
+      // Only the primary decides that a key expired: it sends the DEL (UNLINK under
+      // lazyfree-lazy-expire). A lazy expiry waits for the change of the call that found it.
+      const bool unlink = options_.lazyfree_lazy_expire;
+      const K& key = ks_.entry(it).key;
+      if (active || feed_arbitrary_) {
+        feed_.standalone(change_type{unlink ? ChangeOp::unlink : ChangeOp::del, &key});
+      } else {
+        feed_.lazy_delete(key, unlink);
+      }
+    }
     remove(it, KeyEventCause::expired, options_.lazyfree_lazy_expire);
   }
 
@@ -1732,7 +1871,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     if (it != ks_.end() && cond == SetCond::NX) return false;
     if (t.pexpiretime != kNoTtl) {
       if (t.pexpiretime < now) {  // it expired in transit: the key is gone, as a lazy expiry
-        if (it != ks_.end()) remove(it, KeyEventCause::del);
+        if (it != ks_.end()) remove(it, KeyEventCause::del, false, past_deadline_verb());
         return true;
       }
       ks_.prepare_deadline(t.pexpiretime);
@@ -1766,7 +1905,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
                           [&](const V& v) { return v == expected; });
   }
   template <class K1, class K2>
-  Result<bool> rename_at(const K1& src, const K2& dst, SetCond cond, std::int64_t now);
+  Result<bool> rename_at(const K1& src, const K2& dst, SetCond cond, std::int64_t now, bool all_valid = false);
 
   static Result<void> status_of(const Result<bool>& r) {
     if (!r.ok()) return r.error();
@@ -1798,6 +1937,9 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   std::uint64_t load_ns_ = 0;
   std::uint64_t evicted_weight_ = 0;
   bool in_command_ = false;    // inside as_one_command(): memory was checked already
+  detail::ChangeFeed<K, V> feed_;           // set_change_feed()
+  const entry_type* feed_set_ = nullptr;    // the entry the current call's last `set` record was about
+  bool feed_arbitrary_ = false;             // in scan() or random_key(): lazy DELs go one by one
   std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
   std::size_t external_ = 0;   // set_external_memory(): client buffers and the like
   weigher_type weigher_;
@@ -1862,8 +2004,8 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
       ks_.clear_deadline(i);
     }
     placed(i, now);
-    emit(KeyEventCause::set, e.key);
-    if (with_deadline) emit(KeyEventCause::expire, e.key);
+    emit(KeyEventCause::set, e);
+    if (with_deadline) emit(KeyEventCause::expire, e);
   };
 
   // 3-5. XX, or an absolute deadline already past: look up without inserting.
@@ -1873,7 +2015,7 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
     const bool found = it != ks_.end();
     if ((cond == SetCond::XX && !found) || (cond == SetCond::NX && found)) return false;
     if (past) {
-      if (found) remove(it, KeyEventCause::del);
+      if (found) remove(it, KeyEventCause::del, false, past_deadline_verb());
       return true;
     }
     apply(it->index, false);
@@ -1982,12 +2124,12 @@ Result<void> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key, detail::Ex
   const bool removes = with_deadline && when <= now;
   read(static_cast<const V&>(ks_.entry(i).value), removes);
   if (removes) {
-    remove(it, KeyEventCause::del);  // D3: a deletion, not an expiry
+    remove(it, KeyEventCause::del, false, past_deadline_verb());  // D3: a deletion, not an expiry
   } else if (with_deadline) {
     ks_.set_deadline(i, when);
-    emit(KeyEventCause::expire, ks_.entry(i).key);
+    emit(KeyEventCause::expire, ks_.entry(i));
   } else if (spec.kind == detail::ExpiryKind::persist && ks_.clear_deadline(i)) {
-    emit(KeyEventCause::persist, ks_.entry(i).key);
+    emit(KeyEventCause::persist, ks_.entry(i));
   }
   return {};
 }
@@ -2054,11 +2196,11 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std:
     // 6. Apply.
     if (ok) {
       if (when <= now) {
-        remove(it, KeyEventCause::del);
+        remove(it, KeyEventCause::del, false, past_deadline_verb());
       } else {
         ks_.prepare_deadline(when);
         ks_.set_deadline(i, when);
-        emit(KeyEventCause::expire, ks_.entry(i).key);
+        emit(KeyEventCause::expire, ks_.entry(i));
       }
       applied = true;
     }
@@ -2117,7 +2259,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
     ks_.clear_deadline(d);
   }
   placed(d, now);
-  emit(KeyEventCause::copy_to, ks_.entry(d).key);
+  emit(KeyEventCause::copy_to, ks_.entry(d));
   return true;
 }
 
@@ -2154,16 +2296,16 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::compute(const KK& key, F&& fn) {
           break;
         }
         if (*w <= now) {
-          remove(it, KeyEventCause::del);
+          remove(it, KeyEventCause::del, false, past_deadline_verb());
         } else {
           ks_.prepare_deadline(*w);
           ks_.set_deadline(i, *w);
-          emit(KeyEventCause::expire, ks_.entry(i).key);
+          emit(KeyEventCause::expire, ks_.entry(i));
         }
         out = true;
       } else if (spec.kind == detail::ExpiryKind::none) {
         out = ks_.clear_deadline(i);
-        if (*out) emit(KeyEventCause::persist, ks_.entry(i).key);
+        if (*out) emit(KeyEventCause::persist, ks_.entry(i));
       }
       break;
     }
@@ -2176,15 +2318,17 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::compute(const KK& key, F&& fn) {
 template <class K, class V, class H, class E, class C, class P>
 template <class K1, class K2>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2& dst, SetCond cond,
-                                                     std::int64_t now) {
+                                                     std::int64_t now, bool all_valid) {
   const bool nx = cond == SetCond::NX;  // RENAMENX
   const auto& ls = lookup_key(src);
   const auto& ld = lookup_key(dst);
   const std::uint64_t hs = ks_.hash_of(ls);
   const std::uint64_t hd = ks_.hash_of(ld);
-  auto sit = lookup(ls, hs, now, detail::Access::write);
+  // apply() (all_valid): every key is live, whatever its deadline.
+  const std::int64_t seen = all_valid ? std::numeric_limits<std::int64_t>::min() : now;
+  auto sit = lookup(ls, hs, seen, detail::Access::write);
   if (sit == ks_.end()) return Errc::no_such_key;
-  auto dit = lookup(ld, hd, now, detail::Access::write);
+  auto dit = lookup(ld, hd, seen, detail::Access::write);
   if (dit != ks_.end() && dit->index == sit->index) return !nx;  // the same key
   if (dit != ks_.end() && nx) return false;
 
@@ -2205,8 +2349,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
       ks_.clear_deadline(d);
     }
     placed(d, now);
-    emit(KeyEventCause::rename_from, se.key);
-    emit(KeyEventCause::rename_to, de.key);
+    renamed(se, de);
     ks_.erase(sit, [](entry_type&) {});
     return true;
   }
@@ -2223,8 +2366,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   if (touch_access_) ks_.access(d) = ks_.access(s);
   if (was_volatile) ks_.set_deadline(d, deadline);
   placed(d, now);
-  emit(KeyEventCause::rename_from, ks_.entry(s).key);
-  emit(KeyEventCause::rename_to, ks_.entry(d).key);
+  renamed(ks_.entry(s), ks_.entry(d));
   ks_.erase(ks_.slot_of(s), [](entry_type&) {});
   return true;
 }
@@ -2261,6 +2403,100 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_entries(std::int64_t now, std::si
   return true;
 }
 
+// APPLY: one record of a change feed, with every key valid (change_feed.hpp, D31).
+template <class K, class V, class H, class E, class C, class P>
+Result<bool> ExpiringStore<K, V, H, E, C, P>::apply(const change_type& c) {
+  const bool keyed = c.op != ChangeOp::flushall && c.op != ChangeOp::multi && c.op != ChangeOp::exec;
+  if (keyed && c.key == nullptr) return Errc::invalid_record;
+  const bool timed = c.op == ChangeOp::pexpireat || (c.op == ChangeOp::set && c.ttl == ChangeTtl::at);
+  if (timed && c.at_ms == detail::kNoDeadline) return Errc::invalid_record;
+  if ((c.op == ChangeOp::set && c.value == nullptr) || (c.op == ChangeOp::rename && c.to == nullptr)) {
+    return Errc::invalid_record;
+  }
+  const std::int64_t now = now_ms();  // for the access data and the field index only: no key is stale to apply()
+  bool changed = false;
+  switch (c.op) {
+    case ChangeOp::multi:
+    case ChangeOp::exec:
+      return false;
+    case ChangeOp::flushall:
+      changed = ks_.size() != 0;
+      clear();
+      break;
+    case ChangeOp::set: {
+      const auto& lk = lookup_key(*c.key);
+      const std::uint64_t h = ks_.hash_of(lk);
+      if (c.ttl == ChangeTtl::at) ks_.prepare_deadline(c.at_ms);
+      std::uint32_t i = 0;
+      if (auto it = ks_.find(lk, h); it != ks_.end()) {
+        i = it->index;
+        entry_type& e = ks_.entry(i);
+        unaccount(e);
+        try {
+          replace_value(e.value, *c.value);
+        } catch (...) {
+          account(e);
+          throw;
+        }
+        account(e);
+        if (touch_access_) touch_access(i, now);
+      } else {
+        i = ks_.try_emplace(lk, h, *c.key, *c.value).first;
+        account(ks_.entry(i));
+        init_access(i, now);
+      }
+      if (c.ttl == ChangeTtl::at) {
+        ks_.set_deadline(i, c.at_ms);
+      } else if (c.ttl == ChangeTtl::none) {
+        ks_.clear_deadline(i);
+      }
+      placed(i, now);
+      emit(KeyEventCause::set, ks_.entry(i));
+      if (c.ttl == ChangeTtl::at) emit(KeyEventCause::expire, ks_.entry(i));
+      changed = true;
+      break;
+    }
+    case ChangeOp::pexpireat:
+    case ChangeOp::persist: {
+      const auto& lk = lookup_key(*c.key);
+      const auto it = ks_.find(lk, ks_.hash_of(lk));
+      if (it == ks_.end()) break;
+      const std::uint32_t i = it->index;
+      if (c.op == ChangeOp::pexpireat) {
+        ks_.prepare_deadline(c.at_ms);
+        ks_.set_deadline(i, c.at_ms);
+        emit(KeyEventCause::expire, ks_.entry(i));
+        changed = true;
+      } else if (ks_.clear_deadline(i)) {
+        emit(KeyEventCause::persist, ks_.entry(i));
+        changed = true;
+      }
+      break;
+    }
+    case ChangeOp::del:
+    case ChangeOp::unlink: {
+      const auto& lk = lookup_key(*c.key);
+      const auto it = ks_.find(lk, ks_.hash_of(lk));
+      if (it == ks_.end()) break;
+      const bool lazy = c.op == ChangeOp::unlink || options_.lazyfree_lazy_user_del;
+      remove(it, KeyEventCause::del, lazy, c.op);
+      changed = true;
+      break;
+    }
+    case ChangeOp::rename: {
+      Result<bool> r = rename_at(*c.key, *c.to, SetCond::Always, now, /*all_valid=*/true);
+      if (!r.ok() && r.error() != Errc::no_such_key) {
+        flush();
+        return r.error();
+      }
+      changed = r.ok() && *r;
+      break;
+    }
+  }
+  flush();
+  return changed;
+}
+
 // TICK: lazy free first, then the active-expire cycle (detail/active_expire.hpp).
 template <class K, class V, class H, class E, class C, class P>
 TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
@@ -2273,7 +2509,7 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   // A clock with an anchor to refresh (TscClock) or a cached reading (CachedClock) is resynced
   // once per tick, before the cycle reads it.
   if constexpr (detail::has_resync<C>::value) clock_.resync();
-  if (options_.active_expire_enabled) {
+  if (options_.active_expire_enabled && !options_.replica) {  // a replica never expires on its own
     std::int64_t cycle_now = 0;  // the cycle's one reading (D7), for the lateness histogram
     active_.run(
         report, ks_, options_, p, fast, stats_, [&] { return cycle_now = now_ms(); }, [&] { return budget_now(); },

@@ -431,6 +431,15 @@ struct Options {
   // lazyfree_queue_max > 0 (else the constructor throws std::invalid_argument).
   bool lazyfree_background = false;
 
+  // A replica (Redis's replica, docs/semantics.md D31): the store follows a primary's change
+  // feed through apply() and never expires a key on its own. tick() runs no expiry cycle;
+  // reads (get(), exists(), the TTL queries, scan(), random_key(), ...) answer a stale key as
+  // missing and leave it in place; nothing is evicted. A key goes only when a record says so
+  // (DEL, UNLINK, FLUSHALL) or when you write it yourself: as on a writable Redis replica, a
+  // write of your own treats a stale key as missing and replaces it. Not available for
+  // stores of hashes (the constructor throws std::invalid_argument).
+  bool replica = false;
+
   // Redis 7's active expiry exactly: no guaranteed sweep; everything else as Redis's
   // defaults (hz 10, effort 1).
   static Options redis_exact() {
