@@ -357,13 +357,81 @@ TEST_CASE("replica: stale keys read as missing and stay until the primary's DEL 
   CHECK(show(replica.get("j")) == "mine");
 }
 
-TEST_CASE("replica: not available for stores of hashes", "[feed][replica]") {
+namespace {
+using FM = expiring::FieldMap<std::string, std::string>;
+using HStore = expiring::Store<std::string, FM, ManualClock&, TestPolicy>;
+using HRecord = ChangeRecord<std::string, FM>;
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+std::string hash_text(const HStore::change_type& c) {
+  std::string s = expiring::to_string(c.op);
+  if (c.key != nullptr) s += " " + *c.key;
+  if (c.op == ChangeOp::set) s += " <" + std::to_string(c.value->size()) + " fields>";
+  if (c.op == ChangeOp::set && c.ttl == ChangeTtl::keep) s += " KEEPTTL";
+  return s;
+}
+}  // namespace
+
+TEST_CASE("change feed: a hash travels whole after each change of its fields (D32)", "[feed][hash_fields]") {
+  ManualClock clock{T0};
+  HStore primary(clock);
+  std::vector<std::string> log;
+  std::vector<HRecord> records;
+  primary.set_change_feed([&](const HStore::change_type& c) {
+    log.push_back(hash_text(c));
+    records.push_back(HRecord::of(c));
+  });
+  REQUIRE(primary.hset("h", Pairs{{"a", "1"}, {"b", "2"}, {"c", "3"}}).ok());
+  REQUIRE(primary.hpexpire("h", 10, {"a"}).ok());
+  REQUIRE(primary.hpexpire("h", 1000, {"b"}).ok());
+  CHECK(log == std::vector<std::string>{"SET h <3 fields> KEEPTTL", "SET h <3 fields> KEEPTTL",
+                                        "SET h <3 fields> KEEPTTL"});
+  log.clear();
+  clock.set(T0 + 11);
+  CHECK(*primary.hlen("h") == 2);  // the lazy reclaim of `a` travels as the hash without it
+  CHECK(log == std::vector<std::string>{"SET h <2 fields> KEEPTTL"});
+  log.clear();
+  REQUIRE(primary.hdel("h", {"b", "c"}).ok());  // the last fields: the key goes
+  CHECK(log.back() == "DEL h");
+
+  // Replayed later, field deadlines are as absolute as key deadlines.
+  REQUIRE(primary.hset("g", Pairs{{"x", "1"}, {"y", "2"}}).ok());
+  REQUIRE(primary.hpexpire("g", 5000, {"x"}).ok());
+  ManualClock later{T0 + 2000};
+  HStore replay(later);
+  for (const HRecord& r : records) REQUIRE(replay.apply(r.view()).ok());
+  CHECK(*replay.hpexpiretime("g", {"x", "y"}) == std::vector<std::int64_t>{T0 + 11 + 5000, -1});
+  CHECK(*replay.hexists("h", "a") == false);
+  CHECK(replay.size() == 1);
+}
+
+TEST_CASE("replica: a hash whose fields all went stale keeps its key until the primary's DEL", "[feed][replica][hash_fields]") {
   expiring::Options o;
   o.replica = true;
   ManualClock clock{T0};
-  using HashStore = expiring::ExpiringStore<std::string, expiring::FieldMap<std::string, std::string>,
-                                            expiring::Hash<std::string>, std::equal_to<>, ManualClock&>;
-  CHECK_THROWS_AS(HashStore(clock, o), std::invalid_argument);
+  HStore replica(clock, o);
+  ManualClock pclock{T0};
+  HStore primary(pclock);
+  std::vector<HRecord> records;
+  primary.set_change_feed([&](const HStore::change_type& c) { records.push_back(HRecord::of(c)); });
+  REQUIRE(primary.hset("h", Pairs{{"a", "1"}}).ok());
+  REQUIRE(primary.hpexpire("h", 10, {"a"}).ok());
+  for (const HRecord& r : records) REQUIRE(replica.apply(r.view()).ok());
+  records.clear();
+  clock.set(T0 + 11);  // the replica's clock is ahead of the primary's
+  CHECK(*replica.hlen("h") == 0);
+  CHECK(replica.hget("h", "a").ok());
+  CHECK(replica.size() == 1);  // the key stays
+  for (int i = 0; i < 10; ++i) (void)replica.tick(expiring::CycleKind::Slow);
+  CHECK(replica.size() == 1);
+  // The primary, still before the deadline, extends the key's TTL: the replica has the key.
+  REQUIRE(*primary.pexpire("h", 100000));
+  for (const HRecord& r : records) REQUIRE(replica.apply(r.view()).ok());
+  records.clear();
+  CHECK(replica.pexpiretime("h") == T0 + 100000);
+  pclock.set(T0 + 11);
+  CHECK(*primary.hlen("h") == 0);  // the primary reclaims: its DEL reaches the replica
+  for (const HRecord& r : records) REQUIRE(replica.apply(r.view()).ok());
+  CHECK(replica.size() == 0);
 }
 
 // The feed's contract end to end: a replica that applies every record, at any lag, stores

@@ -287,9 +287,6 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     if (options_.expire_after_access.count() < 0) {
       throw std::invalid_argument("expiring: expire_after_access must not be negative");
     }
-    if (kHashes && options_.replica) {
-      throw std::invalid_argument("expiring: Options::replica is not available for stores of hashes");
-    }
     idle_ms_ = static_cast<std::int64_t>(options_.expire_after_access.count());
     update_eviction_flags();
     lazy_.configure(options_.lazyfree_queue_max, options_.lazyfree_background);

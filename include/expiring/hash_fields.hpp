@@ -142,7 +142,7 @@ class HashFieldOps<Store, V, true> {
     if (!r.ok()) return finish(r.error());
     bool added = false;
     change(*r, now, [&](hash_map_type& m) { added = m.assign(std::forward<FF>(field), std::move(v)).second; });
-    self().emit(KeyEventCause::hset, self().ks_.entry(r->i).key);
+    self().emit(KeyEventCause::hset, self().ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(std::size_t{added ? 1u : 0u});
   }
@@ -167,7 +167,7 @@ class HashFieldOps<Store, V, true> {
     if (!r.ok()) return finish(r.error());
     if (map_at(r->i).find(field) != hash_map_type::npos) return finish(false);
     change(*r, now, [&](hash_map_type& m) { m.assign(std::forward<FF>(field), std::move(v)); });
-    self().emit(KeyEventCause::hset, self().ks_.entry(r->i).key);
+    self().emit(KeyEventCause::hset, self().ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(true);
   }
@@ -304,7 +304,7 @@ class HashFieldOps<Store, V, true> {
         m.assign(field_type(field), from_integer(sum));
       }
     });
-    self().emit(KeyEventCause::hset, self().ks_.entry(r->i).key);
+    self().emit(KeyEventCause::hset, self().ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(sum);
   }
@@ -655,6 +655,14 @@ class HashFieldOps<Store, V, true> {
       s.events_.push_removed(KeyEventCause::hexpired, typename Store::key_type(s.ks_.entry(i).key), std::move(gone),
                              false);
     }
+    if (map_at(i).empty() && s.options_.replica) {
+      // A replica keeps the emptied key (D31): only the primary's DEL removes a key. Its
+      // members answer an empty hash as they answer a missing one.
+      s.ks_.unindex_hash(i);
+      return n;
+    }
+    // The change feed: the hash as it now is (an emptied one goes as a DEL, by hash_changed()).
+    if (n != 0 && !map_at(i).empty() && s.feed_.on()) s.feed_change(KeyEventCause::hexpired, s.ks_.entry(i));
     hash_changed(i, now);
     return n;
   }
@@ -671,7 +679,7 @@ class HashFieldOps<Store, V, true> {
         if (m.assign(first->first, first->second).second) ++added;
       }
     });
-    self().emit(KeyEventCause::hset, self().ks_.entry(r->i).key);
+    self().emit(KeyEventCause::hset, self().ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(added);
   }
@@ -693,7 +701,7 @@ class HashFieldOps<Store, V, true> {
       }
     });
     if (removed != 0) {
-      s.emit(KeyEventCause::hdel, s.ks_.entry(i).key);
+      s.emit(KeyEventCause::hdel, s.ks_.entry(i));
       hash_changed(i, now);
     }
     return finish(removed);
@@ -766,8 +774,8 @@ class HashFieldOps<Store, V, true> {
       }
     });
     s.stats_.expired_subkeys += deleted;  // as Redis 7.4 counts a past field time (D24)
-    if (set != 0) s.emit(KeyEventCause::hexpire, s.ks_.entry(i).key);
-    if (deleted != 0) s.emit(KeyEventCause::hdel, s.ks_.entry(i).key);
+    if (set != 0) s.emit(KeyEventCause::hexpire, s.ks_.entry(i));
+    if (deleted != 0) s.emit(KeyEventCause::hdel, s.ks_.entry(i));
     if (set != 0 || deleted != 0) hash_changed(i, now);
     return finish(Result<void>());
   }
@@ -823,7 +831,7 @@ class HashFieldOps<Store, V, true> {
       out[j++] = code;
     }
     if (persisted != 0) {
-      s.emit(KeyEventCause::hpersist, s.ks_.entry(*r).key);
+      s.emit(KeyEventCause::hpersist, s.ks_.entry(*r));
       hash_changed(*r, now);
     }
     return finish(Result<void>());
