@@ -73,10 +73,15 @@ template <class K, class V>
 struct Change {
   ChangeOp op = ChangeOp::set;
   const K* key = nullptr;    // every op but flushall, multi and exec
-  const V* value = nullptr;  // set
+  const V* value = nullptr;  // set; for rename (from the store's feed), the value moved
   const K* to = nullptr;     // rename: the new name
   std::int64_t at_ms = 0;    // pexpireat, and set with ttl == ChangeTtl::at (Unix ms)
   ChangeTtl ttl = ChangeTtl::none;
+  // The whole state after a set or a rename, from the store's feed: the deadline the key
+  // (rename: the new name) now has, nullopt for none. A log that writes every change as the
+  // key's whole state (append_log.hpp) needs it for KEEPTTL and RENAME; apply() does not
+  // read it.
+  std::optional<std::int64_t> deadline = std::nullopt;
 };
 
 // A record that owns its key and value: what a log or a replication link reads back.
@@ -88,6 +93,7 @@ struct ChangeRecord {
   std::optional<K> to;
   std::int64_t at_ms = 0;
   ChangeTtl ttl = ChangeTtl::none;
+  std::optional<std::int64_t> deadline = std::nullopt;
 
   static ChangeRecord of(const Change<K, V>& c) {
     ChangeRecord r;
@@ -97,10 +103,12 @@ struct ChangeRecord {
     if (c.to != nullptr) r.to.emplace(*c.to);
     r.at_ms = c.at_ms;
     r.ttl = c.ttl;
+    r.deadline = c.deadline;
     return r;
   }
   Change<K, V> view() const noexcept {
-    return Change<K, V>{op, key ? &*key : nullptr, value ? &*value : nullptr, to ? &*to : nullptr, at_ms, ttl};
+    return Change<K, V>{op,    key ? &*key : nullptr, value ? &*value : nullptr, to ? &*to : nullptr, at_ms,
+                        ttl,   deadline};
   }
 };
 

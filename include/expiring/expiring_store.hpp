@@ -1337,8 +1337,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // events and feed records of the matching member, so a replica can keep its own log.
   // Returns whether the store changed: false for a PEXPIREAT, PERSIST or DEL of a missing
   // key, a RENAME of a missing source, MULTI and EXEC. Errc::invalid_record, and nothing
-  // changes, when the record lacks the key, value or destination its op needs, or carries
-  // the deadline kInt64Max (no deadline is that far).
+  // changes, when the record lacks the key, value or destination its op needs.
   Result<bool> apply(const change_type& c);
 
   // Every stored entry, stale ones not yet reclaimed included, as fn(const K& key, const V&
@@ -1459,7 +1458,9 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   void renamed(const entry_type& from, const entry_type& to) {
     events_.push(KeyEventCause::rename_from, from.key);
     events_.push(KeyEventCause::rename_to, to.key);
-    if (EXPIRING_UNLIKELY(feed_.on())) feed_.record(change_type{ChangeOp::rename, &from.key, nullptr, &to.key});
+    if (EXPIRING_UNLIKELY(feed_.on())) {
+      feed_.record(change_type{ChangeOp::rename, &from.key, &to.value, &to.key, 0, ChangeTtl::none, deadline_of(to)});
+    }
   }
   // The end of a call: its feed unit closes, then its events are dispatched.
   void flush() {
@@ -1476,7 +1477,8 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   EXPIRING_NOINLINE void feed_change(KeyEventCause cause, const entry_type& e) {
     const bool vol = ks_.is_volatile(e);
     const change_type as_is{ChangeOp::set, &e.key, &e.value, nullptr, vol ? e.deadline : 0,
-                            vol ? ChangeTtl::at : ChangeTtl::none};
+                            vol ? ChangeTtl::at : ChangeTtl::none, deadline_of(e)};
+    const change_type keep{ChangeOp::set, &e.key, &e.value, nullptr, 0, ChangeTtl::keep, deadline_of(e)};
     switch (cause) {
       case KeyEventCause::set:        // SET ... EX/PX/EXAT/PXAT: SET k v PXAT ms
       case KeyEventCause::copy_to:    // COPY and the other half of a transfer: the copy as it is
@@ -1491,7 +1493,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
         feed_.record(change_type{ChangeOp::persist, &e.key});
         return;
       case KeyEventCause::update:  // modify(), incr_by(): SET k v KEEPTTL (an idle TTL moves too)
-        feed_.record(idle_ms_ != 0 ? as_is : change_type{ChangeOp::set, &e.key, &e.value, nullptr, 0, ChangeTtl::keep});
+        feed_.record(idle_ms_ != 0 ? as_is : keep);
         return;
       case KeyEventCause::rename_from:  // the first half of a transfer: the key leaves
         feed_.record(change_type{ChangeOp::del, &e.key});
@@ -1501,7 +1503,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       case KeyEventCause::hexpire:
       case KeyEventCause::hpersist:
       case KeyEventCause::hexpired:
-        if (feed_set_ != &e) feed_.record(change_type{ChangeOp::set, &e.key, &e.value, nullptr, 0, ChangeTtl::keep});
+        if (feed_set_ != &e) feed_.record(keep);
         feed_set_ = &e;
         return;
       case KeyEventCause::del:
@@ -1509,6 +1511,10 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       case KeyEventCause::evicted:
         return;  // removals are recorded by remove() and expire_entry()
     }
+  }
+  std::optional<std::int64_t> deadline_of(const entry_type& e) const noexcept {
+    if (!ks_.is_volatile(e)) return std::nullopt;
+    return e.deadline;
   }
   // The verb of a deletion by a deadline already past (EXPIRE family, GETEX, SET ... PXAT):
   // Redis's DEL, or UNLINK under lazyfree-lazy-expire.
@@ -2405,8 +2411,6 @@ template <class K, class V, class H, class E, class C, class P>
 Result<bool> ExpiringStore<K, V, H, E, C, P>::apply(const change_type& c) {
   const bool keyed = c.op != ChangeOp::flushall && c.op != ChangeOp::multi && c.op != ChangeOp::exec;
   if (keyed && c.key == nullptr) return Errc::invalid_record;
-  const bool timed = c.op == ChangeOp::pexpireat || (c.op == ChangeOp::set && c.ttl == ChangeTtl::at);
-  if (timed && c.at_ms == detail::kNoDeadline) return Errc::invalid_record;
   if ((c.op == ChangeOp::set && c.value == nullptr) || (c.op == ChangeOp::rename && c.to == nullptr)) {
     return Errc::invalid_record;
   }
