@@ -1350,6 +1350,32 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     }
   }
 
+  // The same, a few entries at a time, as scan() walks the table: calls fn(const K&, const
+  // V&, std::optional<std::int64_t> deadline) for up to `count` stored entries from `cursor`
+  // (0 starts) and returns the cursor to continue with, 0 once every entry was visited. A
+  // rehash between two calls (a growth, or tick()'s shrink) returns kRestarted instead: the
+  // entries visited before may not be visited again, so the walk must start over (what a log
+  // rewrite does, append_log.hpp). Quiet, as the whole-store form; fn must not call the store.
+  static constexpr std::uint64_t kRestarted = ~std::uint64_t{0};
+  template <class F>
+  std::uint64_t scan_stored(std::uint64_t cursor, std::size_t count, F&& fn) const {
+    constexpr int kTagShift = 40;  // positions below 2^40; the layout tag above (as scan())
+    const std::uint64_t tag = (static_cast<std::uint64_t>(ks_.epoch()) & 0xFFFFFFu) + 1;
+    std::size_t pos = 0;
+    if (cursor != 0) {
+      if ((cursor >> kTagShift) != tag) return kRestarted;
+      pos = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << kTagShift) - 1));
+    }
+    const std::size_t slots = ks_.slot_count();
+    pos = ks_.next_occupied(pos);
+    for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
+      const entry_type& e = ks_.entry(static_cast<std::uint32_t>(pos));
+      fn(static_cast<const K&>(e.key), static_cast<const V&>(e.value), deadline_of(e));
+      pos = ks_.next_occupied(pos + 1);
+    }
+    return pos >= slots ? 0 : (tag << kTagShift) | pos;
+  }
+
   // ==== Events and statistics =============================================================
 
   // Receives the key events of the given causes (all of them by default; see events.hpp); an

@@ -1,0 +1,997 @@
+// expiring/append_log.hpp: the append-only log, Redis's AOF for a store, fed by its change
+// feed and replayed at start.
+//
+//   expiring::AppendLogOptions o;
+//   o.fsync = expiring::Fsync::always;                  // appendfsync always | everysec | no
+//   auto log = expiring::AppendLog<Store>::open(store, "/var/lib/app", o);
+//   if (!log.ok()) die(log.error().message);            // the store is as it was
+//   store.set("k", "v", expiring::Ex{100});             // logged as SET k v PXAT <ms>
+//   (*log)->start_rewrite();                            // BGREWRITEAOF, then from your loop:
+//   while ((*log)->rewriting()) (*log)->rewrite_step(); // each step within a time bound
+//
+// Design
+// ------
+// Files, in one directory, as Redis 7's multi-part AOF:
+//   <name>.manifest        the files that make the log, in order: a base, then incr files
+//   <name>.<n>.base.log    the store's content as whole keys, written by a rewrite
+//   <name>.<n>.incr.log    every change after that base, as records
+// A file is a header (magic "\x89EXPLOG", version u16, kind u8 (1 base, 2 incr), 0 u8,
+// created ms i64, CRC-32C of those 20 bytes u32: 24 bytes) and records [length u32][CRC-32C
+// of the length u32][CRC-32C of the payload u32][payload].
+// A payload is an op byte, then: SET without TTL: key, value; SET with a deadline: the
+// deadline i64, key, value; PEXPIREAT: the deadline, key; PERSIST, DEL, UNLINK: key;
+// FLUSHALL, MULTI, EXEC: nothing (keys and values by Codec<K>, Codec<V>; integers
+// little-endian). docs/design/snapshot_format.md has the bytes.
+//
+// Every time is absolute (the feed's), and every record but PEXPIREAT and PERSIST sets a
+// key's whole state: the feed's KEEPTTL is written with the deadline it kept, and RENAME a b
+// as DEL a, SET b <value> <deadline> in a MULTI. That is what lets a rewrite run in steps,
+// without a fork and without a copy of the store: it starts a new incr file (every later
+// change goes there), then walks the store a bounded number of entries per step, writing each
+// one as it is at that moment into the new base. A key changed during the walk may be written
+// in any of its states since the start, but the new incr file holds every change since then,
+// and replaying a whole-state record (or a DEL) fixes the key whatever came before it, while
+// PEXPIREAT and PERSIST leave existence and value alone. So base + incr gives the store's
+// state (docs/design/append_log.md has the argument). A rehash during the walk restarts it.
+// When the walk is done the base is fsynced (on a thread: a step never waits for it) and
+// renamed into place, and a new manifest names it and the incr file that started with it;
+// the older files go. A crash at any point leaves a manifest whose files replay to the state:
+// until the switch, the old base and incr files plus the new incr file.
+//
+// Durability, as Redis's appendfsync:
+//   Fsync::always     each unit of change (a record, or a MULTI ... EXEC) is written and
+//                     fdatasync'ed before the store's call returns: an acknowledged write
+//                     survives a crash of the process or of the machine.
+//   Fsync::everysec   records are buffered and written, then fdatasync'ed, once a second by a
+//                     thread of the log (and written at once when the buffer passes 1 MiB):
+//                     a crash may lose the last second or so.
+//   Fsync::no         as everysec, without fdatasync: the system writes when it wants.
+// A write or fsync that fails is kept as the log's failure() (Redis's aof_last_write_status);
+// the store's change was made and the log no longer has it, so treat it as fatal. The feed
+// itself never throws (change_feed.hpp).
+//
+// Replay, at open(): every file is read and checked (header, each record's length and CRC,
+// each payload) before the store is touched; then the store is cleared and every record
+// applied with apply(), which takes every key as valid (a deadline that has passed is stored,
+// and reclaimed afterwards, as Redis's AOF loading). A torn last record in the last file,
+// and a MULTI that never reached its EXEC, are what a crash in the middle of a write leaves:
+// with load_truncated (Redis's aof-load-truncated yes, the default) they are cut off the file
+// and replay goes on; without it they are Errc::truncated_file. Anything else (a CRC that does
+// not match, a payload that does not decode, a torn record before the end) is
+// Errc::corrupt_file or Errc::truncated_file, with the file's name and the offset, and the
+// store is unchanged.
+//
+// Threads: the log is driven from the store's thread (the feed, rewrite_step(), flush()). Its
+// own threads only write and sync files.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "change_feed.hpp"
+#include "codec.hpp"
+#include "error.hpp"
+#include "snapshot.hpp"
+
+#if !defined(EXPIRING_SNAPSHOT_POSIX)
+#error "expiring/append_log.hpp needs POSIX files (open, write, fdatasync, rename)"
+#endif
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace expiring {
+
+// Redis's appendfsync.
+enum class Fsync : std::uint8_t { always, everysec, no };
+
+constexpr const char* to_string(Fsync f) noexcept {
+  switch (f) {
+    case Fsync::always: return "always";
+    case Fsync::everysec: return "everysec";
+    case Fsync::no: return "no";
+  }
+  return "?";
+}
+
+struct AppendLogOptions {
+  Fsync fsync = Fsync::everysec;  // appendfsync
+  bool load_truncated = true;     // aof-load-truncated: cut a torn tail off instead of failing
+  std::string name = "appendonly";  // appendfilename: the files' common prefix
+  // The bound on one rewrite_step(): it stops walking the store once this much time passed
+  // (checked every 64 keys). Redis's rewrite forks instead; the walk is what bounds a step.
+  std::chrono::microseconds rewrite_step_budget{1000};
+  // Records buffered beyond this many bytes are written at once (everysec and no).
+  std::size_t buffer_limit = 1u << 20;
+};
+
+// What open() replayed.
+struct AppendLogInfo {
+  std::uint64_t records = 0;          // records applied
+  std::uint64_t files = 0;            // files read
+  std::uint64_t bytes = 0;            // bytes read
+  std::uint64_t truncated_bytes = 0;  // cut off the last file (a torn record, an open MULTI)
+  bool created = false;               // there was no log: a new one was started
+};
+
+// Counters for INFO persistence.
+struct AppendLogStats {
+  std::uint64_t records = 0;         // records written since open()
+  std::uint64_t bytes = 0;           // bytes written to incr files since open()
+  std::uint64_t fsyncs = 0;          // fdatasync calls that succeeded
+  std::uint64_t rewrites = 0;        // rewrites completed
+  std::uint64_t rewrite_restarts = 0;  // walks restarted by a rehash
+  std::uint64_t base_bytes = 0;      // size of the current base file
+  std::uint64_t incr_bytes = 0;      // size of the current incr file
+  std::int64_t last_rewrite_us = -1;   // wall time of the last completed rewrite
+  bool rewriting = false;
+  bool ok = true;                    // no write or fsync failed (aof_last_write_status)
+};
+
+template <class Store>
+class AppendLog {
+ public:
+  using key_type = typename Store::key_type;
+  using mapped_type = typename Store::mapped_type;
+  using change_type = Change<key_type, mapped_type>;
+
+  // Opens the log in `dir` (which must exist) and replays it into `store`, replacing what the
+  // store holds; then becomes the store's change feed. A directory without a manifest starts
+  // a new, empty log (the store is left as it is and its content is written as the first
+  // base). On an error the store is unchanged and no file is modified.
+  static FileResult<std::unique_ptr<AppendLog>> open(Store& store, std::string dir, AppendLogOptions options = {});
+
+  // Writes what is buffered, fdatasyncs, stops the log's thread and detaches from the store.
+  ~AppendLog();
+  AppendLog(const AppendLog&) = delete;
+  AppendLog& operator=(const AppendLog&) = delete;
+
+  // The feed: the store calls it (set by open()); call it yourself from a feed of your own
+  // when the store has other consumers too.
+  void on_change(const change_type& c) noexcept;
+
+  // Writes and fdatasyncs everything buffered now, whatever the policy. False on a failure.
+  bool flush();
+
+  // BGREWRITEAOF: starts a rewrite (false if one is running or the log has failed).
+  bool start_rewrite();
+  // One bounded step of the rewrite; true when it completed (the new manifest is in place).
+  bool rewrite_step();
+  // All the steps at once.
+  bool rewrite() {
+    if (!rewriting() && !start_rewrite()) return false;
+    while (rewriting()) {
+      if (rewrite_step()) return true;
+      if (!failure_.code_ok()) return false;
+    }
+    return true;
+  }
+  bool rewriting() const noexcept { return rw_.has_value(); }
+
+  // The first write or fsync error, if any (the log stops writing after it).
+  std::optional<FileError> failure() const;
+  AppendLogStats stats() const;
+  const AppendLogInfo& replayed() const noexcept { return info_; }
+  const std::string& directory() const noexcept { return dir_; }
+
+ private:
+  struct Failure {
+    mutable std::mutex mu;
+    std::optional<FileError> error;
+    std::atomic<bool> failed{false};
+    bool code_ok() const noexcept { return !failed.load(std::memory_order_acquire); }
+    void set(FileError e) {
+      std::lock_guard<std::mutex> g(mu);
+      if (!error) error = std::move(e);
+      failed.store(true, std::memory_order_release);
+    }
+  };
+  struct Rewrite {
+    std::uint64_t seq = 0;         // the new base's and incr's number
+    std::string tmp_path;          // the base being written
+    int fd = -1;
+    std::string buf;
+    std::uint64_t cursor = 0;
+    std::uint64_t bytes = 0;
+    bool walked = false;           // the walk is done; the base is being synced
+    std::thread syncer;
+    std::atomic<int> synced{0};    // 0 running, 1 done, -1 failed (errno in sync_err)
+    int sync_err = 0;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  AppendLog(Store& store, std::string dir, AppendLogOptions options)
+      : store_(store), dir_(std::move(dir)), options_(std::move(options)) {}
+
+  std::string path(const std::string& file) const { return dir_ + "/" + file; }
+  std::string file_name(std::uint64_t seq, bool base) const {
+    return options_.name + "." + std::to_string(seq) + (base ? ".base.log" : ".incr.log");
+  }
+
+  FileResult<bool> replay(const std::vector<std::pair<bool, std::string>>& files);
+  bool create_file(const std::string& file, bool base, int& fd, std::uint64_t& size);
+  bool write_manifest(const std::string& base, const std::vector<std::string>& incrs);
+  void encode(const change_type& c);
+  void end_unit();
+  bool write_out(bool sync);  // takes fd_mu_
+  void background();
+  void fail(std::string what, int err);
+  void remove_strays() const;
+
+  Store& store_;
+  std::string dir_;
+  AppendLogOptions options_;
+  AppendLogInfo info_;
+
+  // The current files.
+  std::uint64_t seq_ = 0;
+  std::string base_;
+  std::vector<std::string> incrs_;
+  int fd_ = -1;  // the last incr file (guarded by fd_mu_)
+
+  // Records not yet written (mu_), written in order under fd_mu_ (taken first).
+  mutable std::mutex fd_mu_;
+  mutable std::mutex mu_;
+  std::string buf_;
+  std::string scratch_;  // the record being encoded (store's thread only)
+  bool in_multi_ = false;
+  AppendLogStats stats_;   // mu_
+  Failure failure_;
+
+  std::optional<Rewrite> rw_;
+
+  std::thread thread_;
+  std::condition_variable wake_;
+  bool stop_ = false;  // mu_
+};
+
+// =========================================================================================
+// Implementation
+// =========================================================================================
+
+namespace detail::aof {
+
+inline constexpr char kMagic[8] = {'\x89', 'E', 'X', 'P', 'L', 'O', 'G', '\0'};
+inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::size_t kHeaderBytes = 8 + 2 + 1 + 1 + 8 + 4;
+// A record's head: its payload's length u32, the CRC-32C of those 4 bytes u32 (a changed
+// length is corrupt, not a torn end), the CRC-32C of the payload u32.
+inline constexpr std::size_t kRecordHead = 12;
+inline constexpr std::uint32_t kMaxPayload = 0x7FFFFFFFu;
+
+enum Op : unsigned char {
+  kSet = 1,          // key, value
+  kSetDeadline = 2,  // deadline, key, value
+  kPexpireat = 3,    // deadline, key
+  kPersist = 4,      // key
+  kDel = 5,          // key
+  kUnlink = 6,       // key
+  kFlushall = 7,
+  kMulti = 8,
+  kExec = 9,
+};
+
+inline void put_u32(char* p, std::uint32_t v) noexcept {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(static_cast<unsigned char>(v >> (8 * i)));
+}
+inline std::uint32_t get_u32(const char* p) noexcept {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  return v;
+}
+
+inline void put_crc(std::string& h) {
+  char c[4];
+  put_u32(c, detail::crc32c(h.data(), h.size()));
+  h.append(c, 4);
+}
+// Fills the head of the record whose payload follows `head` (kRecordHead bytes before it).
+inline void seal(char* head, std::size_t len) noexcept {
+  put_u32(head, static_cast<std::uint32_t>(len));
+  put_u32(head + 4, detail::crc32c(head, 4));
+  put_u32(head + 8, detail::crc32c(head + kRecordHead, len));
+}
+inline std::string header(bool base, std::int64_t created_ms) {
+  std::string h(kMagic, sizeof kMagic);
+  codec::put_le(h, kVersion, 2);
+  h.push_back(static_cast<char>(base ? 1 : 2));
+  h.push_back('\0');
+  codec::put_i64(h, created_ms);
+  put_crc(h);
+  return h;
+}
+
+inline FileError error(Errc code, const std::string& file, std::uint64_t offset, const std::string& what) {
+  return FileError{code, offset, "append log: " + file + ": " + what + " at offset " + std::to_string(offset)};
+}
+
+inline bool write_all(int fd, const char* p, std::size_t n, int& err) {
+  while (n != 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      return false;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+inline int sync_fd(int fd) {
+#if defined(__linux__)
+  const int r = ::fdatasync(fd);
+#else
+  const int r = ::fsync(fd);
+#endif
+  return r == 0 ? 0 : errno;
+}
+
+inline bool read_file(const std::string& p, std::string& out, int& err) {
+  const int fd = detail::open_cloexec(p.c_str(), O_RDONLY);
+  if (fd < 0) {
+    err = errno;
+    return false;
+  }
+  out.clear();
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      ::close(fd);
+      return false;
+    }
+    if (r == 0) break;
+    out.append(buf, static_cast<std::size_t>(r));
+  }
+  ::close(fd);
+  return true;
+}
+
+inline bool sync_dir(const std::string& dir, int& err) {
+  const int fd = detail::open_cloexec(dir.c_str(), O_RDONLY);
+  if (fd < 0) {
+    err = errno;
+    return false;
+  }
+  const int r = ::fsync(fd);
+  err = r == 0 ? 0 : errno;
+  ::close(fd);
+  return r == 0;
+}
+
+// Writes `data` to `dir/name` through a temporary file: fsync, rename, fsync of the directory.
+inline bool replace_file(const std::string& dir, const std::string& name, const std::string& data, int& err) {
+  const std::string final_path = dir + "/" + name;
+  const std::string tmp = final_path + ".tmp-" + std::to_string(::getpid());
+  const int fd = detail::open_cloexec(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    err = errno;
+    return false;
+  }
+  bool ok = write_all(fd, data.data(), data.size(), err);
+  if (ok && ::fsync(fd) != 0) {
+    err = errno;
+    ok = false;
+  }
+  ::close(fd);
+  if (ok && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    err = errno;
+    ok = false;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return sync_dir(dir, err);
+}
+
+// One decoded record with where it ended.
+template <class K, class V>
+struct Parsed {
+  ChangeRecord<K, V> rec;
+  std::uint64_t end = 0;
+};
+
+// Parses a whole file. On success every record is in `out` and `good_end` is where the last
+// complete unit ends (a record outside a MULTI, or an EXEC); `torn` says the file ends with
+// a partial record, or with a MULTI not closed.
+template <class K, class V>
+std::optional<FileError> parse(const std::string& name, bool base, std::string_view data,
+                               std::vector<Parsed<K, V>>& out, std::uint64_t& good_end, bool& torn) {
+  torn = false;
+  if (data.size() < kHeaderBytes) {
+    if (data.size() < sizeof kMagic && std::memcmp(data.data(), kMagic, data.size()) == 0) {
+      torn = true;
+      good_end = 0;
+      return std::nullopt;
+    }
+    return error(Errc::truncated_file, name, data.size(), "the header is cut short");
+  }
+  if (std::memcmp(data.data(), kMagic, sizeof kMagic) != 0) return error(Errc::corrupt_file, name, 0, "not an append log (bad magic)");
+  const auto version = static_cast<std::uint16_t>(static_cast<unsigned char>(data[8]) |
+                                                  (static_cast<unsigned>(static_cast<unsigned char>(data[9])) << 8));
+  if (detail::crc32c(data.data(), kHeaderBytes - 4) != get_u32(data.data() + kHeaderBytes - 4)) {
+    return error(Errc::corrupt_file, name, 0, "header checksum mismatch");
+  }
+  if (version != kVersion) {
+    return error(Errc::unsupported_version, name, 8, "format version " + std::to_string(version) + " (this build reads 1)");
+  }
+  if (data[10] != (base ? 1 : 2) || data[11] != 0) {
+    return error(Errc::corrupt_file, name, 10, base ? "not a base file" : "not an incr file");
+  }
+  std::uint64_t pos = kHeaderBytes;
+  good_end = pos;
+  std::size_t unit_start = out.size();  // records of an open MULTI start here
+  bool multi = false;
+  while (pos < data.size()) {
+    if (data.size() - pos < kRecordHead) {
+      torn = true;
+      break;
+    }
+    const std::uint32_t len = get_u32(data.data() + pos);
+    if (detail::crc32c(data.data() + pos, 4) != get_u32(data.data() + pos + 4)) {
+      return error(Errc::corrupt_file, name, pos, "record length checksum mismatch");
+    }
+    const std::uint32_t crc = get_u32(data.data() + pos + 8);
+    if (len == 0 || len > kMaxPayload) return error(Errc::corrupt_file, name, pos, "a record length of " + std::to_string(len));
+    if (data.size() - pos - kRecordHead < len) {
+      torn = true;
+      break;
+    }
+    std::string_view payload = data.substr(static_cast<std::size_t>(pos + kRecordHead), len);
+    if (detail::crc32c(payload.data(), payload.size()) != crc) return error(Errc::corrupt_file, name, pos, "checksum mismatch");
+    Parsed<K, V> p;
+    const auto op = static_cast<unsigned char>(payload[0]);
+    payload.remove_prefix(1);
+    auto key = [&]() -> bool {
+      p.rec.key.emplace();
+      return Codec<K>::decode(payload, *p.rec.key);
+    };
+    auto value = [&]() -> bool {
+      p.rec.value.emplace();
+      return Codec<V>::decode(payload, *p.rec.value);
+    };
+    auto deadline = [&]() -> bool { return codec::get_i64(payload, p.rec.at_ms); };
+    bool ok = true;
+    switch (op) {
+      case kSet: p.rec.op = ChangeOp::set; p.rec.ttl = ChangeTtl::none; ok = key() && value(); break;
+      case kSetDeadline: p.rec.op = ChangeOp::set; p.rec.ttl = ChangeTtl::at; ok = deadline() && key() && value(); break;
+      case kPexpireat: p.rec.op = ChangeOp::pexpireat; ok = deadline() && key(); break;
+      case kPersist: p.rec.op = ChangeOp::persist; ok = key(); break;
+      case kDel: p.rec.op = ChangeOp::del; ok = key(); break;
+      case kUnlink: p.rec.op = ChangeOp::unlink; ok = key(); break;
+      case kFlushall: p.rec.op = ChangeOp::flushall; break;
+      case kMulti: p.rec.op = ChangeOp::multi; break;
+      case kExec: p.rec.op = ChangeOp::exec; break;
+      default: return error(Errc::corrupt_file, name, pos, "an unknown record type " + std::to_string(op));
+    }
+    if (!ok || !payload.empty()) return error(Errc::corrupt_file, name, pos, "a record that does not decode");
+    if (p.rec.op == ChangeOp::multi) {
+      if (multi) return error(Errc::corrupt_file, name, pos, "a MULTI inside a MULTI");
+      multi = true;
+      unit_start = out.size();
+    } else if (p.rec.op == ChangeOp::exec) {
+      if (!multi) return error(Errc::corrupt_file, name, pos, "an EXEC without MULTI");
+      multi = false;
+    }
+    pos += kRecordHead + len;
+    p.end = pos;
+    out.push_back(std::move(p));
+    if (!multi) good_end = pos;
+  }
+  if (multi) {  // a MULTI the crash cut: its records go
+    torn = true;
+    out.resize(unit_start);
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail::aof
+
+template <class Store>
+FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& store, std::string dir,
+                                                                     AppendLogOptions options) {
+  namespace aof = detail::aof;
+  std::unique_ptr<AppendLog> log(new AppendLog(store, std::move(dir), std::move(options)));
+  const std::string manifest_name = log->options_.name + ".manifest";
+  std::string manifest;
+  int err = 0;
+  if (!aof::read_file(log->path(manifest_name), manifest, err)) {
+    if (err != ENOENT) return aof::error(Errc::io_error, manifest_name, 0, std::string("cannot read (") + std::strerror(err) + ")");
+    // A new log: the store's content becomes its first base.
+    log->info_.created = true;
+    log->seq_ = 1;
+    log->base_ = log->file_name(1, true);
+    int bfd = -1;
+    std::uint64_t size = 0;
+    if (!log->create_file(log->base_, true, bfd, size)) return *log->failure();
+    ::close(bfd);
+    if (!log->create_file(log->file_name(1, false), false, log->fd_, size)) return *log->failure();
+    log->incrs_.push_back(log->file_name(1, false));
+    if (!log->write_manifest(log->base_, log->incrs_)) return *log->failure();
+    // What the store already holds becomes the next base, as a rewrite writes it.
+    if (store.size() != 0 && !log->rewrite()) return *log->failure();
+  } else {
+    // manifest: "expiring-aof 1", then "base <file>" and "incr <file>" lines.
+    std::vector<std::pair<bool, std::string>> files;
+    std::size_t at = 0;
+    bool first = true;
+    while (at < manifest.size()) {
+      const std::size_t nl = manifest.find('\n', at);
+      if (nl == std::string::npos) return aof::error(Errc::corrupt_file, manifest_name, at, "a line without its end");
+      const std::string line = manifest.substr(at, nl - at);
+      if (first) {
+        if (line != "expiring-aof 1") return aof::error(Errc::corrupt_file, manifest_name, at, "not a manifest of version 1");
+        first = false;
+      } else if (line.rfind("base ", 0) == 0 && files.empty()) {
+        files.emplace_back(true, line.substr(5));
+      } else if (line.rfind("incr ", 0) == 0 && !files.empty()) {
+        files.emplace_back(false, line.substr(5));
+      } else {
+        return aof::error(Errc::corrupt_file, manifest_name, at, "an unexpected line");
+      }
+      const std::string& f = files.empty() ? line : files.back().second;
+      if (!first && (f.empty() || f.find('/') != std::string::npos)) {
+        return aof::error(Errc::corrupt_file, manifest_name, at, "a file name with a slash");
+      }
+      at = nl + 1;
+    }
+    if (files.size() < 2) return aof::error(Errc::corrupt_file, manifest_name, at, "no base and incr files");
+    FileResult<bool> r = log->replay(files);
+    if (!r.ok()) return r.error();
+    log->base_ = files.front().second;
+    for (std::size_t i = 1; i < files.size(); ++i) log->incrs_.push_back(files[i].second);
+    // The numbers in the names: new files continue after the largest.
+    for (const auto& f : files) {
+      const std::size_t a = f.second.find('.', log->options_.name.size());
+      const std::size_t b = a == std::string::npos ? a : f.second.find('.', a + 1);
+      if (a != std::string::npos && b != std::string::npos) {
+        std::uint64_t n = 0;
+        for (std::size_t i = a + 1; i < b && f.second[i] >= '0' && f.second[i] <= '9'; ++i) {
+          n = n * 10 + static_cast<std::uint64_t>(f.second[i] - '0');
+        }
+        if (n > log->seq_) log->seq_ = n;
+      }
+    }
+    const std::string last = log->path(log->incrs_.back());
+    log->fd_ = detail::open_cloexec(last.c_str(), O_WRONLY | O_APPEND);
+    if (log->fd_ < 0) {
+      return aof::error(Errc::io_error, log->incrs_.back(), 0, std::string("cannot open (") + std::strerror(errno) + ")");
+    }
+    struct stat st {};
+    if (::fstat(log->fd_, &st) == 0) log->stats_.incr_bytes = static_cast<std::uint64_t>(st.st_size);
+    if (::stat(log->path(log->base_).c_str(), &st) == 0) log->stats_.base_bytes = static_cast<std::uint64_t>(st.st_size);
+  }
+  log->remove_strays();
+  AppendLog* self = log.get();
+  store.set_change_feed([self](const change_type& c) { self->on_change(c); });
+  if (log->options_.fsync != Fsync::always) log->thread_ = std::thread([self] { self->background(); });
+  return log;
+}
+
+template <class Store>
+FileResult<bool> AppendLog<Store>::replay(const std::vector<std::pair<bool, std::string>>& files) {
+  namespace aof = detail::aof;
+  std::vector<aof::Parsed<key_type, mapped_type>> records;
+  std::string data;
+  std::optional<std::pair<std::string, std::uint64_t>> cut;  // the last file's torn tail
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& name = files[i].second;
+    int err = 0;
+    if (!aof::read_file(path(name), data, err)) {
+      return aof::error(Errc::io_error, name, 0, std::string("cannot read (") + std::strerror(err) + ")");
+    }
+    std::uint64_t good_end = 0;
+    bool torn = false;
+    if (std::optional<FileError> e = aof::parse(name, files[i].first, data, records, good_end, torn)) return *e;
+    const bool last = i + 1 == files.size();
+    if (torn) {
+      if (!last) return aof::error(Errc::truncated_file, name, good_end, "a torn record before the last file");
+      if (!options_.load_truncated) {
+        return aof::error(Errc::truncated_file, name, good_end, "a torn last record (aof-load-truncated is off)");
+      }
+      cut.emplace(name, good_end);
+      info_.truncated_bytes = data.size() - good_end;
+    }
+    ++info_.files;
+    info_.bytes += data.size();
+  }
+  // Everything was read and checked: the store takes the log's state.
+  if (cut) {
+    const std::string p = path(cut->first);
+    if (cut->second < detail::aof::kHeaderBytes) {
+      // Not even the header made it: write it again.
+      int err = 0;
+      const std::string h = aof::header(false, store_.now_ms());
+      const int fd = detail::open_cloexec(p.c_str(), O_WRONLY | O_TRUNC);
+      if (fd < 0 || !aof::write_all(fd, h.data(), h.size(), err) || ::fsync(fd) != 0) {
+        if (fd >= 0) ::close(fd);
+        return aof::error(Errc::io_error, cut->first, 0, "cannot rewrite the header");
+      }
+      ::close(fd);
+    } else if (::truncate(p.c_str(), static_cast<off_t>(cut->second)) != 0) {
+      return aof::error(Errc::io_error, cut->first, cut->second, std::string("cannot truncate (") + std::strerror(errno) + ")");
+    }
+  }
+  store_.clear();
+  for (auto& p : records) {
+    Result<bool> r = store_.apply(p.rec.view());
+    if (!r.ok()) return aof::error(r.error(), "replay", p.end, std::string("the store refused a record: ") + to_string(r.error()));
+    ++info_.records;
+    p.rec = {};
+  }
+  return true;
+}
+
+// Files of this log that the manifest does not name: a rewrite's temporary base, files a
+// crash left between a manifest switch and their removal.
+template <class Store>
+void AppendLog<Store>::remove_strays() const {
+  DIR* d = ::opendir(dir_.c_str());
+  if (d == nullptr) return;
+  const std::string prefix = options_.name + ".";
+  std::vector<std::string> strays;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string f = e->d_name;
+    if (f.rfind(prefix, 0) != 0 || f == options_.name + ".manifest") continue;
+    const bool ours = f.find(".base.log") != std::string::npos || f.find(".incr.log") != std::string::npos ||
+                      f.find(".manifest.tmp-") != std::string::npos;
+    if (!ours || f == base_) continue;
+    bool named = false;
+    for (const std::string& i : incrs_) named = named || f == i;
+    if (!named) strays.push_back(f);
+  }
+  ::closedir(d);
+  for (const std::string& f : strays) ::unlink(path(f).c_str());
+}
+
+template <class Store>
+bool AppendLog<Store>::create_file(const std::string& file, bool base, int& fd, std::uint64_t& size) {
+  const std::string p = path(file);
+  fd = detail::open_cloexec(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  int err = 0;
+  if (fd < 0) {
+    fail("cannot create " + file, errno);
+    return false;
+  }
+  const std::string h = detail::aof::header(base, store_.now_ms());
+  if (!detail::aof::write_all(fd, h.data(), h.size(), err) || detail::aof::sync_fd(fd) != 0) {
+    fail("cannot write " + file, err != 0 ? err : errno);
+    ::close(fd);
+    fd = -1;
+    return false;
+  }
+  size = h.size();
+  return true;
+}
+
+template <class Store>
+bool AppendLog<Store>::write_manifest(const std::string& base, const std::vector<std::string>& incrs) {
+  std::string m = "expiring-aof 1\nbase " + base + "\n";
+  for (const std::string& f : incrs) m += "incr " + f + "\n";
+  int err = 0;
+  if (!detail::aof::replace_file(dir_, options_.name + ".manifest", m, err)) {
+    fail("cannot write the manifest", err);
+    return false;
+  }
+  return true;
+}
+
+template <class Store>
+void AppendLog<Store>::fail(std::string what, int err) {
+  failure_.set(FileError{Errc::io_error, 0, "append log: " + what + " (" + std::strerror(err) + ")"});
+}
+
+// Appends the record's bytes to `out`: [length][crc][payload].
+template <class Store>
+void AppendLog<Store>::encode(const change_type& c) {
+  namespace aof = detail::aof;
+  auto record = [&](unsigned char op, const key_type* k, const mapped_type* v, const std::int64_t* at) {
+    scratch_.assign(aof::kRecordHead, '\0');
+    scratch_.push_back(static_cast<char>(op));
+    if (at != nullptr) codec::put_i64(scratch_, *at);
+    if (k != nullptr) Codec<key_type>::encode(*k, scratch_);
+    if (v != nullptr) Codec<mapped_type>::encode(*v, scratch_);
+    aof::seal(scratch_.data(), scratch_.size() - aof::kRecordHead);
+    std::lock_guard<std::mutex> g(mu_);
+    buf_.append(scratch_);
+    ++stats_.records;
+  };
+  auto whole = [&](const key_type& k, const mapped_type& v, const std::optional<std::int64_t>& d) {
+    if (d) {
+      record(aof::kSetDeadline, &k, &v, &*d);
+    } else {
+      record(aof::kSet, &k, &v, nullptr);
+    }
+  };
+  switch (c.op) {
+    case ChangeOp::set: {
+      std::optional<std::int64_t> d;
+      if (c.ttl == ChangeTtl::at) d = c.at_ms;
+      if (c.ttl == ChangeTtl::keep) d = c.deadline;
+      whole(*c.key, *c.value, d);
+      break;
+    }
+    case ChangeOp::pexpireat: record(aof::kPexpireat, c.key, nullptr, &c.at_ms); break;
+    case ChangeOp::persist: record(aof::kPersist, c.key, nullptr, nullptr); break;
+    case ChangeOp::del: record(aof::kDel, c.key, nullptr, nullptr); break;
+    case ChangeOp::unlink: record(aof::kUnlink, c.key, nullptr, nullptr); break;
+    case ChangeOp::flushall: record(aof::kFlushall, nullptr, nullptr, nullptr); break;
+    case ChangeOp::multi: record(aof::kMulti, nullptr, nullptr, nullptr); break;
+    case ChangeOp::exec: record(aof::kExec, nullptr, nullptr, nullptr); break;
+    case ChangeOp::rename:  // as the state it leaves: DEL a, SET b, in one unit
+      if (!in_multi_) record(aof::kMulti, nullptr, nullptr, nullptr);
+      record(aof::kDel, c.key, nullptr, nullptr);
+      whole(*c.to, *c.value, c.deadline);
+      if (!in_multi_) record(aof::kExec, nullptr, nullptr, nullptr);
+      break;
+  }
+}
+
+template <class Store>
+void AppendLog<Store>::on_change(const change_type& c) noexcept {
+  if (!failure_.code_ok()) return;
+  try {
+    encode(c);
+  } catch (...) {  // an allocation or a codec: the log can no longer be trusted
+    failure_.set(FileError{Errc::io_error, 0, "append log: a record could not be encoded"});
+    return;
+  }
+  if (c.op == ChangeOp::multi) {
+    in_multi_ = true;
+    return;
+  }
+  if (c.op == ChangeOp::exec) in_multi_ = false;
+  if (!in_multi_) end_unit();
+}
+
+// The end of a unit: under `always` it reaches the disk now; otherwise the thread writes it
+// within a second, or now if the buffer is past its limit.
+template <class Store>
+void AppendLog<Store>::end_unit() {
+  if (options_.fsync == Fsync::always) {
+    (void)write_out(true);
+    return;
+  }
+  bool big = false;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    big = buf_.size() >= options_.buffer_limit;
+  }
+  if (big) (void)write_out(false);
+}
+
+template <class Store>
+bool AppendLog<Store>::write_out(bool sync) {
+  std::lock_guard<std::mutex> fg(fd_mu_);
+  std::string out;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    out.swap(buf_);
+  }
+  if (!failure_.code_ok()) return false;
+  int err = 0;
+  if (!out.empty() && !detail::aof::write_all(fd_, out.data(), out.size(), err)) {
+    fail("write failed", err);
+    return false;
+  }
+  if (sync && (err = detail::aof::sync_fd(fd_)) != 0) {
+    fail("fdatasync failed", err);
+    return false;
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  stats_.bytes += out.size();
+  stats_.incr_bytes += out.size();
+  if (sync) ++stats_.fsyncs;
+  // Keep the buffer's capacity for the next records.
+  if (buf_.empty()) {
+    out.clear();
+    buf_.swap(out);
+  }
+  return true;
+}
+
+template <class Store>
+void AppendLog<Store>::background() {
+  std::unique_lock<std::mutex> g(mu_);
+  while (!stop_) {
+    wake_.wait_for(g, std::chrono::seconds(1), [&] { return stop_; });
+    if (stop_) break;
+    g.unlock();
+    (void)write_out(options_.fsync == Fsync::everysec);
+    g.lock();
+  }
+}
+
+template <class Store>
+bool AppendLog<Store>::flush() {
+  return write_out(true);
+}
+
+template <class Store>
+std::optional<FileError> AppendLog<Store>::failure() const {
+  std::lock_guard<std::mutex> g(failure_.mu);
+  return failure_.error;
+}
+
+template <class Store>
+AppendLogStats AppendLog<Store>::stats() const {
+  std::lock_guard<std::mutex> g(mu_);
+  AppendLogStats s = stats_;
+  s.rewriting = rw_.has_value();
+  s.ok = failure_.code_ok();
+  return s;
+}
+
+template <class Store>
+AppendLog<Store>::~AppendLog() {
+  store_.set_change_feed({});
+  if (rw_) {
+    if (rw_->syncer.joinable()) rw_->syncer.join();
+    if (rw_->fd >= 0) ::close(rw_->fd);
+    ::unlink(rw_->tmp_path.c_str());
+  }
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) {
+    (void)write_out(options_.fsync != Fsync::no);
+    ::close(fd_);
+  }
+}
+
+// ---- Rewrite ----
+
+template <class Store>
+bool AppendLog<Store>::start_rewrite() {
+  if (rw_ || !failure_.code_ok()) return false;
+  // The changes from now on go to a new incr file, named in the manifest at once.
+  if (!write_out(true)) return false;
+  const std::uint64_t seq = seq_ + 1;
+  const std::string incr = file_name(seq, false);
+  int fd = -1;
+  std::uint64_t size = 0;
+  if (!create_file(incr, false, fd, size)) return false;
+  std::vector<std::string> incrs = incrs_;
+  incrs.push_back(incr);
+  if (!write_manifest(base_, incrs)) {
+    ::close(fd);
+    ::unlink(path(incr).c_str());
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> fg(fd_mu_);
+    ::close(fd_);
+    fd_ = fd;
+  }
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stats_.incr_bytes = size;
+  }
+  seq_ = seq;
+  incrs_ = std::move(incrs);
+  rw_.emplace();
+  rw_->seq = seq;
+  rw_->started = std::chrono::steady_clock::now();
+  rw_->tmp_path = path(file_name(seq, true)) + ".tmp";
+  rw_->fd = detail::open_cloexec(rw_->tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (rw_->fd < 0) {
+    fail("cannot create the new base", errno);
+    rw_.reset();
+    return false;
+  }
+  rw_->buf = detail::aof::header(true, store_.now_ms());
+  return true;
+}
+
+template <class Store>
+bool AppendLog<Store>::rewrite_step() {
+  namespace aof = detail::aof;
+  if (!rw_) return false;
+  Rewrite& rw = *rw_;
+  auto abandon = [&](const std::string& what, int err) {
+    fail(what, err);
+    if (rw.syncer.joinable()) rw.syncer.join();
+    ::close(rw.fd);
+    ::unlink(rw.tmp_path.c_str());
+    rw_.reset();
+    return false;
+  };
+  if (!rw.walked) {
+    const auto deadline = std::chrono::steady_clock::now() + options_.rewrite_step_budget;
+    std::string& out = rw.buf;
+    auto put = [&](const key_type& k, const mapped_type& v, const std::optional<std::int64_t>& d) {
+      const std::size_t start = out.size();
+      out.append(aof::kRecordHead, '\0');
+      out.push_back(static_cast<char>(d ? aof::kSetDeadline : aof::kSet));
+      if (d) codec::put_i64(out, *d);
+      Codec<key_type>::encode(k, out);
+      Codec<mapped_type>::encode(v, out);
+      aof::seal(&out[start], out.size() - start - aof::kRecordHead);
+    };
+    for (;;) {
+      const std::uint64_t next = store_.scan_stored(rw.cursor, 64, put);
+      if (next == Store::kRestarted) {  // a rehash moved entries: walk again, from an empty base
+        out = aof::header(true, store_.now_ms());
+        rw.bytes = 0;
+        if (::ftruncate(rw.fd, 0) != 0 || ::lseek(rw.fd, 0, SEEK_SET) != 0) {
+          return abandon("cannot truncate the new base", errno);
+        }
+        rw.cursor = 0;
+        std::lock_guard<std::mutex> g(mu_);
+        ++stats_.rewrite_restarts;
+        continue;
+      }
+      rw.cursor = next;
+      if (out.size() >= (1u << 16) || next == 0) {
+        int err = 0;
+        if (!aof::write_all(rw.fd, out.data(), out.size(), err)) return abandon("cannot write the new base", err);
+        rw.bytes += out.size();
+        out.clear();
+      }
+      if (next == 0) break;
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+    }
+    rw.walked = true;
+    // The base reaches the disk on a thread; the steps that follow only look.
+    const int fd = rw.fd;
+    Rewrite* r = &rw;
+    rw.syncer = std::thread([fd, r] {
+      const int e = ::fsync(fd);
+      r->sync_err = e == 0 ? 0 : errno;
+      r->synced.store(e == 0 ? 1 : -1, std::memory_order_release);
+    });
+    return false;
+  }
+  const int state = rw.synced.load(std::memory_order_acquire);
+  if (state == 0) return false;
+  rw.syncer.join();
+  if (state < 0) return abandon("cannot fsync the new base", rw.sync_err);
+  ::close(rw.fd);
+  rw.fd = -1;
+  const std::string base = file_name(rw.seq, true);
+  int err = 0;
+  if (::rename(rw.tmp_path.c_str(), path(base).c_str()) != 0) return abandon("cannot rename the new base", errno);
+  if (!aof::sync_dir(dir_, err)) return abandon("cannot fsync the directory", err);
+  const std::vector<std::string> incrs{incrs_.back()};
+  if (!write_manifest(base, incrs)) {
+    rw_.reset();
+    return false;
+  }
+  // The older files are no longer named by the manifest.
+  ::unlink(path(base_).c_str());
+  for (std::size_t i = 0; i + 1 < incrs_.size(); ++i) ::unlink(path(incrs_[i]).c_str());
+  base_ = base;
+  incrs_ = incrs;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    ++stats_.rewrites;
+    stats_.base_bytes = rw.bytes;
+    stats_.last_rewrite_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - rw.started)
+                                 .count();
+  }
+  rw_.reset();
+  return true;
+}
+
+}  // namespace expiring

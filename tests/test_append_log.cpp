@@ -1,0 +1,377 @@
+// tests/test_append_log.cpp: the append-only log (append_log.hpp): replay in absolute time,
+// torn and corrupt files, the stepwise rewrite, and the fsync policies. The crash tests
+// (a child killed with SIGKILL while it writes) are in test_append_log_crash.cpp.
+#include <expiring/append_log.hpp>
+#include <expiring/expiring.hpp>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "catch.hpp"
+#include "support.hpp"
+
+using namespace support;
+using expiring::AppendLog;
+using expiring::AppendLogOptions;
+using expiring::Fsync;
+
+namespace {
+
+using Store = StoreOf<StringKeys>;
+using Log = AppendLog<Store>;
+using Stored = std::vector<std::tuple<std::string, std::string, std::optional<std::int64_t>>>;
+
+Stored stored(const Store& s) {
+  Stored out;
+  std::uint64_t cursor = 0;
+  do {
+    cursor = s.scan_stored(cursor, 1000, [&](const std::string& k, const std::string& v, std::optional<std::int64_t> d) {
+      out.emplace_back(k, v, d);
+    });
+  } while (cursor != 0 && cursor != Store::kRestarted);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A directory of its own, removed with what is in it.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/expiring-aof-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    if (DIR* d = ::opendir(path.c_str())) {
+      while (const dirent* e = ::readdir(d)) {
+        const std::string f = e->d_name;
+        if (f != "." && f != "..") ::unlink((path + "/" + f).c_str());
+      }
+      ::closedir(d);
+    }
+    ::rmdir(path.c_str());
+  }
+  std::vector<std::string> files() const {
+    std::vector<std::string> out;
+    if (DIR* d = ::opendir(path.c_str())) {
+      while (const dirent* e = ::readdir(d)) {
+        const std::string f = e->d_name;
+        if (f != "." && f != "..") out.push_back(f);
+      }
+      ::closedir(d);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::string read(const std::string& f) const {
+    std::ifstream in(path + "/" + f, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  void write(const std::string& f, const std::string& data) const {
+    std::ofstream out(path + "/" + f, std::ios::binary | std::ios::trunc);
+    out << data;
+  }
+};
+
+std::unique_ptr<Log> open_log(Store& s, const TempDir& d, AppendLogOptions o = {}) {
+  auto r = Log::open(s, d.path, o);
+  INFO(r.error().message);
+  REQUIRE(r.ok());
+  return std::move(*r);
+}
+
+AppendLogOptions always() {
+  AppendLogOptions o;
+  o.fsync = Fsync::always;
+  return o;
+}
+
+// A random workload: every kind of change the feed has, and lazy expiry.
+void workload(Store& s, ManualClock& clock, std::mt19937_64& rng, int steps, int keys) {
+  auto key = [&] { return "k" + std::to_string(rng() % static_cast<std::uint64_t>(keys)); };
+  for (int i = 0; i < steps; ++i) {
+    const std::string k = key();
+    switch (rng() % 12) {
+      case 0: (void)s.set(k, "v" + std::to_string(i)); break;
+      case 1: (void)s.set(k, "t" + std::to_string(i), Px{static_cast<std::int64_t>(1 + rng() % 100)}); break;
+      case 2: (void)s.set(k, "x", KeepTtl{}); break;
+      case 3: (void)s.pexpire(k, static_cast<std::int64_t>(rng() % 80) - 5); break;
+      case 4: (void)s.persist(k); break;
+      case 5: (void)s.del(k); break;
+      case 6: (void)s.rename(k, key()); break;
+      case 7: (void)s.copy(k, key(), true); break;
+      case 8: (void)s.modify(k, [](std::string& v) { v += "+"; }); break;
+      case 9: (void)s.get(k); break;
+      case 10: clock.advance(static_cast<std::int64_t>(rng() % 5)); break;
+      case 11: (void)s.unlink(k); break;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("append log: a replay later in time keeps every absolute deadline (case 161)", "[aof][spec-M]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  Stored before;
+  {
+    Store s(clock);
+    auto log = open_log(s, dir, always());
+    CHECK(log->replayed().created);
+    REQUIRE(s.set("ex", "v", Ex{100}).ok());
+    REQUIRE(s.set("keep", "v", Ex{100}).ok());
+    REQUIRE(s.set("keep", "w", KeepTtl{}).ok());
+    REQUIRE(s.set("p", "v", Ex{100}).ok());
+    CHECK(show(*s.getex("p", Persist{})) == "v");
+    REQUIRE(s.set("gone", "v", Px{1000}).ok());
+    REQUIRE(s.set("a", "1", Ex{50}).ok());
+    REQUIRE(s.rename("a", "b").ok());
+    CHECK(s.modify("b", [](std::string& v) { v = "2"; }));
+    REQUIRE(s.set("d", "1").ok());
+    CHECK(s.del("d"));
+    before = stored(s);
+  }
+  ManualClock later{T0 + 2000};
+  Store r(later);
+  auto log = open_log(r, dir, always());
+  CHECK_FALSE(log->replayed().created);
+  CHECK(stored(r) == before);
+  CHECK(r.ttl("ex") == 98);
+  CHECK(r.pexpiretime("ex") == T0 + 100000);
+  CHECK(r.pexpiretime("keep") == T0 + 100000);
+  CHECK(show(r.get("keep")) == "w");
+  CHECK(r.ttl("p") == -1);
+  CHECK(r.pexpiretime("b") == T0 + 50000);
+  CHECK(show(r.get("b")) == "2");
+  // Stored by the replay, then reclaimed: the expired key is gone.
+  CHECK(r.get("gone") == nullptr);
+  CHECK(r.size() == 4);
+}
+
+TEST_CASE("append log: a torn last record or an open MULTI is cut off, or refused without aof-load-truncated",
+          "[aof]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  std::string incr, manifest;
+  Stored all_but_last;
+  {
+    Store s(clock);
+    auto log = open_log(s, dir, always());
+    REQUIRE(s.set("a", "1", Ex{10}).ok());
+    REQUIRE(s.set("b", "2").ok());
+    all_but_last = stored(s);
+    REQUIRE(s.rename("a", "c").ok());  // the last unit: MULTI, DEL a, SET c, EXEC
+  }
+  const std::vector<std::string> files = dir.files();
+  const std::string incr_name = "appendonly.1.incr.log";
+  REQUIRE(std::find(files.begin(), files.end(), incr_name) != files.end());
+  incr = dir.read(incr_name);
+  // The last unit's bytes: everything after the end of "SET b 2".
+  std::size_t unit = 0;
+  {
+    Store s(clock);
+    auto log = open_log(s, dir, always());  // the whole file replays
+    CHECK(s.size() == 2);
+  }
+  REQUIRE(dir.read(incr_name) == incr);  // replay does not write what is whole
+  // Find the unit's start: replay every prefix and keep the longest giving all_but_last.
+  for (std::size_t cut = incr.size() - 1; cut > 20; --cut) {
+    dir.write(incr_name, incr.substr(0, cut));
+    Store s(clock);
+    auto r = Log::open(s, dir.path, always());
+    REQUIRE(r.ok());
+    if (stored(s) != all_but_last) break;
+    unit = cut;
+  }
+  REQUIRE(unit != 0);
+  for (std::size_t cut = unit + 1; cut < incr.size(); ++cut) {
+    CAPTURE(cut);
+    dir.write(incr_name, incr.substr(0, cut));
+    {  // aof-load-truncated no: refused, the store unchanged
+      Store s(clock);
+      REQUIRE(s.set("mine", "x").ok());
+      AppendLogOptions o = always();
+      o.load_truncated = false;
+      auto r = Log::open(s, dir.path, o);
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.code() == expiring::Errc::truncated_file);
+      CHECK(r.error().message.find(incr_name) != std::string::npos);
+      CHECK(s.size() == 1);
+      CHECK(show(s.get("mine")) == "x");
+    }
+    {  // yes: the torn unit goes, from the file too
+      Store s(clock);
+      auto r = Log::open(s, dir.path, always());
+      REQUIRE(r.ok());
+      CHECK(stored(s) == all_but_last);
+      CHECK((*r)->replayed().truncated_bytes == cut - unit);
+    }
+    CHECK(dir.read(incr_name).size() == unit);
+  }
+}
+
+TEST_CASE("append log: a corrupt byte anywhere is refused with the offset, the store unchanged", "[aof]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  {
+    Store s(clock);
+    auto log = open_log(s, dir, always());
+    REQUIRE(s.set("a", "1", Ex{10}).ok());
+    REQUIRE(s.set("b", "22").ok());
+    CHECK(s.persist("a"));
+  }
+  const std::string name = "appendonly.1.incr.log";
+  const std::string good = dir.read(name);
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    CAPTURE(i);
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x20);
+    dir.write(name, bad);
+    Store s(clock);
+    REQUIRE(s.set("mine", "x").ok());
+    auto r = Log::open(s, dir.path, always());
+    REQUIRE_FALSE(r.ok());
+    CHECK((r.code() == expiring::Errc::corrupt_file || r.code() == expiring::Errc::unsupported_version ||
+           r.code() == expiring::Errc::truncated_file));
+    CHECK(r.error().message.find("offset") != std::string::npos);
+    CHECK(r.error().offset <= good.size());
+    CHECK(s.size() == 1);
+    CHECK(dir.read(name) == bad);  // nothing written
+  }
+  dir.write(name, good);
+  dir.write("appendonly.manifest", "expiring-aof 1\nbase ../etc/passwd\nincr x\n");
+  Store s(clock);
+  auto r = Log::open(s, dir.path, always());
+  CHECK(r.code() == expiring::Errc::corrupt_file);
+}
+
+TEST_CASE("append log: a rewrite in steps, with writes between them, replays to the store", "[aof][rewrite]") {
+  for (const std::uint64_t seed : {1u, 2u, 3u}) {
+    CAPTURE(seed);
+    TempDir dir;
+    ManualClock clock{T0};
+    Stored expected;
+    expiring::AppendLogStats st;
+    {
+      expiring::Options o;
+      o.seed = seed;
+      Store s(clock, o);
+      std::mt19937_64 rng(seed);
+      AppendLogOptions lo = always();
+      lo.rewrite_step_budget = std::chrono::microseconds(0);  // one batch a step
+      auto log = open_log(s, dir, lo);
+      workload(s, clock, rng, 400, 50);
+      for (int round = 0; round < 3; ++round) {
+        REQUIRE(log->start_rewrite());
+        CHECK_FALSE(log->start_rewrite());  // one at a time
+        int steps = 0;
+        while (!log->rewrite_step()) {
+          REQUIRE(log->rewriting());
+          REQUIRE(++steps < 100000);
+          workload(s, clock, rng, 5, round == 1 ? 5000 : 50);  // round 1 grows the table: rehashes
+        }
+        CHECK_FALSE(log->rewriting());
+        workload(s, clock, rng, 50, 50);
+      }
+      st = log->stats();
+      CHECK(st.rewrites == 3);
+      CHECK(st.ok);
+      expected = stored(s);
+      // Only the manifest, one base and one incr file remain.
+      const std::vector<std::string> files = dir.files();
+      CHECK(files.size() == 3);
+    }
+    Store r(clock);
+    auto log = open_log(r, dir, always());
+    CHECK(stored(r) == expected);
+  }
+}
+
+TEST_CASE("append log: a log dropped in the middle of a rewrite replays to the store", "[aof][rewrite]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  Stored expected;
+  {
+    Store s(clock);
+    std::mt19937_64 rng(9);
+    AppendLogOptions lo = always();
+    lo.rewrite_step_budget = std::chrono::microseconds(0);
+    auto log = open_log(s, dir, lo);
+    workload(s, clock, rng, 3000, 1000);
+    REQUIRE(log->start_rewrite());
+    for (int i = 0; i < 3; ++i) {
+      (void)log->rewrite_step();
+      workload(s, clock, rng, 20, 1000);
+    }
+    REQUIRE(log->rewriting());
+    expected = stored(s);
+  }
+  Store r(clock);
+  auto log = open_log(r, dir, always());
+  CHECK(stored(r) == expected);
+  const std::vector<std::string> files = dir.files();
+  for (const std::string& f : files) CHECK(f.find(".tmp") == std::string::npos);
+}
+
+TEST_CASE("append log: a store with content starts its log with a base of it", "[aof]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  Stored expected;
+  {
+    Store s(clock);
+    for (int i = 0; i < 500; ++i) REQUIRE(s.set("k" + std::to_string(i), "v", Px{1000 + i}).ok());
+    auto log = open_log(s, dir, always());
+    CHECK(log->stats().rewrites == 1);
+    REQUIRE(s.set("after", "1").ok());
+    expected = stored(s);
+  }
+  Store r(clock);
+  auto log = open_log(r, dir, always());
+  CHECK(stored(r) == expected);
+}
+
+TEST_CASE("append log: everysec and no write within a second or two without being asked", "[aof][fsync]") {
+  for (const Fsync policy : {Fsync::everysec, Fsync::no}) {
+    CAPTURE(expiring::to_string(policy));
+    TempDir dir;
+    ManualClock clock{T0};
+    Store s(clock);
+    AppendLogOptions o;
+    o.fsync = policy;
+    auto log = open_log(s, dir, o);
+    const std::size_t empty = dir.read("appendonly.1.incr.log").size();
+    REQUIRE(s.set("k", "v", Ex{10}).ok());
+    CHECK(dir.read("appendonly.1.incr.log").size() == empty);  // buffered
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (dir.read("appendonly.1.incr.log").size() == empty && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(dir.read("appendonly.1.incr.log").size() > empty);
+    if (policy == Fsync::everysec) CHECK(log->stats().fsyncs >= 1);
+    // A big burst is written without waiting for the thread.
+    o.buffer_limit = 1;
+  }
+}
+
+TEST_CASE("append log: a directory that cannot be written fails with io_error", "[aof]") {
+  ManualClock clock{T0};
+  Store s(clock);
+  REQUIRE(s.set("k", "v").ok());
+  auto r = Log::open(s, "/nonexistent-dir-for-expiring-tests", always());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.code() == expiring::Errc::io_error);
+  CHECK(show(s.get("k")) == "v");
+}
