@@ -1,0 +1,298 @@
+// expiring/codec.hpp: how keys and values become bytes in a snapshot (snapshot.hpp), and back.
+//
+// A codec for T is a specialisation of expiring::Codec<T> with two static members:
+//
+//   static void encode(const T& v, std::string& out);    // appends v's bytes to out
+//   static bool decode(std::string_view& in, T& out);    // consumes v's bytes from the front
+//                                                         // of in; false if they are not a T
+//
+// decode() reads untrusted bytes: it must return false (never crash, never read past `in`)
+// on malformed or short input, and check every length against the bytes that remain before
+// it allocates, so that a hostile length cannot make it reserve gigabytes. It reads into
+// `out`, which may hold state to keep (a FieldMap keeps out's field hasher); what else `out`
+// holds after a false return is unspecified. The helpers in expiring::codec (varints, fixed
+// little-endian integers, byte runs) do the checking for codecs of your own.
+//
+// Built in:
+//   std::string       varint length, then the bytes
+//   integers, enums   fixed width, little-endian, two's complement (sizeof(T) bytes); bool is
+//                     one byte, 0 or 1; an enum is its underlying type
+//   float, double     the IEEE 754 bit pattern as a fixed-width little-endian integer
+//   FieldMap<F, W>    varint field count, then per field: name (Codec<F>), value (Codec<W>),
+//                     and its deadline as a varint: 0 for none, else deadline + 1 (absolute
+//                     Unix ms, 0 .. FieldMap::kMaxDeadline). Fields in storage order, stale
+//                     ones included; decoding refuses duplicate names and out-of-range deadlines
+//   redis::Value      a tag byte (0: string, 1: hash), then the string or the hash as above
+// Fixed width was chosen over zig-zag varints for integers: one store and no branches per
+// value, and every integer key the same size.
+//
+// A type without a codec fails to compile with a static_assert that names Codec<T>.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "field_map.hpp"
+#include "redis/value.hpp"
+
+namespace expiring {
+
+template <class T, class Enable = void>
+struct Codec {
+  static_assert(sizeof(T) == 0,
+                "expiring::Codec<T>: no codec for this type; specialise expiring::Codec<T> with "
+                "static void encode(const T&, std::string& out) and "
+                "static bool decode(std::string_view& in, T& out) (see expiring/codec.hpp)");
+};
+
+// ---- Helpers for codecs ------------------------------------------------------------------
+namespace codec {
+
+// The most bytes a 64-bit varint takes.
+inline constexpr std::size_t kMaxVarintBytes = 10;
+
+// Bytes that varint v takes: 1 for v < 128, up to 10.
+constexpr std::size_t varint_size(std::uint64_t v) noexcept {
+  std::size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Unsigned LEB128: 7 bits a byte, least significant group first, the high bit set on every
+// byte but the last.
+inline void put_varint(std::string& out, std::uint64_t v) {
+  char buf[kMaxVarintBytes];
+  std::size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = static_cast<char>(static_cast<unsigned char>(v) | 0x80u);
+    v >>= 7;
+  }
+  buf[n++] = static_cast<char>(v);
+  out.append(buf, n);
+}
+
+// Reads a varint from the front of `in`. False (and `in` unchanged) when it is short, longer
+// than 10 bytes, overflows 64 bits, or is not in its shortest form (a final byte of 0 after
+// the first): every value has exactly one encoding.
+inline bool get_varint(std::string_view& in, std::uint64_t& v) noexcept {
+  std::uint64_t x = 0;
+  const std::size_t n = in.size() < kMaxVarintBytes ? in.size() : kMaxVarintBytes;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(in[i]);
+    if (i == kMaxVarintBytes - 1 && b > 1) return false;  // bits beyond the 64th
+    x |= std::uint64_t{b & 0x7Fu} << (7 * i);
+    if ((b & 0x80u) == 0) {
+      if (b == 0 && i != 0) return false;  // not the shortest form
+      in.remove_prefix(i + 1);
+      v = x;
+      return true;
+    }
+  }
+  return false;  // short, or more than 10 bytes
+}
+
+// Appends the low `n` bytes of v, little-endian.
+inline void put_le(std::string& out, std::uint64_t v, std::size_t n) {
+  char buf[8];
+  for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<char>(static_cast<unsigned char>(v >> (8 * i)));
+  out.append(buf, n);
+}
+// Reads an n-byte little-endian integer (n <= 8). False (`in` unchanged) when short.
+inline bool get_le(std::string_view& in, std::uint64_t& v, std::size_t n) noexcept {
+  if (in.size() < n) return false;
+  std::uint64_t x = 0;
+  for (std::size_t i = 0; i < n; ++i) x |= std::uint64_t{static_cast<unsigned char>(in[i])} << (8 * i);
+  in.remove_prefix(n);
+  v = x;
+  return true;
+}
+
+inline void put_i64(std::string& out, std::int64_t v) { put_le(out, static_cast<std::uint64_t>(v), 8); }
+inline bool get_i64(std::string_view& in, std::int64_t& v) noexcept {
+  std::uint64_t u = 0;
+  if (!get_le(in, u, 8)) return false;
+  std::memcpy(&v, &u, sizeof v);  // two's complement, well defined in C++17 too
+  return true;
+}
+
+// Takes `n` bytes from the front of `in` (false when fewer remain): the check to make before
+// allocating room for n of anything.
+inline bool get_bytes(std::string_view& in, std::uint64_t n, std::string_view& bytes) noexcept {
+  if (n > in.size()) return false;
+  bytes = in.substr(0, static_cast<std::size_t>(n));
+  in.remove_prefix(static_cast<std::size_t>(n));
+  return true;
+}
+
+}  // namespace codec
+
+// ---- Built-in codecs ---------------------------------------------------------------------
+
+template <>
+struct Codec<std::string> {
+  static void encode(const std::string& v, std::string& out) {
+    codec::put_varint(out, v.size());
+    out.append(v.data(), v.size());
+  }
+  static bool decode(std::string_view& in, std::string& out) {
+    std::string_view rest = in;
+    std::uint64_t n = 0;
+    std::string_view bytes;
+    if (!codec::get_varint(rest, n) || !codec::get_bytes(rest, n, bytes)) return false;
+    out.assign(bytes.data(), bytes.size());
+    in = rest;
+    return true;
+  }
+};
+
+template <>
+struct Codec<bool> {
+  static void encode(bool v, std::string& out) { out.push_back(v ? '\1' : '\0'); }
+  static bool decode(std::string_view& in, bool& out) noexcept {
+    if (in.empty() || static_cast<unsigned char>(in[0]) > 1) return false;
+    out = in[0] != 0;
+    in.remove_prefix(1);
+    return true;
+  }
+};
+
+// Integers (char types included): sizeof(T) bytes, little-endian, two's complement.
+template <class T>
+struct Codec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+  static_assert(sizeof(T) <= 8, "expiring::Codec: integers of more than 64 bits need a codec of their own");
+  using U = std::make_unsigned_t<T>;
+  static void encode(T v, std::string& out) { codec::put_le(out, static_cast<U>(v), sizeof(T)); }
+  static bool decode(std::string_view& in, T& out) noexcept {
+    std::uint64_t x = 0;
+    if (!codec::get_le(in, x, sizeof(T))) return false;
+    const auto u = static_cast<U>(x);
+    std::memcpy(&out, &u, sizeof out);
+    return true;
+  }
+};
+
+// Enums: as their underlying type.
+template <class T>
+struct Codec<T, std::enable_if_t<std::is_enum_v<T>>> {
+  using U = std::underlying_type_t<T>;
+  static void encode(T v, std::string& out) { Codec<U>::encode(static_cast<U>(v), out); }
+  static bool decode(std::string_view& in, T& out) noexcept {
+    U u{};
+    if (!Codec<U>::decode(in, u)) return false;
+    out = static_cast<T>(u);
+    return true;
+  }
+};
+
+// float and double: the bit pattern (NaN payloads included), little-endian.
+template <class T>
+struct Codec<T, std::enable_if_t<std::is_same_v<T, float> || std::is_same_v<T, double>>> {
+  static_assert(std::numeric_limits<T>::is_iec559, "expiring::Codec: float and double must be IEEE 754");
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  static_assert(sizeof(U) == sizeof(T), "expiring::Codec: unexpected float size");
+  static void encode(T v, std::string& out) {
+    U u = 0;
+    std::memcpy(&u, &v, sizeof u);
+    codec::put_le(out, u, sizeof u);
+  }
+  static bool decode(std::string_view& in, T& out) noexcept {
+    std::uint64_t x = 0;
+    if (!codec::get_le(in, x, sizeof(U))) return false;
+    const auto u = static_cast<U>(x);
+    std::memcpy(&out, &u, sizeof out);
+    return true;
+  }
+};
+
+// A hash with per-field deadlines. Decoding rebuilds the map with out's field hasher.
+template <class F, class W, class H, class E>
+struct Codec<FieldMap<F, W, H, E>> {
+  using map_type = FieldMap<F, W, H, E>;
+  static void encode(const map_type& m, std::string& out) {
+    codec::put_varint(out, m.size());
+    const auto n = static_cast<std::uint32_t>(m.size());
+    for (std::uint32_t pos = 0; pos < n; ++pos) {
+      const typename map_type::Field& f = m.at(pos);
+      Codec<F>::encode(f.name, out);
+      Codec<W>::encode(f.value, out);
+      const std::int64_t d = m.deadline(pos);
+      codec::put_varint(out, d == map_type::kNoDeadline ? 0 : static_cast<std::uint64_t>(d) + 1);
+    }
+  }
+  static bool decode(std::string_view& in, map_type& out) {
+    std::string_view rest = in;
+    std::uint64_t n = 0;
+    if (!codec::get_varint(rest, n)) return false;
+    // Every field takes at least its deadline's byte: a count beyond the bytes left is a lie.
+    if (n > rest.size() || n > std::numeric_limits<std::uint32_t>::max()) return false;
+    map_type m(out.hash_function());
+    for (std::uint64_t i = 0; i < n; ++i) {
+      F name{};
+      W value{};
+      std::uint64_t d = 0;
+      if (!Codec<F>::decode(rest, name) || !Codec<W>::decode(rest, value) || !codec::get_varint(rest, d)) {
+        return false;
+      }
+      if (d > static_cast<std::uint64_t>(map_type::kMaxDeadline) + 1) return false;
+      const auto [pos, inserted] = m.assign(std::move(name), std::move(value));
+      if (!inserted) return false;  // a name twice: not a map that encode() wrote
+      if (d != 0) m.set_deadline(pos, static_cast<std::int64_t>(d - 1));
+    }
+    out = std::move(m);
+    in = rest;
+    return true;
+  }
+};
+
+// The command layer's value: a tag byte (0 string, 1 hash), then the string or the hash.
+template <>
+struct Codec<redis::Value> {
+  static constexpr char kString = 0;
+  static constexpr char kHash = 1;
+  static void encode(const redis::Value& v, std::string& out) {
+    if (const redis::Hash* h = v.hash()) {
+      out.push_back(kHash);
+      Codec<redis::Hash>::encode(*h, out);
+    } else {
+      out.push_back(kString);
+      Codec<std::string>::encode(*v.string(), out);
+    }
+  }
+  // A hash decoded into a Value that holds a hash keeps that hash's field hasher.
+  static bool decode(std::string_view& in, redis::Value& out) {
+    if (in.empty()) return false;
+    std::string_view rest = in.substr(1);
+    if (in[0] == kString) {
+      if (std::string* s = out.string()) {
+        if (!Codec<std::string>::decode(rest, *s)) return false;
+      } else {
+        std::string str;
+        if (!Codec<std::string>::decode(rest, str)) return false;
+        out = redis::Value(std::move(str));
+      }
+    } else if (in[0] == kHash) {
+      const redis::Hash* had = out.hash();
+      redis::Hash h = had != nullptr ? redis::Hash(had->hash_function()) : redis::Hash();
+      if (!Codec<redis::Hash>::decode(rest, h)) return false;
+      if (redis::Hash* mine = out.hash()) {
+        *mine = std::move(h);
+      } else {
+        out = redis::Value(std::move(h));
+      }
+    } else {
+      return false;
+    }
+    in = rest;
+    return true;
+  }
+};
+
+}  // namespace expiring
