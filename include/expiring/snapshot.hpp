@@ -1,0 +1,844 @@
+// expiring/snapshot.hpp: save a whole store to a file or stream, and load it back, in
+// absolute time (Redis's SAVE and RDB loading).
+//
+//   expiring::FileResult<expiring::SnapshotInfo> r = expiring::save(store, "/var/lib/app/dump.snap");
+//   if (!r.ok()) log(r.error().message);            // Errc::io_error, with errno's text
+//   auto l = expiring::load(store, "/var/lib/app/dump.snap");   // LoadAs::primary
+//   if (l == expiring::Errc::corrupt_file) ...     // the store is as it was
+//
+// Design
+// ------
+// A snapshot holds every stored key with its value and its absolute deadline (Unix ms), so a
+// key keeps its PEXPIRETIME across a save and a load at any later time; its TTL is then
+// smaller by the time that passed (semantics.md D33). Keys already past their deadline but not
+// yet reclaimed are saved as well, as Redis's RDB does; loading decides what to do with them:
+//   * LoadAs::primary (Redis loading an RDB as a master): a key whose deadline has passed
+//     (`now > deadline`, now = the loading store's clock) is skipped and counted, and so is a
+//     hash field (the whole hash when every field had expired);
+//   * LoadAs::replica: every key is kept, stale or not (the primary's DEL will follow).
+// Loading reads and verifies the whole input first (magic, version, every record decoded, the
+// record count, the checksum) and only then replaces the store's content (clear(), then each
+// key through apply(), which takes every key as valid): a corrupt or truncated input is
+// refused with the store unchanged. The decoded keys and values are held in memory until
+// then (one copy of the data; each is freed as soon as the store has its own).
+//
+// Saving to a path writes `path + ".tmp-" + pid` in the same directory, fsyncs it, renames it
+// over `path` and fsyncs the directory, so a crash leaves either the old file or the new one
+// under `path`, never a part of one. Output is buffered in 64 KiB chunks, with one write per
+// chunk; a record is encoded straight into that buffer (no allocation per record).
+//
+// Format, version 1 (docs/design/snapshot_format.md has it byte by byte). Integers are
+// little-endian; varints are unsigned LEB128 in their shortest form.
+//
+//   header   magic "\x89EXPSNAP" (8 bytes), version u16 = 1, flags u16 = 0,
+//            created_ms i64 (the saving store's clock), record count u64       (28 bytes)
+//   record   kind u8 (0x01: a key without TTL, 0x02: with a deadline), body length varint,
+//            body = [deadline i64, for kind 0x02] key (Codec<K>) value (Codec<V>)
+//   end      0xFF, record count u64 (again), CRC-32C (Castagnoli) u32 of every byte before it
+//
+// Every record says its length, so a cut file is told from a corrupt one (a record that ends
+// past the input is truncated_file; one whose body does not decode, or decodes to fewer
+// bytes than it says, is corrupt_file), and no length can make the loader allocate more than
+// twice the bytes that actually arrived. CRC-32C detects every error burst of up to 32 bits,
+// so every single-byte change of a file is caught.
+//
+// Limits of the store's API, which the format does not share: a key whose deadline is exactly
+// -1 ms (31 Dec 1969, 23:59:59.999) is seen by visit_stored() as having no TTL and is saved so;
+// a deadline of INT64_MAX, which apply() refuses, is restored with pexpireat() after the key
+// is applied without TTL (as no TTL when the loading clock is at INT64_MAX itself, where
+// pexpireat() would delete the key; no clock reading is ever past that deadline either).
+//
+// Only the path functions need POSIX (open, fsync, rename); the stream functions are portable.
+#pragma once
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <ios>
+#include <istream>
+#include <limits>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "change_feed.hpp"
+#include "codec.hpp"
+#include "error.hpp"
+#include "field_map.hpp"
+
+#if defined(__unix__) || defined(__unix) || (defined(__APPLE__) && defined(__MACH__))
+#define EXPIRING_SNAPSHOT_POSIX 1
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+namespace expiring {
+
+// ---- Public API ------------------------------------------------------------------------
+
+// How load() treats keys whose deadline has already passed.
+enum class LoadAs : std::uint8_t {
+  primary,  // skip them (Redis's RDB load on a master)
+  replica,  // keep them: the primary decides when a key expired
+};
+
+// What a save or a load did.
+struct SnapshotInfo {
+  std::uint64_t keys = 0;            // save: keys written; load: keys now in the store
+  std::uint64_t expired = 0;         // load as primary: keys skipped as past their deadline
+                                     // (and hashes whose every field was)
+  std::uint64_t expired_fields = 0;  // load as primary: hash fields skipped likewise
+  std::uint64_t bytes = 0;           // bytes written or read
+  std::int64_t created_ms = 0;       // the saving store's clock at save (Unix ms)
+};
+
+// Why a save or a load failed, and where. `offset` is a byte offset into the file or stream:
+// for a truncated input, where it ends; for a corrupt one, the start of the part that is
+// wrong; for a write error, the bytes written before it. `message` says both, in English:
+// "snapshot: checksum mismatch at offset 1234 (stored 0x1f2e3d4c, computed 0x0a0b0c0d)".
+//   Errc::corrupt_file         not a snapshot, or bytes that are not what the format says
+//   Errc::truncated_file       the input ends before the snapshot does
+//   Errc::unsupported_version  a format version (or flag) this build does not read
+//   Errc::io_error             open, read, write, fsync or rename failed (errno's text)
+//   another code               the store refused a record (apply()); see load()
+struct FileError {
+  Errc code{};
+  std::uint64_t offset = 0;
+  std::string message;
+};
+
+// Either a T or a FileError, [[nodiscard]], used as Result<T> (error.hpp) is: ok(), value()
+// (throws BadResultAccess on an error), operator*, error(), and `r == Errc::corrupt_file`.
+template <class T>
+class [[nodiscard]] FileResult {
+ public:
+  using value_type = T;
+
+  FileResult(T value) : value_(std::move(value)) {}                 // NOLINT: implicit by design
+  FileResult(FileError error) : error_(std::move(error)) {}         // NOLINT: implicit by design
+
+  bool ok() const noexcept { return value_.has_value(); }
+  // The error; a default FileError (code Errc{}) when ok().
+  const FileError& error() const noexcept { return error_; }
+  Errc code() const noexcept { return error_.code; }
+
+  T& value() & { check(); return *value_; }
+  const T& value() const& { check(); return *value_; }
+  T&& value() && { check(); return std::move(*value_); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  const T* operator->() const { return &value(); }
+
+  friend bool operator==(const FileResult& r, Errc e) { return !r.ok() && r.error_.code == e; }
+  friend bool operator!=(const FileResult& r, Errc e) { return !(r == e); }
+  friend std::ostream& operator<<(std::ostream& os, const FileResult& r) {
+    if (r.ok()) return os << "ok";
+    return os << "error(" << r.error_.code << ": " << r.error_.message << ")";
+  }
+
+ private:
+  void check() const {
+    if (!value_) throw BadResultAccess(error_.code);
+  }
+  std::optional<T> value_;
+  FileError error_;
+};
+
+// The format version this build writes and reads.
+inline constexpr std::uint16_t kSnapshotVersion = 1;
+
+// Writes every stored key of `s` (stale ones included) to `out`. Errc::io_error if the stream
+// fails (it is left as the failure left it). Throws what a codec or an allocation throws.
+template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
+FileResult<SnapshotInfo> save(const Store& s, std::ostream& out);
+
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+// Writes a snapshot of `s` to `path`, atomically (see the design above). On any failure the
+// temporary file is removed, `path` is untouched and the error is Errc::io_error with errno's
+// text; the one exception is a failed fsync of the directory after the rename, which leaves
+// the new file in place (its message says so). One save per path at a time in a process (the
+// temporary file's name is per process). POSIX only.
+template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
+FileResult<SnapshotInfo> save(const Store& s, const std::string& path);
+#endif
+
+// Reads a snapshot from `in` and, once all of it is verified, replaces the content of `s`
+// with it. Reads exactly the snapshot's bytes: the stream is left just after its checksum.
+// On an error the store is unchanged, except in one case: when the store refuses a record
+// (apply() returns an error; a record it cannot replay), after clear(), the store keeps the
+// records before it, and the error carries apply()'s code. Loading goes through clear() and
+// apply(): a change feed sees FLUSHALL and a SET per key, a listener `set` (and `expire`)
+// events. Throws what a codec or an allocation throws (before clear(): the store unchanged).
+template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
+FileResult<SnapshotInfo> load(Store& s, std::istream& in, LoadAs as = LoadAs::primary);
+
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+// load() from a file; bytes after the checksum are corrupt_file. POSIX only.
+template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
+FileResult<SnapshotInfo> load(Store& s, const std::string& path, LoadAs as = LoadAs::primary);
+#endif
+
+// ---- Implementation --------------------------------------------------------------------
+
+namespace detail {
+
+// ---- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing by 8 --------------
+
+struct Crc32cTables {
+  std::uint32_t t[8][256];
+};
+constexpr Crc32cTables make_crc32c_tables() {
+  Crc32cTables x{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1u) != 0 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    x.t[0][i] = c;
+  }
+  for (int s = 1; s < 8; ++s) {
+    for (std::uint32_t i = 0; i < 256; ++i) x.t[s][i] = (x.t[s - 1][i] >> 8) ^ x.t[0][x.t[s - 1][i] & 0xFFu];
+  }
+  return x;
+}
+inline constexpr Crc32cTables kCrc32c = make_crc32c_tables();
+
+// The running state (start with ~0u; the CRC is ~state): state after `n` more bytes.
+inline std::uint32_t crc32c_update(std::uint32_t state, const void* data, std::size_t n) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+  const auto& t = kCrc32c.t;
+  while (n >= 8) {
+    const std::uint32_t lo = state ^ (std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |
+                                      std::uint32_t{p[3]} << 24);
+    const std::uint32_t hi =
+        std::uint32_t{p[4]} | std::uint32_t{p[5]} << 8 | std::uint32_t{p[6]} << 16 | std::uint32_t{p[7]} << 24;
+    state = t[7][lo & 0xFFu] ^ t[6][(lo >> 8) & 0xFFu] ^ t[5][(lo >> 16) & 0xFFu] ^ t[4][lo >> 24] ^
+            t[3][hi & 0xFFu] ^ t[2][(hi >> 8) & 0xFFu] ^ t[1][(hi >> 16) & 0xFFu] ^ t[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  while (n-- != 0) state = (state >> 8) ^ t[0][(state ^ *p++) & 0xFFu];
+  return state;
+}
+// CRC-32C of a whole buffer (crc32c("123456789") == 0xE3069283).
+inline std::uint32_t crc32c(const void* data, std::size_t n) noexcept { return ~crc32c_update(~0u, data, n); }
+
+// ---- The format's constants ------------------------------------------------------------
+
+namespace snap {
+inline constexpr char kMagic[8] = {'\x89', 'E', 'X', 'P', 'S', 'N', 'A', 'P'};
+inline constexpr std::size_t kHeaderBytes = 8 + 2 + 2 + 8 + 8;
+inline constexpr unsigned char kKey = 0x01;          // a key without TTL
+inline constexpr unsigned char kKeyDeadline = 0x02;  // a key with a deadline
+inline constexpr unsigned char kEnd = 0xFF;          // the end marker
+inline constexpr std::size_t kEndBytes = 1 + 8 + 4;
+inline constexpr std::uint16_t kKnownFlags = 0;      // version 1 defines no flag
+inline constexpr std::size_t kChunk = 64 * 1024;
+
+inline std::uint64_t le(const char* p, std::size_t n) noexcept {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < n; ++i) v |= std::uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  return v;
+}
+inline std::int64_t le_i64(const char* p) noexcept {
+  const std::uint64_t u = le(p, 8);
+  std::int64_t v = 0;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+inline std::string hex32(std::uint32_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s = "0x";
+  for (int i = 7; i >= 0; --i) s.push_back(kDigits[(v >> (4 * i)) & 0xFu]);
+  return s;
+}
+inline std::string errno_text(int err) { return std::strerror(err); }
+inline FileError error(Errc code, std::uint64_t offset, std::string what) {
+  return FileError{code, offset, "snapshot: " + std::move(what)};
+}
+inline std::string at(std::uint64_t offset) { return "at offset " + std::to_string(offset); }
+inline std::string record_of(std::uint64_t i, std::uint64_t n) {
+  return "record " + std::to_string(i + 1) + " of " + std::to_string(n);
+}
+}  // namespace snap
+
+// ---- Writing -----------------------------------------------------------------------------
+
+// Buffers a snapshot and hands it to the sink in chunks, keeping the running CRC.
+//   sink.write(const char*, std::size_t) -> bool     false: failed (sink.describe() says why)
+template <class Sink>
+class SnapshotWriter {
+ public:
+  explicit SnapshotWriter(Sink& sink) : sink_(sink) { buf_.reserve(snap::kChunk + snap::kChunk / 4); }
+
+  std::string& buffer() noexcept { return buf_; }
+  bool failed() const noexcept { return failed_; }
+  std::uint64_t offset() const noexcept { return flushed_ + buf_.size(); }
+
+  void maybe_flush() {
+    if (buf_.size() >= snap::kChunk) flush();
+  }
+  bool flush() {
+    if (failed_) return false;
+    if (buf_.empty()) return true;
+    crc_ = crc32c_update(crc_, buf_.data(), buf_.size());
+    if (!sink_.write(buf_.data(), buf_.size())) {
+      failed_ = true;
+      return false;
+    }
+    flushed_ += buf_.size();
+    buf_.clear();
+    if (buf_.capacity() > 4 * snap::kChunk) {  // after one huge record: back to a chunk
+      std::string().swap(buf_);
+      buf_.reserve(snap::kChunk + snap::kChunk / 4);
+    }
+    return true;
+  }
+  // The CRC of everything written so far, flushed or not.
+  std::uint32_t crc() const noexcept { return ~crc32c_update(crc_, buf_.data(), buf_.size()); }
+
+  template <class K, class V>
+  void record(const K& key, const V& value, std::int64_t pexpiretime, std::int64_t no_ttl) {
+    const bool timed = pexpiretime != no_ttl;
+    buf_.push_back(static_cast<char>(timed ? snap::kKeyDeadline : snap::kKey));
+    buf_.push_back('\0');  // the body length, if it takes one byte (else widened below)
+    const std::size_t body = buf_.size();
+    if (timed) codec::put_i64(buf_, pexpiretime);
+    Codec<K>::encode(key, buf_);
+    Codec<V>::encode(value, buf_);
+    std::uint64_t len = buf_.size() - body;
+    const std::size_t n = codec::varint_size(len);
+    if (n > 1) buf_.insert(body, n - 1, '\0');
+    char* p = &buf_[body - 1];
+    while (len >= 0x80) {
+      *p++ = static_cast<char>(static_cast<unsigned char>(len) | 0x80u);
+      len >>= 7;
+    }
+    *p = static_cast<char>(len);
+  }
+
+ private:
+  Sink& sink_;
+  std::string buf_;
+  std::uint64_t flushed_ = 0;
+  std::uint32_t crc_ = ~0u;
+  bool failed_ = false;
+};
+
+struct OstreamSink {
+  std::ostream& out;
+  bool write(const char* p, std::size_t n) {
+    try {
+      out.write(p, static_cast<std::streamsize>(n));
+    } catch (const std::ios_base::failure&) {
+      return false;
+    }
+    return static_cast<bool>(out);
+  }
+  bool finish() {
+    try {
+      out.flush();
+    } catch (const std::ios_base::failure&) {
+      return false;
+    }
+    return static_cast<bool>(out);
+  }
+  std::string describe() const { return "the output stream failed"; }
+};
+
+template <class Store, class Sink>
+FileResult<SnapshotInfo> save_to(const Store& s, Sink& sink) {
+  using K = typename Store::key_type;
+  using V = typename Store::mapped_type;
+  SnapshotWriter<Sink> w(sink);
+  const std::int64_t now = s.now_ms();
+  const std::uint64_t count = s.size();
+  std::string& b = w.buffer();
+  b.append(snap::kMagic, sizeof snap::kMagic);
+  codec::put_le(b, kSnapshotVersion, 2);
+  codec::put_le(b, 0, 2);  // flags
+  codec::put_i64(b, now);
+  codec::put_le(b, count, 8);
+  std::uint64_t written = 0;
+  s.visit_stored([&](const K& key, const V& value, std::int64_t pexpiretime) {
+    if (w.failed()) return;
+    w.record(key, value, pexpiretime, Store::kNoTtl);
+    ++written;
+    w.maybe_flush();
+  });
+  if (w.failed()) return snap::error(Errc::io_error, w.offset(), sink.describe() + " " + snap::at(w.offset()));
+  if (written != count) {  // size() and visit_stored() disagree: never written as a snapshot
+    return snap::error(Errc::invalid_record, w.offset(),
+                       "the store visited " + std::to_string(written) + " keys, but its size() is " +
+                           std::to_string(count));
+  }
+  b.push_back(static_cast<char>(snap::kEnd));
+  codec::put_le(b, count, 8);
+  codec::put_le(b, w.crc(), 4);
+  const std::uint64_t total = w.offset();
+  if (!w.flush() || !sink.finish()) {
+    return snap::error(Errc::io_error, w.offset(), sink.describe() + " " + snap::at(w.offset()));
+  }
+  SnapshotInfo info;
+  info.keys = written;
+  info.bytes = total;
+  info.created_ms = now;
+  return info;
+}
+
+// ---- Reading -----------------------------------------------------------------------------
+
+// Hands out the input in contiguous runs, keeping the CRC of the bytes consumed.
+//   src.read(char*, std::size_t n) -> std::size_t   bytes read; fewer than n only at the end
+//                                                    of the input or on an error
+//   src.failed(), src.describe()                     an error (not the end) stopped it
+//   Source::kReadAhead                               may read past what is asked for
+template <class Source>
+class SnapshotReader {
+ public:
+  explicit SnapshotReader(Source& src) : src_(src) {}
+
+  // Makes `n` bytes available at the cursor; false if the input ends (or fails) first, with
+  // what did arrive available.
+  bool need(std::size_t n) {
+    if (end_ - pos_ >= n) return true;
+    fold();
+    if (pos_ != 0) {
+      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+      end_ -= pos_;
+      base_ += pos_;
+      crc_from_ -= pos_;
+      pos_ = 0;
+    }
+    while (end_ < n) {
+      if (end_ == buf_.size()) {
+        // Grow, but never past twice what has arrived: a record that claims 2^60 bytes gets
+        // a buffer as large as the input that really follows it, and no larger.
+        const std::size_t want = Source::kReadAhead ? std::max(n, snap::kChunk) : n;
+        buf_.resize(std::min(want, std::max(snap::kChunk, 2 * end_)));
+      }
+      const std::size_t room = buf_.size() - end_;
+      const std::size_t ask = Source::kReadAhead ? room : std::min(room, n - end_);
+      const std::size_t got = src_.read(buf_.data() + end_, ask);
+      end_ += got;
+      if (got < ask && end_ < n) return false;
+    }
+    return true;
+  }
+  std::size_t available() const noexcept { return end_ - pos_; }
+  const char* data() const noexcept { return buf_.data() + pos_; }
+  void skip(std::size_t n) noexcept { pos_ += n; }
+  std::uint64_t offset() const noexcept { return base_ + pos_; }
+  // The CRC-32C of every byte before the cursor.
+  std::uint32_t crc() noexcept {
+    fold();
+    return ~crc_;
+  }
+
+ private:
+  void fold() noexcept {
+    crc_ = crc32c_update(crc_, buf_.data() + crc_from_, pos_ - crc_from_);
+    crc_from_ = pos_;
+  }
+  Source& src_;
+  std::vector<char> buf_;
+  std::size_t pos_ = 0, end_ = 0, crc_from_ = 0;
+  std::uint64_t base_ = 0;  // the input offset of buf_[0]
+  std::uint32_t crc_ = ~0u;
+};
+
+struct IstreamSource {
+  static constexpr bool kReadAhead = false;  // leaves the stream just after the snapshot
+  std::istream& in;
+  bool bad = false;
+  std::size_t read(char* p, std::size_t n) {
+    try {
+      in.read(p, static_cast<std::streamsize>(n));
+    } catch (const std::ios_base::failure&) {
+      // exceptions() asked for one: eofbit alone is the end of the input
+    }
+    if (in.bad()) bad = true;
+    return static_cast<std::size_t>(in.gcount());
+  }
+  bool failed() const noexcept { return bad; }
+  std::string describe() const { return "the input stream failed"; }
+  std::uint64_t size() const noexcept { return std::numeric_limits<std::uint64_t>::max(); }  // unknown
+};
+
+// A decoded record, waiting for the whole input to be verified.
+template <class K, class V>
+struct LoadedKey {
+  K key;
+  V value;
+  std::int64_t deadline;
+  std::uint64_t offset;
+  bool timed;
+};
+
+// A value to decode into: for a store of hashes, one holding an empty hash with the store's
+// own field hasher (so loaded hashes hash as the store's own do).
+template <class V, class Store>
+V value_prototype(const Store& s) {
+  if constexpr (hash_value_traits<V>::enabled) {
+    return hash_value_traits<V>::make(s.field_hash_function());
+  } else {
+    return V{};
+  }
+}
+
+template <class Store, class Source>
+FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_input) {
+  using K = typename Store::key_type;
+  using V = typename Store::mapped_type;
+  using snap::at;
+  using snap::error;
+  SnapshotReader<Source> r(src);
+  const std::uint64_t input_size = src.size();
+  // The error for an input that ends at the reader's end: truncated, or an I/O error.
+  auto short_input = [&](const std::string& what) {
+    const std::uint64_t end = r.offset() + r.available();
+    if (src.failed()) return error(Errc::io_error, end, src.describe() + " " + at(end) + ": " + what);
+    return error(Errc::truncated_file, end, "truncated " + at(end) + ": " + what);
+  };
+
+  // ---- header
+  const bool whole_header = r.need(snap::kHeaderBytes);
+  const std::size_t got = r.available();
+  if (got == 0) return short_input("the input is empty (expected a snapshot header)");
+  if (std::memcmp(r.data(), snap::kMagic, std::min(got, sizeof snap::kMagic)) != 0) {
+    return error(Errc::corrupt_file, 0, "bad magic " + at(0) + ": not a snapshot");
+  }
+  if (got >= 10) {
+    const auto version = static_cast<std::uint16_t>(snap::le(r.data() + 8, 2));
+    if (version != kSnapshotVersion) {
+      return error(Errc::unsupported_version, 8,
+                   "format version " + std::to_string(version) + " " + at(8) + " (this build reads version " +
+                       std::to_string(kSnapshotVersion) + ")");
+    }
+  }
+  if (got >= 12) {
+    const auto flags = static_cast<std::uint16_t>(snap::le(r.data() + 10, 2));
+    if ((flags & ~snap::kKnownFlags) != 0) {
+      return error(Errc::unsupported_version, 10,
+                   "unknown flags " + snap::hex32(flags) + " " + at(10) + " (format version 1 defines none)");
+    }
+  }
+  if (!whole_header) return short_input("the header is " + std::to_string(snap::kHeaderBytes) + " bytes");
+  const std::int64_t created = snap::le_i64(r.data() + 12);
+  const std::uint64_t count = snap::le(r.data() + 20, 8);
+  r.skip(snap::kHeaderBytes);
+
+  // ---- records
+  const std::int64_t now = s.now_ms();
+  const bool primary = as == LoadAs::primary;
+  SnapshotInfo info;
+  info.created_ms = created;
+  std::vector<LoadedKey<K, V>> keys;
+  {
+    // Not what the header says alone (it may lie): at most a record per 16 bytes of the file
+    // (smaller records grow the vector as they come), 4096 from a stream.
+    const std::uint64_t room = input_size == std::numeric_limits<std::uint64_t>::max() ? std::uint64_t{4096}
+                                                                                         : input_size / 16;
+    keys.reserve(static_cast<std::size_t>(std::min(count, room)));
+  }
+  std::uint64_t i = 0;
+  for (;; ++i) {
+    const std::uint64_t rec = r.offset();
+    // What is being read, for a message (built only for one).
+    const auto which = [&] { return i < count ? snap::record_of(i, count) + " " + at(rec) : "the end marker " + at(rec); };
+    if (!r.need(2)) return short_input(which() + " is incomplete");
+    const auto kind = static_cast<unsigned char>(r.data()[0]);
+    if (kind == snap::kEnd) break;
+    if (kind != snap::kKey && kind != snap::kKeyDeadline) {
+      return error(Errc::corrupt_file, rec,
+                   "unknown record kind " + snap::hex32(kind) + " " + at(rec) + " (" + snap::record_of(i, count) +
+                       ")");
+    }
+    if (i >= count) {
+      return error(Errc::corrupt_file, rec,
+                   "a record " + at(rec) + " after the " + std::to_string(count) + " the header announces");
+    }
+    // The body length: a varint of up to 10 bytes after the kind.
+    std::size_t head = 2;
+    while ((static_cast<unsigned char>(r.data()[head - 1]) & 0x80u) != 0 && head <= codec::kMaxVarintBytes) {
+      if (!r.need(head + 1)) return short_input(which() + " is incomplete (its length)");
+      ++head;
+    }
+    std::string_view len_bytes(r.data() + 1, head - 1);
+    std::uint64_t len = 0;
+    if (!codec::get_varint(len_bytes, len)) {
+      return error(Errc::corrupt_file, rec + 1, "bad record length " + at(rec + 1) + " (" + which() + ")");
+    }
+    const std::uint64_t body_at = rec + head;
+    if (input_size != std::numeric_limits<std::uint64_t>::max() &&
+        len > input_size - std::min(input_size, body_at)) {
+      return error(Errc::truncated_file, input_size,
+                   "truncated " + at(input_size) + ": " + which() + " claims " + std::to_string(len) +
+                       " bytes, the file holds " + std::to_string(input_size - std::min(input_size, body_at)) +
+                       " more");
+    }
+    if (len > std::numeric_limits<std::size_t>::max() - head || !r.need(head + static_cast<std::size_t>(len))) {
+      return short_input(which() + " claims " + std::to_string(len) + " bytes");
+    }
+    std::string_view body(r.data() + head, static_cast<std::size_t>(len));
+    std::int64_t deadline = Store::kNoTtl;
+    const bool timed = kind == snap::kKeyDeadline;
+    if (timed && !codec::get_i64(body, deadline)) {
+      return error(Errc::corrupt_file, body_at, which() + ": " + std::to_string(len) + " bytes cannot hold a deadline");
+    }
+    K key{};
+    V value = value_prototype<V>(s);
+    if (!Codec<K>::decode(body, key)) return error(Errc::corrupt_file, rec, which() + ": the key does not decode");
+    if (!Codec<V>::decode(body, value)) return error(Errc::corrupt_file, rec, which() + ": the value does not decode");
+    if (!body.empty()) {
+      return error(Errc::corrupt_file, rec,
+                   which() + ": " + std::to_string(body.size()) + " bytes left over after the value");
+    }
+    r.skip(head + static_cast<std::size_t>(len));
+    if (primary && timed && now > deadline) {
+      ++info.expired;
+      continue;
+    }
+    if constexpr (hash_value_traits<V>::enabled) {
+      if (primary) {
+        if (auto* m = hash_value_traits<V>::map(value)) {
+          const std::size_t gone =
+              m->reclaim_due(now, std::numeric_limits<std::size_t>::max(), [](auto&, std::int64_t) {});
+          info.expired_fields += gone;
+          if (gone != 0 && m->empty()) {
+            ++info.expired;
+            continue;
+          }
+        }
+      }
+    }
+    keys.push_back(LoadedKey<K, V>{std::move(key), std::move(value), deadline, rec, timed});
+  }
+
+  // ---- end marker and checksum
+  const std::uint64_t end_at = r.offset();
+  if (!r.need(snap::kEndBytes)) return short_input("the end marker " + at(end_at) + " is incomplete");
+  const std::uint64_t end_count = snap::le(r.data() + 1, 8);
+  if (end_count != i) {
+    return error(Errc::corrupt_file, end_at + 1,
+                 "the end marker " + at(end_at) + " counts " + std::to_string(end_count) + " records, " +
+                     std::to_string(i) + " were read");
+  }
+  if (i != count) {
+    return error(Errc::corrupt_file, end_at,
+                 "the end marker " + at(end_at) + " after " + snap::record_of(i == 0 ? 0 : i - 1, count) +
+                     ": the header announces " + std::to_string(count));
+  }
+  r.skip(9);
+  const std::uint64_t crc_at = r.offset();
+  const std::uint32_t computed = r.crc();
+  const auto stored = static_cast<std::uint32_t>(snap::le(r.data(), 4));
+  r.skip(4);
+  if (stored != computed) {
+    return error(Errc::corrupt_file, crc_at,
+                 "checksum mismatch " + at(crc_at) + " (stored " + snap::hex32(stored) + ", computed " +
+                     snap::hex32(computed) + ")");
+  }
+  info.bytes = r.offset();
+  if (whole_input) {
+    if (r.need(1)) return error(Errc::corrupt_file, info.bytes, "bytes after the checksum " + at(info.bytes));
+    if (src.failed()) return short_input("reading past the checksum");
+  }
+
+  // ---- replace the store's content
+  s.clear();
+  s.reserve(keys.size());
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    LoadedKey<K, V> e = std::move(keys[k]);  // freed at the end of this iteration
+    // apply() refuses the deadline INT64_MAX (see the design above).
+    const bool at_max = e.timed && e.deadline == std::numeric_limits<std::int64_t>::max();
+    const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.deadline,
+                         e.timed && !at_max ? ChangeTtl::at : ChangeTtl::none};
+    const Result<bool> applied = s.apply(c);
+    if (!applied.ok()) {
+      return error(applied.error(), e.offset,
+                   "the store refused the key of " + snap::record_of(k, keys.size()) + " " + at(e.offset) + " (" +
+                       to_string(applied.error()) + "); it holds the " + std::to_string(k) + " keys before it");
+    }
+    if (at_max && s.now_ms() < e.deadline) (void)s.pexpireat(e.key, e.deadline);
+    ++info.keys;
+  }
+  return info;
+}
+
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+inline int open_cloexec(const char* path, int flags, mode_t mode = 0) {
+#if defined(O_CLOEXEC)
+  flags |= O_CLOEXEC;
+#endif
+  int fd;
+  do {
+    fd = ::open(path, flags, mode);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+struct FdSink {
+  int fd;
+  const std::string& name;
+  int err = 0;
+  bool write(const char* p, std::size_t n) {
+    while (n != 0) {
+      const ssize_t w = ::write(fd, p, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        return false;
+      }
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+    return true;
+  }
+  bool finish() { return true; }
+  std::string describe() const { return "write to '" + name + "' failed (" + snap::errno_text(err) + ")"; }
+};
+
+struct FdSource {
+  static constexpr bool kReadAhead = true;
+  int fd;
+  const std::string& name;
+  std::uint64_t file_size;
+  int err = 0;
+  std::size_t read(char* p, std::size_t n) {
+    std::size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::read(fd, p + got, n - got);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      if (r == 0) break;
+      got += static_cast<std::size_t>(r);
+    }
+    return got;
+  }
+  bool failed() const noexcept { return err != 0; }
+  std::string describe() const { return "reading '" + name + "' failed (" + snap::errno_text(err) + ")"; }
+  std::uint64_t size() const noexcept { return file_size; }
+};
+
+// Closes the descriptor and removes the temporary file unless the save went through.
+struct TempFile {
+  std::string path;
+  int fd = -1;
+  bool keep = false;
+  TempFile() = default;
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (fd >= 0) ::close(fd);
+    if (!keep) ::unlink(path.c_str());
+  }
+};
+
+inline std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+#endif  // EXPIRING_SNAPSHOT_POSIX
+
+}  // namespace detail
+
+template <class Store, class>
+FileResult<SnapshotInfo> save(const Store& s, std::ostream& out) {
+  if (!out) return detail::snap::error(Errc::io_error, 0, "the output stream is not writable");
+  detail::OstreamSink sink{out};
+  return detail::save_to(s, sink);
+}
+
+template <class Store, class>
+FileResult<SnapshotInfo> load(Store& s, std::istream& in, LoadAs as) {
+  if (!in.good()) return detail::snap::error(Errc::io_error, 0, "the input stream is not readable");
+  detail::IstreamSource src{in};
+  return detail::load_from(s, src, as, /*whole_input=*/false);
+}
+
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+template <class Store, class>
+FileResult<SnapshotInfo> save(const Store& s, const std::string& path) {
+  using detail::snap::errno_text;
+  using detail::snap::error;
+  detail::TempFile tmp;
+  tmp.path = path + ".tmp-" + std::to_string(static_cast<long long>(::getpid()));
+  tmp.fd = detail::open_cloexec(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  if (tmp.fd < 0) {
+    const int err = errno;
+    tmp.keep = true;  // not ours: nothing was created
+    return error(Errc::io_error, 0, "cannot create '" + tmp.path + "' (" + errno_text(err) + ")");
+  }
+  detail::FdSink sink{tmp.fd, tmp.path};
+  FileResult<SnapshotInfo> r = detail::save_to(s, sink);
+  if (!r.ok()) return r;
+  if (::fsync(tmp.fd) != 0) {
+    const int err = errno;
+    return error(Errc::io_error, r->bytes, "fsync of '" + tmp.path + "' failed (" + errno_text(err) + ")");
+  }
+  const int fd = tmp.fd;
+  tmp.fd = -1;
+  if (::close(fd) != 0) {
+    const int err = errno;
+    return error(Errc::io_error, r->bytes, "closing '" + tmp.path + "' failed (" + errno_text(err) + ")");
+  }
+  if (::rename(tmp.path.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    return error(Errc::io_error, r->bytes,
+                 "cannot rename '" + tmp.path + "' to '" + path + "' (" + errno_text(err) + ")");
+  }
+  tmp.keep = true;
+  // The rename is durable once the directory is: sync it (Redis's fsyncFileDir; EINVAL and
+  // EBADF mean a file system that cannot sync directories, and are not errors).
+  const std::string dir = detail::directory_of(path);
+  const int dfd = detail::open_cloexec(dir.c_str(), O_RDONLY);
+  int err = dfd < 0 ? errno : 0;
+  if (dfd >= 0) {
+    if (::fsync(dfd) != 0 && errno != EINVAL && errno != EBADF) err = errno;
+    ::close(dfd);
+  }
+  if (err != 0) {
+    return error(Errc::io_error, r->bytes,
+                 "'" + path + "' is written, but syncing its directory '" + dir + "' failed (" + errno_text(err) +
+                     ")");
+  }
+  return r;
+}
+
+template <class Store, class>
+FileResult<SnapshotInfo> load(Store& s, const std::string& path, LoadAs as) {
+  using detail::snap::errno_text;
+  using detail::snap::error;
+  const int fd = detail::open_cloexec(path.c_str(), O_RDONLY);
+  if (fd < 0) {
+    const int err = errno;
+    return error(Errc::io_error, 0, "cannot open '" + path + "' (" + errno_text(err) + ")");
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    return error(Errc::io_error, 0, "cannot stat '" + path + "' (" + errno_text(err) + ")");
+  }
+  const std::uint64_t size = S_ISREG(st.st_mode) && st.st_size >= 0 ? static_cast<std::uint64_t>(st.st_size)
+                                                                     : std::numeric_limits<std::uint64_t>::max();
+  detail::FdSource src{fd, path, size};
+  return detail::load_from(s, src, as, /*whole_input=*/true);
+}
+#endif  // EXPIRING_SNAPSHOT_POSIX
+
+}  // namespace expiring
