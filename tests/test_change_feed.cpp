@@ -55,12 +55,12 @@ struct Fx {
 };
 
 using Lines = std::vector<std::string>;
-using Stored = std::vector<std::tuple<std::string, std::string, std::int64_t>>;
+using Stored = std::vector<std::tuple<std::string, std::string, std::optional<std::int64_t>>>;
 
 template <class S>
 Stored stored(const S& s) {
   Stored out;
-  s.visit_stored([&](const std::string& k, const std::string& v, std::int64_t at) { out.emplace_back(k, v, at); });
+  s.visit_stored([&](const std::string& k, const std::string& v, std::optional<std::int64_t> d) { out.emplace_back(k, v, d); });
   std::sort(out.begin(), out.end());
   return out;
 }

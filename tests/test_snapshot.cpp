@@ -109,11 +109,10 @@ std::string text(const expiring::redis::Value& v) {
 
 // Everything stored, stale keys included: sorted (key, value, pexpiretime).
 template <class Store>
-std::vector<std::tuple<typename Store::key_type, std::string, std::int64_t>> stored(const Store& s) {
-  std::vector<std::tuple<typename Store::key_type, std::string, std::int64_t>> out;
-  s.visit_stored([&](const typename Store::key_type& k, const typename Store::mapped_type& v, std::int64_t pexp) {
-    out.emplace_back(k, text(v), pexp);
-  });
+std::vector<std::tuple<typename Store::key_type, std::string, std::optional<std::int64_t>>> stored(const Store& s) {
+  std::vector<std::tuple<typename Store::key_type, std::string, std::optional<std::int64_t>>> out;
+  s.visit_stored([&](const typename Store::key_type& k, const typename Store::mapped_type& v,
+                     const std::optional<std::int64_t>& deadline) { out.emplace_back(k, text(v), deadline); });
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -529,7 +528,7 @@ TEST_CASE("snapshot: a primary load skips keys already past their deadline and c
     REQUIRE(r.ok());
     CHECK(r->keys == 1);
     CHECK(r->expired == 2);
-    CHECK(stored(t) == decltype(stored(t)){{"a", "persistent", -1}});
+    CHECK(stored(t) == decltype(stored(t)){{"a", "persistent", std::nullopt}});
   }
 }
 
@@ -602,7 +601,7 @@ TEST_CASE("snapshot: a primary load skips hash fields past their deadline, and h
     CHECK(r->keys == 1);
     CHECK(r->expired == 1);
     CHECK(r->expired_fields == 2);
-    CHECK(stored(t) == decltype(stored(t)){{"h", "{keep=1@-;}", -1}});
+    CHECK(stored(t) == decltype(stored(t)){{"h", "{keep=1@-;}", std::nullopt}});
   }
   SECTION("replica") {
     HStore t{later};
@@ -659,6 +658,27 @@ TEST_CASE("snapshot: clocks near INT64_MIN and INT64_MAX, deadlines far in the f
     CHECK(u.peek("max") != nullptr);
     CHECK(u.peek("before") == nullptr);
     CHECK(u.size() == 2);
+  }
+  SECTION("a deadline of exactly -1 ms is a deadline, not \"no TTL\"") {
+    ManualClock clock{-100};
+    SStore s{clock};
+    REQUIRE(s.set("k", "v") == true);
+    REQUIRE(s.pexpireat("k", -1) == true);
+    REQUIRE(*std::get<2>(stored(s)[0]) == -1);  // PEXPIRETIME answers 0 for it; the store holds -1
+    const std::string b = bytes_of(s);
+    SStore t{clock};
+    REQUIRE(load_bytes(t, b).ok());
+    CHECK(stored(t) == stored(s));
+    REQUIRE(std::get<2>(stored(t)[0]).has_value());
+    CHECK(*std::get<2>(stored(t)[0]) == -1);
+    ManualClock after{0};
+    SStore u{after};
+    expiring::Options o;
+    o.replica = true;
+    SStore replica{after, o};
+    REQUIRE(load_bytes(replica, b, expiring::LoadAs::replica).ok());
+    CHECK(replica.size() == 1);
+    CHECK(replica.get("k") == nullptr);  // stale on the replica, not made persistent
   }
   SECTION("deadlines far in the future at an ordinary time") {
     ManualClock clock{T0};
@@ -769,7 +789,7 @@ TEST_CASE("snapshot: a wrong magic, a future version and unknown flags are refus
     Crafted c(1);
     c.record(0x01, str_body("k", "v"));
     REQUIRE(load_bytes(t, c.finish(1)).ok());
-    CHECK(stored(t) == decltype(stored(t)){{"k", "v", -1}});
+    CHECK(stored(t) == decltype(stored(t)){{"k", "v", std::nullopt}});
     return;
   }
   CHECK(stored(t) == before);

@@ -106,7 +106,7 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::overflow: return "increment or decrement would overflow";
     case Errc::negative_expire_time: return "invalid expire time, must be >= 0";
     case Errc::not_an_integer: return "hash value is not an integer";
-    case Errc::io_error: return "connection error";
+    case Errc::io_error: return "I/O error";
     case Errc::timeout: return "timed out";
     case Errc::protocol_error: return "unexpected reply";
     case Errc::wrong_type: return "operation against a key holding the wrong kind of value";

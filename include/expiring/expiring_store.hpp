@@ -1315,6 +1315,9 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   }
   // DEBUG SET-ACTIVE-EXPIRE 0|1.
   void set_active_expire_enabled(bool on) noexcept { options_.active_expire_enabled = on; }
+  // REPLICAOF host port / REPLICAOF NO ONE: turns replica mode (Options::replica) on or off.
+  // Turned off, the store expires its stale keys again, lazily and by tick().
+  void set_replica(bool on) noexcept { options_.replica = on; }
   const Options& options() const noexcept { return options_; }
   // The parameters the current effort and hz give (semantics.md B §3.2).
   CycleParams cycle() const noexcept { return cycle_params(options_.active_expire_effort, options_.hz); }
@@ -1341,12 +1344,13 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   Result<bool> apply(const change_type& c);
 
   // Every stored entry, stale ones not yet reclaimed included, as fn(const K& key, const V&
-  // value, std::int64_t pexpiretime) (-1 without TTL), in storage order: what a snapshot
-  // saves. A quiet path (no statistics, nothing reclaimed); fn must not call the store. O(size).
+  // value, std::optional<std::int64_t> deadline) (nullopt without TTL: every deadline, -1 and
+  // INT64_MAX included, is told apart from none), in storage order: what a snapshot saves. A
+  // quiet path (no statistics, nothing reclaimed); fn must not call the store. O(size).
   template <class F>
   void visit_stored(F&& fn) const {
     for (const entry_type& e : ks_.entries()) {
-      fn(static_cast<const K&>(e.key), static_cast<const V&>(e.value), ks_.is_volatile(e) ? e.deadline : kNoTtl);
+      fn(static_cast<const K&>(e.key), static_cast<const V&>(e.value), deadline_of(e));
     }
   }
 

@@ -42,11 +42,8 @@
 // twice the bytes that actually arrived. CRC-32C detects every error burst of up to 32 bits,
 // so every single-byte change of a file is caught.
 //
-// Limits of the store's API, which the format does not share: a key whose deadline is exactly
-// -1 ms (31 Dec 1969, 23:59:59.999) is seen by visit_stored() as having no TTL and is saved so;
-// a deadline of INT64_MAX, which apply() refuses, is restored with pexpireat() after the key
-// is applied without TTL (as no TTL when the loading clock is at INT64_MAX itself, where
-// pexpireat() would delete the key; no clock reading is ever past that deadline either).
+// Every deadline the store can hold round-trips, -1 ms and INT64_MAX included (visit_stored()
+// tells "no TTL" apart from every deadline, and apply() stores any).
 //
 // Only the path functions need POSIX (open, fsync, rename); the stream functions are portable.
 #pragma once
@@ -303,12 +300,12 @@ class SnapshotWriter {
   std::uint32_t crc() const noexcept { return ~crc32c_update(crc_, buf_.data(), buf_.size()); }
 
   template <class K, class V>
-  void record(const K& key, const V& value, std::int64_t pexpiretime, std::int64_t no_ttl) {
-    const bool timed = pexpiretime != no_ttl;
+  void record(const K& key, const V& value, const std::optional<std::int64_t>& deadline) {
+    const bool timed = deadline.has_value();
     buf_.push_back(static_cast<char>(timed ? snap::kKeyDeadline : snap::kKey));
     buf_.push_back('\0');  // the body length, if it takes one byte (else widened below)
     const std::size_t body = buf_.size();
-    if (timed) codec::put_i64(buf_, pexpiretime);
+    if (timed) codec::put_i64(buf_, *deadline);
     Codec<K>::encode(key, buf_);
     Codec<V>::encode(value, buf_);
     std::uint64_t len = buf_.size() - body;
@@ -365,9 +362,9 @@ FileResult<SnapshotInfo> save_to(const Store& s, Sink& sink) {
   codec::put_i64(b, now);
   codec::put_le(b, count, 8);
   std::uint64_t written = 0;
-  s.visit_stored([&](const K& key, const V& value, std::int64_t pexpiretime) {
+  s.visit_stored([&](const K& key, const V& value, const std::optional<std::int64_t>& deadline) {
     if (w.failed()) return;
-    w.record(key, value, pexpiretime, Store::kNoTtl);
+    w.record(key, value, deadline);
     ++written;
     w.maybe_flush();
   });
@@ -655,17 +652,14 @@ FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_
   s.reserve(keys.size());
   for (std::size_t k = 0; k < keys.size(); ++k) {
     LoadedKey<K, V> e = std::move(keys[k]);  // freed at the end of this iteration
-    // apply() refuses the deadline INT64_MAX (see the design above).
-    const bool at_max = e.timed && e.deadline == std::numeric_limits<std::int64_t>::max();
     const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.deadline,
-                         e.timed && !at_max ? ChangeTtl::at : ChangeTtl::none};
+                         e.timed ? ChangeTtl::at : ChangeTtl::none};
     const Result<bool> applied = s.apply(c);
     if (!applied.ok()) {
       return error(applied.error(), e.offset,
                    "the store refused the key of " + snap::record_of(k, keys.size()) + " " + at(e.offset) + " (" +
                        to_string(applied.error()) + "); it holds the " + std::to_string(k) + " keys before it");
     }
-    if (at_max && s.now_ms() < e.deadline) (void)s.pexpireat(e.key, e.deadline);
     ++info.keys;
   }
   return info;

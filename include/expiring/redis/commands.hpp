@@ -288,9 +288,43 @@ class CommandExecutor {
     start_ms_ = store_.now_ms();
   }
 
+  // A command the executor does not implement itself, added by a server (SAVE, BGSAVE,
+  // REPLICAOF, ...: what needs files, processes or sockets). It takes precedence over a
+  // built-in command of the same name; run_builtin() reaches the built-in one.
+  using ServerCommand = std::function<Reply(const Args&, Session&)>;
+  void add_command(std::string name, int arity, std::string flags, ServerCommand handler) {
+    name = detail::lowercase(name);
+    server_commands_[name] = ServerSpec{arity, std::move(flags), std::move(handler)};
+  }
+  // Runs the built-in command of argv[0], past any server command of that name.
+  Reply run_builtin(const Args& argv, Session& session) {
+    Reply early;
+    const Spec* spec = prepare(argv, early);
+    if (spec == nullptr) return early;
+    if (spec->handler != nullptr) return (this->*spec->handler)(argv, session);
+    OutputBuffer out;
+    (this->*spec->writer)(argv, session, out);
+    const std::string bytes = out.str();
+    std::size_t pos = 0;
+    Reply r;
+    (void)Reply::from_resp(bytes, pos, r);
+    return r;
+  }
+  // Whether argv[0] names a command flagged `write` (a replica refuses those from clients).
+  bool is_write(const Args& argv) const {
+    if (argv.empty()) return false;
+    const std::string name = detail::lowercase(argv[0]);
+    if (auto s = server_commands_.find(name); s != server_commands_.end()) return has_flag(s->second.flags, "write");
+    auto it = index_.find(name);
+    return it != index_.end() && has_flag(table()[it->second].flags, "write");
+  }
+
   // Runs one command and returns its reply. `argv` must not be empty (the parser never
   // yields an empty command).
   Reply execute(const Args& argv, Session& session) {
+    if (!server_commands_.empty()) {
+      if (std::optional<Reply> r = run_server_command(argv, session)) return std::move(*r);
+    }
     Reply early;
     const Spec* spec = prepare(argv, early);
     if (spec == nullptr) return early;
@@ -308,6 +342,12 @@ class CommandExecutor {
   // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
   // write them straight from the store into `out`, so a large reply is never held twice.
   void execute_into(const Args& argv, Session& session, OutputBuffer& out) {
+    if (!server_commands_.empty()) {
+      if (std::optional<Reply> r = run_server_command(argv, session)) {
+        r->write_resp(out);
+        return;
+      }
+    }
     Reply early;
     const Spec* spec = prepare(argv, early);
     if (spec == nullptr) {
@@ -339,6 +379,20 @@ class CommandExecutor {
   std::uint64_t commands_processed() const noexcept { return commands_processed_; }
 
  private:
+  struct ServerSpec {
+    int arity;
+    std::string flags;
+    ServerCommand handler;
+  };
+  std::optional<Reply> run_server_command(const Args& argv, Session& session) {
+    if (argv.empty()) return std::nullopt;
+    auto it = server_commands_.find(detail::lowercase(argv[0]));
+    if (it == server_commands_.end()) return std::nullopt;
+    if (!arity_ok(it->second.arity, argv.size())) return arity_error(it->first);
+    ++commands_processed_;
+    return it->second.handler(argv, session);
+  }
+
   using Handler = Reply (CommandExecutor::*)(const Args&, Session&);
   using Writer = void (CommandExecutor::*)(const Args&, Session&, OutputBuffer&);
   struct Spec {
@@ -588,21 +642,25 @@ class CommandExecutor {
 
   // ---- INFO ----
   Reply cmd_info(const Args& a, Session&) {
-    static constexpr const char* kSections[] = {"server", "clients", "memory", "stats", "keyspace"};
-    bool want[5] = {a.size() == 1, a.size() == 1, a.size() == 1, a.size() == 1, a.size() == 1};
+    // Redis's order; persistence and replication come from a server's hook only.
+    static constexpr const char* kSections[] = {"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"};
+    constexpr int kCount = 7;
+    bool want[kCount] = {};
+    for (bool& w : want) w = a.size() == 1;
     for (std::size_t i = 1; i < a.size(); ++i) {
       const std::string s = detail::lowercase(a[i]);
       if (s == "default" || s == "all" || s == "everything") {
         for (bool& w : want) w = true;
       }
-      for (int k = 0; k < 5; ++k) {
+      for (int k = 0; k < kCount; ++k) {
         if (s == kSections[k]) want[k] = true;
       }
     }
     std::string out;
-    for (int k = 0; k < 5; ++k) {
+    for (int k = 0; k < kCount; ++k) {
       if (!want[k]) continue;
-      if (k == 1 && !info_hook_) continue;  // clients: only a server knows them
+      const bool server_only = k == 1 || k == 3 || k == 5;  // clients, persistence, replication
+      if (server_only && !info_hook_) continue;
       if (!out.empty()) out += "\r\n";
       info_section(kSections[k], out);
     }
@@ -641,6 +699,12 @@ class CommandExecutor {
       line("configured_hz", num(store_.options().hz));
     } else if (section == "clients") {
       out += "# Clients\r\n";
+      if (info_hook_) info_hook_(section, out);
+    } else if (section == "persistence") {
+      out += "# Persistence\r\n";
+      if (info_hook_) info_hook_(section, out);
+    } else if (section == "replication") {
+      out += "# Replication\r\n";
       if (info_hook_) info_hook_(section, out);
     } else if (section == "memory") {
       out += "# Memory\r\n";
@@ -1745,6 +1809,7 @@ class CommandExecutor {
   InfoHook info_hook_;
   std::vector<std::pair<std::string, std::string>> extra_configs_;
   std::unordered_map<std::string, std::size_t> index_;
+  std::unordered_map<std::string, ServerSpec> server_commands_;
   std::vector<bool> denyoom_;  // per table() entry
   // maxmemory-samples as last set by CONFIG SET (Redis accepts 1..INT_MAX; the store takes
   // at most 64, so a larger value is passed on as 64 and shown as set).
