@@ -8,6 +8,7 @@
 // input (every truncation and every single-bit flip of a small snapshot, wrong magic, a future
 // version, hostile lengths) is refused with the right code and offset while the store keeps
 // what it had. Files go into a directory made per test (mkdtemp) and removed by RAII.
+// expiring-test: one policy (a snapshot does not depend on the expiry index)
 #include <expiring/expiring.hpp>
 #include <expiring/snapshot.hpp>
 
