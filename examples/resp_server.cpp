@@ -5,9 +5,26 @@
 // redis-benchmark and any Redis client library can drive the store:
 //
 //   resp_server [port] [--port N] [--maxclients N] [--redis-exact]
+//               [--dir D] [--dbfilename F] [--appendonly yes|no] [--appendfsync always|everysec|no]
+//               [--appendfilename NAME] [--replicaof HOST PORT]
 //   redis-cli -p 6390 SET session:1 alice EX 30
 //   redis-cli -p 6390 TTL session:1
 //
+// Persistence and replication, with Redis's names (docs/semantics.md §4, D28-D33):
+//   * At start: with --appendonly yes the append-only log in --dir is replayed (a snapshot
+//     --dbfilename is loaded first if there is no log yet, and becomes its base); else the
+//     snapshot is loaded if it exists. Keys already expired in a snapshot are skipped.
+//   * SAVE writes the snapshot (snapshot.hpp); BGSAVE forks a child that writes it while the
+//     loop goes on; LASTSAVE; DEBUG RELOAD saves, empties and loads it again. BGREWRITEAOF
+//     starts the log's rewrite, which the loop advances one bounded step per iteration
+//     (append_log.hpp). INFO persistence reports them.
+//   * REPLICAOF HOST PORT makes this server a replica of another instance of it: it connects,
+//     sends SYNC, loads the snapshot the primary answers with (stale keys kept), then applies
+//     the primary's command stream (redis/replication.hpp) and never expires a key on its own
+//     (Options::replica). Clients' writes get -READONLY. When the link drops it reconnects
+//     every second, with a full sync each time. REPLICAOF NO ONE stops it. A primary answers
+//     SYNC with a snapshot taken at that moment (a stall of the loop proportional to the data;
+//     Redis forks for it) and streams every change to each replica. INFO replication.
 // Like Redis it runs the active-expire cycle from its loop: tick(Slow) `hz` times a second
 // (epoll_wait's timeout is 1000/hz ms) and tick(Fast) before every wait. It stops cleanly on
 // SIGINT, SIGTERM and the SHUTDOWN command. With --port 0 it picks a free port; the first line
@@ -72,7 +89,15 @@
 #include <unordered_set>
 #include <vector>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <sstream>
+
+#include <expiring/append_log.hpp>
 #include <expiring/redis/commands.hpp>
+#include <expiring/redis/replication.hpp>
+#include <expiring/snapshot.hpp>
 
 namespace {
 
@@ -117,7 +142,18 @@ struct Config {
   int maxclients = 10000;
   bool redis_exact = false;
   bool self_test = false;
+  std::string dir = ".";
+  std::string dbfilename = "dump.snap";
+  bool appendonly = false;
+  expiring::Fsync appendfsync = expiring::Fsync::everysec;
+  std::string appendfilename = "appendonly";
+  std::string replicaof_host;  // empty: a primary
+  int replicaof_port = 0;
 };
+
+std::int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 class RespServer {
  public:
@@ -134,9 +170,10 @@ class RespServer {
     if (spare_fd_ >= 0) ::close(spare_fd_);
   }
 
-  // Fits maxclients to the open file limit, binds and listens; false (with a message on
-  // stderr) on failure.
+  // Loads the data (log or snapshot), fits maxclients to the open file limit, binds and
+  // listens; false (with a message on stderr) on failure.
   bool open() {
+    if (!load_data()) return false;
     if (!adjust_open_files_limit()) return false;
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) return fail("socket");
@@ -170,6 +207,8 @@ class RespServer {
     exec_.add_config("bind", "127.0.0.1");
     exec_.add_config("maxclients", std::to_string(cfg_.maxclients));
     exec_.set_info_hook([this](std::string_view section, std::string& out) { info(section, out); });
+    add_persistence_commands();
+    if (!cfg_.replicaof_host.empty()) start_replication(cfg_.replicaof_host, cfg_.replicaof_port);
     return true;
   }
 
@@ -184,6 +223,7 @@ class RespServer {
       // beforeSleep: the fast cycle (gated inside the store), then pending replies and
       // closes.
       store_.tick(expiring::CycleKind::Fast);
+      persistence_before_sleep();
       flush_pending();
       if (stop_) break;
 
@@ -201,6 +241,8 @@ class RespServer {
         const std::uint32_t ev = events[static_cast<std::size_t>(i)].events;
         if (fd == listen_fd_) {
           accept_clients();
+        } else if (fd == link_.fd && link_.fd >= 0) {
+          link_event(ev);
         } else if (fd == signal_fd_) {
           signalfd_siginfo si;
           while (::read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
@@ -228,11 +270,14 @@ class RespServer {
       if (SteadyClock::now() >= next_slow) {
         store_.tick(expiring::CycleKind::Slow);
         client_cron();
+        replication_cron();
         period = std::chrono::milliseconds(1000 / store_.options().hz);
         next_slow = SteadyClock::now() + period;
       }
     }
+    persistence_before_sleep();
     flush_pending();
+    if (bgsave_pid_ > 0) ::waitpid(bgsave_pid_, nullptr, 0);
     // Like Redis on shutdown: every connection is closed.
     std::vector<int> fds;
     for (const auto& kv : clients_) fds.push_back(kv.first);
@@ -376,6 +421,7 @@ class RespServer {
   }
 
   void close_client(int fd) {
+    replicas_.erase(fd);
     auto it = clients_.find(fd);
     if (it != clients_.end()) client_bytes_ -= it->second->counted;
     soft_watch_.erase(fd);
@@ -511,7 +557,15 @@ class RespServer {
       store_.set_external_memory(client_bytes_);
       const std::size_t before = c.out.size();
       c.out.set_limit(static_cast<std::size_t>(normal_limit().hard));  // a huge reply stops at it
-      exec_.execute_into(c.argv, c.session, c.out);
+      if (replica_ && exec_.is_write(c.argv)) {
+        Reply::error("READONLY You can't write against a read only replica.").write_resp(c.out);
+      } else {
+        exec_.execute_into(c.argv, c.session, c.out);
+      }
+      if (new_replica_ == c.session.id) {  // SYNC: this connection now receives the stream
+        new_replica_ = 0;
+        replicas_.insert(c.fd);
+      }
       c.argv.clear();
       c.argv_bytes = 0;
       if (c.session.action == Action::shutdown) {
@@ -589,6 +643,309 @@ class RespServer {
     }
   }
 
+  // ---- Persistence (snapshot.hpp, append_log.hpp) ----
+
+  std::string snapshot_path() const { return cfg_.dir + "/" + cfg_.dbfilename; }
+  static bool file_exists(const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0;
+  }
+
+  // At start: the log (after the snapshot, if the log does not exist yet), or the snapshot.
+  bool load_data() {
+    const bool have_log = file_exists(cfg_.dir + "/" + cfg_.appendfilename + ".manifest");
+    if ((!cfg_.appendonly || !have_log) && file_exists(snapshot_path())) {
+      const auto r = expiring::load(store_, snapshot_path());
+      if (!r.ok()) {
+        std::fprintf(stderr, "resp_server: cannot load %s: %s\n", snapshot_path().c_str(), r.error().message.c_str());
+        return false;
+      }
+      std::fprintf(stderr, "resp_server: loaded %llu keys from %s (%llu already expired, skipped)\n",
+                   static_cast<unsigned long long>(r->keys), snapshot_path().c_str(),
+                   static_cast<unsigned long long>(r->expired));
+      lastsave_s_ = unix_seconds();
+    }
+    if (cfg_.appendonly) {
+      expiring::AppendLogOptions o;
+      o.fsync = cfg_.appendfsync;
+      o.name = cfg_.appendfilename;
+      auto r = expiring::AppendLog<Store>::open(store_, cfg_.dir, o);
+      if (!r.ok()) {
+        std::fprintf(stderr, "resp_server: cannot open the append-only log in %s: %s\n", cfg_.dir.c_str(),
+                     r.error().message.c_str());
+        return false;
+      }
+      aof_ = std::move(*r);
+      std::fprintf(stderr, "resp_server: append-only log: %llu records replayed, %llu bytes cut off a torn end\n",
+                   static_cast<unsigned long long>(aof_->replayed().records),
+                   static_cast<unsigned long long>(aof_->replayed().truncated_bytes));
+    }
+    // One feed for the log, the replicas and the change counter.
+    store_.set_change_feed([this](const expiring::redis::ValueChange& c) { on_change(c); });
+    return true;
+  }
+
+  void on_change(const expiring::redis::ValueChange& c) {
+    if (c.op != expiring::ChangeOp::multi && c.op != expiring::ChangeOp::exec) ++dirty_;
+    if (aof_) aof_->on_change(c);
+    if (!replicas_.empty()) expiring::redis::write_change(c, repl_buf_);
+  }
+
+  // beforeSleep: the stream to the replicas, a step of a log rewrite, a finished BGSAVE.
+  void persistence_before_sleep() {
+    propagate_to_replicas();
+    if (aof_ && aof_->rewriting()) {
+      if (aof_->rewrite_step()) {
+        last_rewrite_ok_ = true;
+        std::fprintf(stderr, "resp_server: append-only log rewritten\n");
+      } else if (!aof_->rewriting()) {
+        last_rewrite_ok_ = false;  // abandoned: the log says why
+      }
+    }
+    if (bgsave_pid_ > 0) {
+      int status = 0;
+      if (::waitpid(bgsave_pid_, &status, WNOHANG) == bgsave_pid_) {
+        last_bgsave_ok_ = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (last_bgsave_ok_) {
+          lastsave_s_ = unix_seconds();
+          dirty_ -= std::min(dirty_, dirty_at_fork_);
+        }
+        std::fprintf(stderr, "resp_server: background save %s\n", last_bgsave_ok_ ? "done" : "FAILED");
+        bgsave_pid_ = -1;
+      }
+    }
+  }
+
+  void add_persistence_commands() {
+    using Args = CommandExecutor<expiring::SystemClock>::Args;
+    using Session = expiring::redis::Session;
+    exec_.add_command("save", 1, "admin", [this](const Args&, Session&) {
+      if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
+      const auto r = expiring::save(store_, snapshot_path());
+      if (!r.ok()) return Reply::error("ERR " + r.error().message);
+      dirty_ = 0;
+      lastsave_s_ = unix_seconds();
+      return Reply::ok();
+    });
+    // A forked child writes the snapshot from its copy-on-write view of the store.
+    exec_.add_command("bgsave", -1, "admin", [this](const Args&, Session&) {
+      if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
+      const pid_t pid = ::fork();
+      if (pid < 0) return Reply::error(std::string("ERR fork failed: ") + std::strerror(errno));
+      if (pid == 0) ::_exit(expiring::save(store_, snapshot_path()).ok() ? 0 : 1);
+      bgsave_pid_ = pid;
+      dirty_at_fork_ = dirty_;
+      return Reply::status("Background saving started");
+    });
+    exec_.add_command("lastsave", 1, "fast", [this](const Args&, Session&) { return Reply::integer(lastsave_s_); });
+    exec_.add_command("bgrewriteaof", 1, "admin", [this](const Args&, Session&) {
+      if (!aof_) return Reply::error("ERR the append-only log is off (start with --appendonly yes)");
+      if (aof_->rewriting()) return Reply::error("ERR Background append only file rewriting already in progress");
+      if (!aof_->start_rewrite()) return Reply::error("ERR the rewrite could not start");
+      return Reply::status("Background append only file rewriting started");
+    });
+    exec_.add_command("debug", -2, "admin", [this](const Args& a, Session& s) {
+      if (a.size() == 2 && (a[1] == "reload" || a[1] == "RELOAD" || a[1] == "Reload")) {
+        const auto w = expiring::save(store_, snapshot_path());
+        if (!w.ok()) return Reply::error("ERR " + w.error().message);
+        const auto r = expiring::load(store_, snapshot_path());
+        if (!r.ok()) return Reply::error("ERR Error trying to load the RDB dump: " + r.error().message);
+        dirty_ = 0;
+        lastsave_s_ = unix_seconds();
+        return Reply::ok();
+      }
+      return exec_.run_builtin(a, s);
+    });
+    auto replicaof = [this](const Args& a, Session&) {
+      if (expiring::redis::detail::iequals(a[1], "no") && expiring::redis::detail::iequals(a[2], "one")) {
+        stop_replication();
+        return Reply::ok();
+      }
+      std::int64_t port = 0;
+      if (!expiring::redis::parse_int64(a[2], port) || port <= 0 || port > 65535) {
+        return Reply::error("ERR Invalid master port");
+      }
+      start_replication(a[1], static_cast<int>(port));
+      return Reply::ok();
+    };
+    exec_.add_command("replicaof", 3, "admin", replicaof);
+    exec_.add_command("slaveof", 3, "admin", replicaof);
+    // A replica's full sync: the snapshot of this moment, then the stream.
+    exec_.add_command("sync", 1, "admin", [this](const Args&, Session& s) {
+      propagate_to_replicas();  // what the others have not been sent yet is in the snapshot
+      std::ostringstream os;
+      const auto r = expiring::save(store_, os);
+      if (!r.ok()) return Reply::error("ERR " + r.error().message);
+      new_replica_ = s.id;
+      return Reply::bulk(os.str());
+    });
+  }
+
+  // ---- Replication (redis/replication.hpp) ----
+
+  void propagate_to_replicas() {
+    if (repl_buf_.empty()) return;
+    for (int fd : replicas_) {
+      auto it = clients_.find(fd);
+      if (it == clients_.end() || it->second->closing) continue;
+      it->second->out.append(repl_buf_.data(), repl_buf_.size());
+      account(*it->second);
+      pending_.push_back(fd);
+    }
+    repl_buf_.clear();
+  }
+
+  void start_replication(const std::string& host, int port) {
+    stop_link();
+    replica_ = true;
+    store_.set_replica(true);
+    link_.host = host;
+    link_.port = port;
+    connect_link();
+  }
+  void stop_replication() {
+    stop_link();
+    replica_ = false;
+    store_.set_replica(false);
+  }
+  void stop_link() {
+    if (link_.fd >= 0) {
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, link_.fd, nullptr);
+      ::close(link_.fd);
+    }
+    link_.fd = -1;
+    link_.state = Link::idle;
+    link_.buf.clear();
+    link_.parser = RequestParser();
+    link_.multi.clear();
+    link_.in_multi = false;
+  }
+  void link_failed(const std::string& why) {
+    std::fprintf(stderr, "resp_server: replication link to %s:%d: %s; retrying in 1 s\n", link_.host.c_str(),
+                 link_.port, why.c_str());
+    stop_link();
+    link_.retry_at_ms = steady_ms() + 1000;
+  }
+  void connect_link() {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(link_.port));
+    const std::string host = link_.host == "localhost" ? "127.0.0.1" : link_.host;
+    if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+      link_failed("not an IPv4 address");
+      return;
+    }
+    link_.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (link_.fd < 0) {
+      link_failed(std::strerror(errno));
+      return;
+    }
+    if (::connect(link_.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
+      link_failed(std::strerror(errno));
+      return;
+    }
+    link_.state = Link::connecting;
+    add_fd(link_.fd, EPOLLOUT);
+  }
+  // serverCron: a replica without its link tries again once a second.
+  void replication_cron() {
+    if (replica_ && link_.state == Link::idle && steady_ms() >= link_.retry_at_ms) connect_link();
+  }
+  void link_event(std::uint32_t ev) {
+    if (link_.state == Link::connecting) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      ::getsockopt(link_.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0 || (ev & (EPOLLERR | EPOLLHUP)) != 0) {
+        link_failed(err != 0 ? std::strerror(err) : "connection failed");
+        return;
+      }
+      static const char kSync[] = "*1\r\n$4\r\nSYNC\r\n";
+      if (::send(link_.fd, kSync, sizeof kSync - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof kSync - 1)) {
+        link_failed("cannot send SYNC");
+        return;
+      }
+      link_.state = Link::sync_header;
+      epoll_event e{};
+      e.events = EPOLLIN;
+      e.data.fd = link_.fd;
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, link_.fd, &e);
+      return;
+    }
+    char buf[kReadChunk];
+    bool closed = false;
+    for (;;) {
+      const ssize_t n = ::recv(link_.fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        link_.buf.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      closed = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+      break;
+    }
+    if (process_link() && closed) link_failed("the primary closed the link");
+  }
+  // What arrived from the primary: the snapshot's bulk header and bytes, then the stream.
+  // False when the link was dropped.
+  bool process_link() {
+    if (link_.state == Link::sync_header) {
+      const std::size_t eol = link_.buf.find("\r\n");
+      if (eol == std::string::npos) return true;
+      std::int64_t len = -1;
+      if (link_.buf[0] != '$' || !expiring::redis::parse_int64(std::string_view(link_.buf).substr(1, eol - 1), len) ||
+          len < 0) {
+        link_failed("unexpected reply to SYNC: " + link_.buf.substr(0, std::min<std::size_t>(eol, 80)));
+        return false;
+      }
+      link_.payload = static_cast<std::size_t>(len);
+      link_.buf.erase(0, eol + 2);
+      link_.state = Link::sync_payload;
+    }
+    if (link_.state == Link::sync_payload) {
+      if (link_.buf.size() < link_.payload + 2) return true;
+      std::istringstream in(link_.buf.substr(0, link_.payload));
+      const auto r = expiring::load(store_, in, expiring::LoadAs::replica);
+      if (!r.ok()) {
+        link_failed("the snapshot does not load: " + r.error().message);
+        return false;
+      }
+      link_.buf.erase(0, link_.payload + 2);
+      link_.state = Link::streaming;
+      ++link_.syncs;
+      std::fprintf(stderr, "resp_server: synced %llu keys from %s:%d\n", static_cast<unsigned long long>(r->keys),
+                   link_.host.c_str(), link_.port);
+    }
+    if (link_.state != Link::streaming || link_.buf.empty()) return true;
+    link_.parser.feed(link_.buf.data(), link_.buf.size());
+    link_.buf.clear();
+    std::vector<std::string> argv;
+    for (;;) {
+      const RequestParser::Status st = link_.parser.next(argv);
+      if (st == RequestParser::Status::incomplete) return true;
+      if (st != RequestParser::Status::command) {
+        link_failed("a protocol error in the stream");
+        return false;
+      }
+      std::optional<expiring::redis::ValueRecord> rec = expiring::redis::parse_change(argv);
+      if (!rec) {
+        link_failed("'" + argv[0] + "' is not a change record");
+        return false;
+      }
+      if (rec->op == expiring::ChangeOp::multi) {
+        link_.in_multi = true;
+      } else if (rec->op == expiring::ChangeOp::exec) {
+        for (const auto& m : link_.multi) (void)store_.apply(m.view());
+        link_.multi.clear();
+        link_.in_multi = false;
+      } else if (link_.in_multi) {
+        link_.multi.push_back(std::move(*rec));
+      } else {
+        (void)store_.apply(rec->view());
+      }
+    }
+  }
+
   void info(std::string_view section, std::string& out) {
     auto line = [&](const char* k, const std::string& v) {
       out += k;
@@ -605,6 +962,34 @@ class RespServer {
       line("maxclients", std::to_string(cfg_.maxclients));
     } else if (section == "memory") {
       line("mem_clients_normal", std::to_string(client_bytes_));  // included in used_memory
+    } else if (section == "persistence") {
+      line("loading", "0");
+      line("rdb_changes_since_last_save", std::to_string(dirty_));
+      line("rdb_bgsave_in_progress", bgsave_pid_ > 0 ? "1" : "0");
+      line("rdb_last_save_time", std::to_string(lastsave_s_));
+      line("rdb_last_bgsave_status", last_bgsave_ok_ ? "ok" : "err");
+      line("aof_enabled", aof_ ? "1" : "0");
+      line("aof_rewrite_in_progress", aof_ && aof_->rewriting() ? "1" : "0");
+      line("aof_last_bgrewrite_status", last_rewrite_ok_ ? "ok" : "err");
+      if (aof_) {
+        const expiring::AppendLogStats st = aof_->stats();
+        line("aof_last_write_status", st.ok ? "ok" : "err");
+        line("aof_current_size", std::to_string(st.base_bytes + st.incr_bytes));
+        line("aof_base_size", std::to_string(st.base_bytes));
+        line("aof_rewrites", std::to_string(st.rewrites));
+      } else {
+        line("aof_last_write_status", "ok");
+      }
+    } else if (section == "replication") {
+      line("role", replica_ ? "slave" : "master");
+      if (replica_) {
+        line("master_host", link_.host);
+        line("master_port", std::to_string(link_.port));
+        line("master_link_status", link_.state == Link::streaming ? "up" : "down");
+        line("master_sync_in_progress", link_.state == Link::sync_header || link_.state == Link::sync_payload ? "1" : "0");
+        line("master_syncs", std::to_string(link_.syncs));
+      }
+      line("connected_slaves", std::to_string(replicas_.size()));
     } else if (section == "stats") {
       line("total_connections_received", std::to_string(total_connections_));
       line("total_commands_processed", std::to_string(exec_.commands_processed()));
@@ -620,6 +1005,7 @@ class RespServer {
   Config cfg_;
   Store store_;
   CommandExecutor<expiring::SystemClock> exec_;
+  std::unique_ptr<expiring::AppendLog<Store>> aof_;  // after store_: destroyed first
   int listen_fd_ = -1, epoll_fd_ = -1, signal_fd_ = -1, spare_fd_ = -1;
   int port_ = 0;
   bool stop_ = false;
@@ -631,6 +1017,33 @@ class RespServer {
   std::uint64_t next_client_id_ = 0, total_connections_ = 0, rejected_connections_ = 0;
   std::uint64_t query_limit_disconnections_ = 0, output_limit_disconnections_ = 0, fd_shortage_logged_ = 0;
   std::uint64_t net_in_ = 0, net_out_ = 0;
+
+  // Persistence.
+  std::uint64_t dirty_ = 0;          // changes since the last save
+  std::uint64_t dirty_at_fork_ = 0;  // ... when the running BGSAVE started
+  std::int64_t lastsave_s_ = 0;
+  bool last_bgsave_ok_ = true, last_rewrite_ok_ = true;
+  pid_t bgsave_pid_ = -1;
+  // Replication, primary side: connections that sent SYNC, and the stream not yet copied to them.
+  std::unordered_set<int> replicas_;
+  std::string repl_buf_;
+  std::uint64_t new_replica_ = 0;  // the session id of a SYNC being answered
+  // Replica side.
+  bool replica_ = false;
+  struct Link {
+    enum State { idle, connecting, sync_header, sync_payload, streaming };
+    State state = idle;
+    int fd = -1;
+    std::string host;
+    int port = 0;
+    std::string buf;
+    std::size_t payload = 0;
+    RequestParser parser;
+    std::vector<expiring::redis::ValueRecord> multi;
+    bool in_multi = false;
+    std::int64_t retry_at_ms = 0;
+    std::uint64_t syncs = 0;
+  } link_;
 };
 
 // ---- --self-test: a client in a second thread checks the server's replies ---------------------
@@ -712,7 +1125,10 @@ int self_test_client(int port) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: resp_server [port] [--port N] [--maxclients N] [--redis-exact] [--self-test]\n");
+  std::fprintf(stderr,
+               "usage: resp_server [port] [--port N] [--maxclients N] [--redis-exact] [--self-test]\n"
+               "                   [--dir D] [--dbfilename F] [--appendonly yes|no]\n"
+               "                   [--appendfsync always|everysec|no] [--appendfilename NAME] [--replicaof HOST PORT]\n");
   return 2;
 }
 
@@ -730,6 +1146,30 @@ int main(int argc, char** argv) {
       cfg.redis_exact = true;
     } else if (a == "--self-test") {
       cfg.self_test = true;
+    } else if (a == "--dir" && i + 1 < argc) {
+      cfg.dir = argv[++i];
+    } else if (a == "--dbfilename" && i + 1 < argc) {
+      cfg.dbfilename = argv[++i];
+    } else if (a == "--appendfilename" && i + 1 < argc) {
+      cfg.appendfilename = argv[++i];
+    } else if (a == "--appendonly" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v != "yes" && v != "no") return usage();
+      cfg.appendonly = v == "yes";
+    } else if (a == "--appendfsync" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v == "always") {
+        cfg.appendfsync = expiring::Fsync::always;
+      } else if (v == "everysec") {
+        cfg.appendfsync = expiring::Fsync::everysec;
+      } else if (v == "no") {
+        cfg.appendfsync = expiring::Fsync::no;
+      } else {
+        return usage();
+      }
+    } else if (a == "--replicaof" && i + 2 < argc) {
+      cfg.replicaof_host = argv[++i];
+      cfg.replicaof_port = std::atoi(argv[++i]);
     } else if (!a.empty() && a[0] != '-') {
       cfg.port = std::atoi(a.c_str());
     } else {

@@ -1926,7 +1926,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       ks_.clear_deadline(i);
     }
     placed(i, now);
-    emit(cause, ks_.entry(i).key);
+    emit(cause, ks_.entry(i));
     return true;
   }
   // PEXPIREAT guarded by the value: one lookup (a stale key is reclaimed as by PEXPIREAT), one
