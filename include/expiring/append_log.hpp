@@ -21,7 +21,7 @@
 // A payload is an op byte, then: SET without TTL: key, value; SET with a deadline: the
 // deadline i64, key, value; PEXPIREAT: the deadline, key; PERSIST, DEL, UNLINK: key;
 // FLUSHALL, MULTI, EXEC: nothing (keys and values by Codec<K>, Codec<V>; integers
-// little-endian). docs/design/snapshot_format.md has the bytes.
+// little-endian). docs/design/append_log.md has the bytes.
 //
 // Every time is absolute (the feed's), and every record but PEXPIREAT and PERSIST sets a
 // key's whole state: the feed's KEEPTTL is written with the deadline it kept, and RENAME a b
