@@ -206,6 +206,11 @@ class RespServer {
     exec_.add_config("port", std::to_string(port_));
     exec_.add_config("bind", "127.0.0.1");
     exec_.add_config("maxclients", std::to_string(cfg_.maxclients));
+    exec_.add_config("dir", cfg_.dir);
+    exec_.add_config("dbfilename", cfg_.dbfilename);
+    exec_.add_config("appendonly", cfg_.appendonly ? "yes" : "no");
+    exec_.add_config("appendfsync", expiring::to_string(cfg_.appendfsync));
+    exec_.add_config("appendfilename", cfg_.appendfilename);
     exec_.set_info_hook([this](std::string_view section, std::string& out) { info(section, out); });
     add_persistence_commands();
     if (!cfg_.replicaof_host.empty()) start_replication(cfg_.replicaof_host, cfg_.replicaof_port);

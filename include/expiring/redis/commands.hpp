@@ -372,7 +372,8 @@ class CommandExecutor {
   store_type& store() noexcept { return store_; }
   const CommandOptions& options() const noexcept { return options_; }
   void set_info_hook(InfoHook hook) { info_hook_ = std::move(hook); }
-  // A read-only setting CONFIG GET reports (e.g. "port", "maxclients").
+  // A read-only setting CONFIG GET reports (e.g. "port", "maxclients"; "appendonly" replaces
+  // the default "no").
   void add_config(std::string name, std::string value) { extra_configs_.emplace_back(std::move(name), std::move(value)); }
   // Commands this executor knows (COMMAND COUNT).
   std::size_t command_count() const noexcept { return table().size(); }
@@ -781,7 +782,14 @@ class CommandExecutor {
     v.push_back({"save", ""});
     v.push_back({"appendonly", "no"});
     v.push_back({"databases", "1"});
-    for (const auto& kv : extra_configs_) v.push_back({kv.first, kv.second});
+    for (const auto& kv : extra_configs_) {  // a server's value replaces a default of the same name
+      auto same = std::find_if(v.begin(), v.end(), [&](const ConfigEntry& e) { return e.name == kv.first; });
+      if (same != v.end()) {
+        same->value = kv.second;
+      } else {
+        v.push_back({kv.first, kv.second});
+      }
+    }
     return v;
   }
   Reply cmd_config_get(const Args& a, Session&) {
