@@ -29,6 +29,7 @@
 
 #include "catch.hpp"
 #include "support.hpp"
+#include "temp_dir.hpp"
 #include "test_tsan.hpp"
 
 using namespace support;
@@ -54,45 +55,7 @@ Stored stored(const Store& s) {
   return out;
 }
 
-// A directory of its own, removed with what is in it.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/expiring-aof-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        const std::string f = e->d_name;
-        if (f != "." && f != "..") ::unlink((path + "/" + f).c_str());
-      }
-      ::closedir(d);
-    }
-    ::rmdir(path.c_str());
-  }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        const std::string f = e->d_name;
-        if (f != "." && f != "..") out.push_back(f);
-      }
-      ::closedir(d);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-  std::string read(const std::string& f) const {
-    std::ifstream in(path + "/" + f, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  void write(const std::string& f, const std::string& data) const {
-    std::ofstream out(path + "/" + f, std::ios::binary | std::ios::trunc);
-    out << data;
-  }
-};
+using TempDir = testdir::TempDir;
 
 std::unique_ptr<Log> open_log(Store& s, const TempDir& d, AppendLogOptions o = {}) {
   auto r = Log::open(s, d.path, o);
@@ -401,24 +364,7 @@ using Store = expiring::ExpiringStore<std::string, std::string, expiring::Hash<s
                                       expiring::SystemClock>;
 using Log = expiring::AppendLog<Store>;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/expiring-crash-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        const std::string f = e->d_name;
-        if (f != "." && f != "..") ::unlink((path + "/" + f).c_str());
-      }
-      ::closedir(d);
-    }
-    ::rmdir(path.c_str());
-  }
-};
+using TempDir = testdir::TempDir;
 
 // One acknowledged write, as the child reports it.
 struct Ack {

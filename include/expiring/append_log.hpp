@@ -317,19 +317,7 @@ inline FileError error(Errc code, const std::string& file, std::uint64_t offset,
   return FileError{code, offset, "append log: " + file + ": " + what + " at offset " + std::to_string(offset)};
 }
 
-inline bool write_all(int fd, const char* p, std::size_t n, int& err) {
-  while (n != 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      err = errno;
-      return false;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
+using detail::write_all;  // snapshot.hpp
 
 inline int sync_fd(int fd) {
 #if defined(__linux__)

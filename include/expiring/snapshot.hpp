@@ -677,23 +677,26 @@ inline int open_cloexec(const char* path, int flags, mode_t mode = 0) {
   return fd;
 }
 
+// Writes all n bytes (retrying short writes and EINTR); false with errno in `err`.
+inline bool write_all(int fd, const char* p, std::size_t n, int& err) {
+  while (n != 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      return false;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
 struct FdSink {
   int fd;
   const std::string& name;
   int err = 0;
-  bool write(const char* p, std::size_t n) {
-    while (n != 0) {
-      const ssize_t w = ::write(fd, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        err = errno;
-        return false;
-      }
-      p += w;
-      n -= static_cast<std::size_t>(w);
-    }
-    return true;
-  }
+  bool write(const char* p, std::size_t n) { return write_all(fd, p, n, err); }
   bool finish() { return true; }
   std::string describe() const { return "write to '" + name + "' failed (" + snap::errno_text(err) + ")"; }
 };

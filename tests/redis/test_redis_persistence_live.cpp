@@ -18,6 +18,7 @@
 
 #include "catch.hpp"
 #include "redis_live.hpp"
+#include "temp_dir.hpp"
 #include "text.hpp"
 
 using live::Argv;
@@ -27,24 +28,7 @@ using Reply = expiring::redis::Reply;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/expiring-persist-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        const std::string f = e->d_name;
-        if (f != "." && f != "..") ::unlink((path + "/" + f).c_str());
-      }
-      ::closedir(d);
-    }
-    ::rmdir(path.c_str());
-  }
-};
+using TempDir = testdir::TempDir;
 
 std::string info(Conn& c, const std::string& section, const std::string& field) {
   return redistext::info_field(c.call({"INFO", section}).str(), field);

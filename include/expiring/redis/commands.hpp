@@ -302,6 +302,7 @@ class CommandExecutor {
     const Spec* spec = prepare(argv, early);
     if (spec == nullptr) return early;
     if (spec->handler != nullptr) return (this->*spec->handler)(argv, session);
+    // A streaming command: its encoding, decoded (tests compare Reply values).
     OutputBuffer out;
     (this->*spec->writer)(argv, session, out);
     const std::string bytes = out.str();
@@ -325,18 +326,7 @@ class CommandExecutor {
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) return std::move(*r);
     }
-    Reply early;
-    const Spec* spec = prepare(argv, early);
-    if (spec == nullptr) return early;
-    if (spec->handler != nullptr) return (this->*spec->handler)(argv, session);
-    // A streaming command: its encoding, decoded (tests compare Reply values).
-    OutputBuffer out;
-    (this->*spec->writer)(argv, session, out);
-    const std::string bytes = out.str();
-    std::size_t pos = 0;
-    Reply r;
-    (void)Reply::from_resp(bytes, pos, r);
-    return r;
+    return run_builtin(argv, session);
   }
   // Runs one command and appends its reply's RESP encoding to `out`, the client's output
   // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
