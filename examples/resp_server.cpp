@@ -674,6 +674,7 @@ class RespServer {
       expiring::AppendLogOptions o;
       o.fsync = cfg_.appendfsync;
       o.name = cfg_.appendfilename;
+      o.attach = false;  // the server's own feed (below) calls it
       auto r = expiring::AppendLog<Store>::open(store_, cfg_.dir, o);
       if (!r.ok()) {
         std::fprintf(stderr, "resp_server: cannot open the append-only log in %s: %s\n", cfg_.dir.c_str(),
@@ -750,10 +751,13 @@ class RespServer {
       return Reply::status("Background append only file rewriting started");
     });
     exec_.add_command("debug", -2, "admin", [this](const Args& a, Session& s) {
-      if (a.size() == 2 && (a[1] == "reload" || a[1] == "RELOAD" || a[1] == "Reload")) {
+      if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "reload")) {
+        if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
         const auto w = expiring::save(store_, snapshot_path());
         if (!w.ok()) return Reply::error("ERR " + w.error().message);
-        const auto r = expiring::load(store_, snapshot_path());
+        // A replica keeps its stale keys: only the primary's DEL removes them.
+        const auto r = expiring::load(store_, snapshot_path(),
+                                      replica_ ? expiring::LoadAs::replica : expiring::LoadAs::primary);
         if (!r.ok()) return Reply::error("ERR Error trying to load the RDB dump: " + r.error().message);
         dirty_ = 0;
         lastsave_s_ = unix_seconds();
@@ -940,7 +944,9 @@ class RespServer {
       if (rec->op == expiring::ChangeOp::multi) {
         link_.in_multi = true;
       } else if (rec->op == expiring::ChangeOp::exec) {
-        for (const auto& m : link_.multi) (void)store_.apply(m.view());
+        store_.as_one_unit([&] {  // one unit for this server's own log and replicas too
+          for (const auto& m : link_.multi) (void)store_.apply(m.view());
+        });
         link_.multi.clear();
         link_.in_multi = false;
       } else if (link_.in_multi) {

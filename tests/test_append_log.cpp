@@ -347,6 +347,76 @@ TEST_CASE("append log: a directory that cannot be written fails with io_error", 
   CHECK(show(s.get("k")) == "v");
 }
 
+TEST_CASE("append log: a rewrite is not started inside a unit of changes, and the log loads", "[aof][rewrite]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  {
+    Store s(clock);
+    auto log = open_log(s, dir, always());
+    int refused = 0;
+    s.set_listener([&](const Store::event_type&) { refused += log->start_rewrite() ? 0 : 1; });
+    REQUIRE(s.mset(std::vector<std::pair<std::string, std::string>>{{"a", "1"}, {"b", "2"}}).ok());
+    CHECK(refused >= 1);  // a listener runs inside mset()'s MULTI
+    CHECK_FALSE(log->rewriting());
+    s.set_listener({});
+    REQUIRE(log->rewrite());
+  }
+  Store t(clock);
+  auto log = open_log(t, dir, always());
+  CHECK(t.size() == 2);
+}
+
+TEST_CASE("append log: files of a log without its manifest are refused, never overwritten; strays are exact", "[aof]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  {
+    Store s(clock);
+    auto log = open_log(s, dir, always());
+    REQUIRE(s.set("k", "v").ok());
+  }
+  dir.write("appendonly.1.incr.log.bak", "mine");
+  dir.write("appendonly.x.incr.log", "mine too");
+  dir.write("appendonly.9.base.log.tmp", "a rewrite a crash cut");
+  {
+    Store s(clock);
+    auto log = open_log(s, dir, always());
+    CHECK(show(s.get("k")) == "v");
+  }
+  const std::vector<std::string> files = dir.files();
+  CHECK(std::find(files.begin(), files.end(), "appendonly.1.incr.log.bak") != files.end());
+  CHECK(std::find(files.begin(), files.end(), "appendonly.x.incr.log") != files.end());
+  CHECK(std::find(files.begin(), files.end(), "appendonly.9.base.log.tmp") == files.end());
+  const std::string incr = dir.read("appendonly.1.incr.log");
+  ::unlink(dir.file("appendonly.manifest").c_str());
+  Store s(clock);
+  auto r = Log::open(s, dir.path, always());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.code() == expiring::Errc::corrupt_file);
+  CHECK(dir.read("appendonly.1.incr.log") == incr);
+}
+
+TEST_CASE("append log: attach = false leaves the store's feed to the caller", "[aof]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  Store s(clock);
+  int mine = 0;
+  AppendLogOptions o = always();
+  o.attach = false;
+  {
+    auto log = open_log(s, dir, o);
+    s.set_change_feed([&](const Store::change_type& c) {
+      ++mine;
+      log->on_change(c);
+    });
+    REQUIRE(s.set("k", "v").ok());
+    s.set_change_feed({});
+  }
+  CHECK(mine == 1);
+  Store t(clock);
+  auto log = open_log(t, dir, always());
+  CHECK(show(t.get("k")) == "v");
+}
+
 // ---- Crash injection --------------------------------------------------------------------
 // A child process writes keys under each appendfsync policy and reports each write the store
 // acknowledged (the call returned) down a pipe; the parent kills it with SIGKILL at a random

@@ -383,12 +383,11 @@ TEST_CASE("change feed: a hash travels whole after each change of its fields (D3
   REQUIRE(primary.hset("h", Pairs{{"a", "1"}, {"b", "2"}, {"c", "3"}}).ok());
   REQUIRE(primary.hpexpire("h", 10, {"a"}).ok());
   REQUIRE(primary.hpexpire("h", 1000, {"b"}).ok());
-  CHECK(log == std::vector<std::string>{"SET h <3 fields> KEEPTTL", "SET h <3 fields> KEEPTTL",
-                                        "SET h <3 fields> KEEPTTL"});
+  CHECK(log == std::vector<std::string>{"SET h <3 fields>", "SET h <3 fields>", "SET h <3 fields>"});
   log.clear();
   clock.set(T0 + 11);
   CHECK(*primary.hlen("h") == 2);  // the lazy reclaim of `a` travels as the hash without it
-  CHECK(log == std::vector<std::string>{"SET h <2 fields> KEEPTTL"});
+  CHECK(log == std::vector<std::string>{"SET h <2 fields>"});
   log.clear();
   REQUIRE(primary.hdel("h", {"b", "c"}).ok());  // the last fields: the key goes
   CHECK(log.back() == "DEL h");
@@ -490,4 +489,112 @@ TEST_CASE("change feed: a replica fed every record stores exactly what the prima
       REQUIRE(stored(replica) == stored(primary));
     }
   }
+}
+
+// ---- Regressions found by review -----------------------------------------------------------
+
+TEST_CASE("change feed: a field write after a lazy field reclaim in the same call is recorded", "[feed][hash_fields]") {
+  for (const bool incr : {false, true}) {
+    CAPTURE(incr);
+    ManualClock clock{T0};
+    HStore primary(clock);
+    std::vector<HRecord> records;
+    primary.set_change_feed([&](const HStore::change_type& c) { records.push_back(HRecord::of(c)); });
+    REQUIRE(primary.hset("h", Pairs{{"a", "1"}, {"n", "5"}}).ok());
+    REQUIRE(primary.hpexpire("h", 10, {"a"}).ok());
+    clock.set(T0 + 11);
+    if (incr) {
+      REQUIRE(*primary.hincrby("h", "n", 10) == 15);  // reclaims `a` lazily, then changes `n`
+    } else {
+      REQUIRE(primary.hset("h", "c", "3").ok());  // reclaims `a` lazily, then writes `c`
+    }
+    HStore replica(clock);
+    for (const HRecord& r : records) REQUIRE(replica.apply(r.view()).ok());
+    CHECK(*replica.hgetall("h") == *primary.hgetall("h"));
+  }
+}
+
+TEST_CASE("change feed: HDEL of the last fields travels as one DEL", "[feed][hash_fields]") {
+  ManualClock clock{T0};
+  HStore primary(clock);
+  std::vector<std::string> log;
+  primary.set_change_feed([&](const HStore::change_type& c) { log.push_back(hash_text(c)); });
+  REQUIRE(primary.hset("h", Pairs{{"a", "1"}, {"b", "2"}}).ok());
+  log.clear();
+  REQUIRE(primary.hdel("h", {"a", "b"}).ok());
+  CHECK(log == std::vector<std::string>{"DEL h"});
+  REQUIRE(primary.hset("g", Pairs{{"a", "1"}}).ok());
+  log.clear();
+  REQUIRE(primary.hpexpire("g", 0, {"a"}).ok());  // a time already past deletes the field, then the key
+  CHECK(log == std::vector<std::string>{"DEL g"});
+}
+
+TEST_CASE("change feed: an idle TTL moved by a read travels as PEXPIREAT", "[feed]") {
+  ManualClock clock{T0};
+  expiring::Options o;
+  o.expire_after_access = std::chrono::milliseconds(100);
+  Store primary(clock, o);
+  std::vector<Record> records;
+  std::vector<std::string> log;
+  primary.set_change_feed([&](const Change& c) {
+    records.push_back(Record::of(c));
+    log.push_back(text(c));
+  });
+  REQUIRE(primary.set("k", "v").ok());
+  clock.set(T0 + 50);
+  REQUIRE(primary.get("k") != nullptr);
+  CHECK(log == Lines{"SET k v PXAT 1000100", "PEXPIREAT k 1000150"});
+  Store replay(clock);
+  for (const Record& r : records) REQUIRE(replay.apply(r.view()).ok());
+  CHECK(stored(replay) == stored(primary));
+  clock.set(T0 + 120);
+  CHECK(replay.get("k") != nullptr);
+}
+
+TEST_CASE("replica: never evicts, whatever its limits", "[feed][replica]") {
+  ManualClock clock{T0};
+  expiring::Options o;
+  o.replica = true;
+  o.max_entries = 2;
+  o.maxmemory_policy = expiring::EvictionPolicy::allkeys_random;
+  Store replica(clock, o);
+  const std::string a = "a", b = "b", v = "v";
+  REQUIRE(*replica.apply(Change{ChangeOp::set, &a, &v}));
+  REQUIRE(*replica.apply(Change{ChangeOp::set, &b, &v}));
+  (void)replica.set("mine", "x");
+  replica.set_maxmemory(1);
+  CHECK(replica.perform_evictions().ok());
+  CHECK(replica.stats().evicted_keys == 0);
+  CHECK(replica.size() == 3);
+}
+
+TEST_CASE("change feed: a throwing scan() function does not change the framing of later calls", "[feed]") {
+  Fx f;
+  REQUIRE(f.store.set("a", "1").ok());
+  CHECK_THROWS_AS(f.store.scan(0, 10, [](const std::string&, const std::string&) { throw 1; }), int);
+  REQUIRE(f.store.set("k", "v", Px{10}).ok());
+  f.clock.set(T0 + 11);
+  f.take();
+  REQUIRE(f.store.set("k", "w").ok());
+  CHECK(f.take() == Lines{"MULTI", "DEL k", "SET k w", "EXEC"});
+}
+
+TEST_CASE("change feed: incr_by on an expired key travels as one unit, and as_one_unit() groups calls", "[feed]") {
+  ManualClock clock{T0};
+  expiring::ExpiringStore<std::string, std::int64_t, expiring::Hash<std::string>, std::equal_to<>, ManualClock&,
+                          TestPolicy>
+      s(clock);
+  std::vector<std::string> ops;
+  s.set_change_feed([&](const auto& c) { ops.push_back(expiring::to_string(c.op)); });
+  REQUIRE(s.set("n", 5, Px{10}).ok());
+  clock.set(T0 + 11);
+  ops.clear();
+  CHECK(*s.incr_by("n", 1) == 1);
+  CHECK(ops == std::vector<std::string>{"MULTI", "DEL", "SET", "EXEC"});
+  ops.clear();
+  s.as_one_unit([&] {
+    (void)s.set("a", 1);
+    (void)s.set("b", 2);
+  });
+  CHECK(ops == std::vector<std::string>{"MULTI", "SET", "SET", "EXEC"});
 }

@@ -115,6 +115,9 @@ struct AppendLogOptions {
   std::chrono::microseconds rewrite_step_budget{1000};
   // Records buffered beyond this many bytes are written at once (everysec and no).
   std::size_t buffer_limit = 1u << 20;
+  // open() makes the log the store's change feed (and the destructor removes it). Off: you
+  // install a feed of your own that calls on_change(), and remove it before the log goes.
+  bool attach = true;
 };
 
 // What open() replayed.
@@ -165,7 +168,8 @@ class AppendLog {
   // Writes and fdatasyncs everything buffered now, whatever the policy. False on a failure.
   bool flush();
 
-  // BGREWRITEAOF: starts a rewrite (false if one is running or the log has failed).
+  // BGREWRITEAOF: starts a rewrite (false if one is running, the log has failed, or a unit
+  // of changes is open: a MULTI of the store's is not split between two files).
   bool start_rewrite();
   // One bounded step of the rewrite; true when it completed (the new manifest is in place).
   bool rewrite_step();
@@ -229,6 +233,7 @@ class AppendLog {
   void background();
   void fail(std::string what, int err);
   void remove_strays() const;
+  bool is_log_file(const std::string& f, bool temporary) const;
 
   Store& store_;
   std::string dir_;
@@ -247,6 +252,7 @@ class AppendLog {
   std::string buf_;
   std::string scratch_;  // the record being encoded (store's thread only)
   bool in_multi_ = false;
+  bool attached_ = false;  // the store's feed is this log's
   AppendLogStats stats_;   // mu_
   Failure failure_;
 
@@ -502,6 +508,18 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
   int err = 0;
   if (!aof::read_file(log->path(manifest_name), manifest, err)) {
     if (err != ENOENT) return aof::error(Errc::io_error, manifest_name, 0, std::string("cannot read (") + std::strerror(err) + ")");
+    // Files of a log without their manifest: what they held cannot be known; nothing is
+    // overwritten.
+    if (DIR* d = ::opendir(log->dir_.c_str())) {
+      std::string orphan;
+      while (const dirent* e = ::readdir(d)) {
+        if (orphan.empty() && log->is_log_file(e->d_name, false)) orphan = e->d_name;
+      }
+      ::closedir(d);
+      if (!orphan.empty()) {
+        return aof::error(Errc::corrupt_file, manifest_name, 0, "missing, but " + orphan + " is there (restore the manifest, or move the files away)");
+      }
+    }
     // A new log: the store's content becomes its first base.
     log->info_.created = true;
     log->seq_ = 1;
@@ -541,8 +559,15 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
       at = nl + 1;
     }
     if (files.size() < 2) return aof::error(Errc::corrupt_file, manifest_name, at, "no base and incr files");
+    // The last incr file is opened first: after the replay (which replaces the store's content)
+    // nothing can fail.
+    const std::string last = log->path(files.back().second);
+    log->fd_ = detail::open_cloexec(last.c_str(), O_WRONLY | O_APPEND);
+    if (log->fd_ < 0) {
+      return aof::error(Errc::io_error, files.back().second, 0, std::string("cannot open (") + std::strerror(errno) + ")");
+    }
     FileResult<bool> r = log->replay(files);
-    if (!r.ok()) return r.error();
+    if (!r.ok()) return r.error();  // ~AppendLog closes the descriptor
     log->base_ = files.front().second;
     for (std::size_t i = 1; i < files.size(); ++i) log->incrs_.push_back(files[i].second);
     // The numbers in the names: new files continue after the largest.
@@ -557,18 +582,16 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
         if (n > log->seq_) log->seq_ = n;
       }
     }
-    const std::string last = log->path(log->incrs_.back());
-    log->fd_ = detail::open_cloexec(last.c_str(), O_WRONLY | O_APPEND);
-    if (log->fd_ < 0) {
-      return aof::error(Errc::io_error, log->incrs_.back(), 0, std::string("cannot open (") + std::strerror(errno) + ")");
-    }
     struct stat st {};
     if (::fstat(log->fd_, &st) == 0) log->stats_.incr_bytes = static_cast<std::uint64_t>(st.st_size);
     if (::stat(log->path(log->base_).c_str(), &st) == 0) log->stats_.base_bytes = static_cast<std::uint64_t>(st.st_size);
   }
   log->remove_strays();
   AppendLog* self = log.get();
-  store.set_change_feed([self](const change_type& c) { self->on_change(c); });
+  if (log->options_.attach) {
+    store.set_change_feed([self](const change_type& c) { self->on_change(c); });
+    log->attached_ = true;
+  }
   if (log->options_.fsync != Fsync::always) log->thread_ = std::thread([self] { self->background(); });
   return log;
 }
@@ -617,14 +640,39 @@ FileResult<bool> AppendLog<Store>::replay(const std::vector<std::pair<bool, std:
       return aof::error(Errc::io_error, cut->first, cut->second, std::string("cannot truncate (") + std::strerror(errno) + ")");
     }
   }
-  store_.clear();
-  for (auto& p : records) {
-    Result<bool> r = store_.apply(p.rec.view());
-    if (!r.ok()) return aof::error(r.error(), "replay", p.end, std::string("the store refused a record: ") + to_string(r.error()));
-    ++info_.records;
-    p.rec = {};
-  }
+  std::optional<FileError> refused;
+  store_.as_one_unit([&] {
+    store_.clear();
+    for (auto& p : records) {
+      Result<bool> r = store_.apply(p.rec.view());
+      if (!r.ok()) {
+        refused = aof::error(r.error(), "replay", p.end, std::string("the store refused a record: ") + to_string(r.error()));
+        return;
+      }
+      ++info_.records;
+      p.rec = {};
+    }
+  });
+  if (refused) return *refused;
   return true;
+}
+
+// Whether `f` is a name this log gives its files: <name>.<n>.base.log, <name>.<n>.incr.log,
+// and (with `temporary`) <name>.<n>.base.log.tmp and <name>.manifest.tmp-<pid>.
+template <class Store>
+bool AppendLog<Store>::is_log_file(const std::string& f, bool temporary) const {
+  const std::string& n = options_.name;
+  if (f.size() <= n.size() + 1 || f.compare(0, n.size(), n) != 0 || f[n.size()] != '.') return false;
+  std::string rest = f.substr(n.size() + 1);
+  if (temporary && rest.rfind("manifest.tmp-", 0) == 0) {
+    const std::string pid = rest.substr(13);
+    return !pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos;
+  }
+  std::size_t digits = 0;
+  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+  if (digits == 0) return false;
+  rest = rest.substr(digits);
+  return rest == ".base.log" || rest == ".incr.log" || (temporary && rest == ".base.log.tmp");
 }
 
 // Files of this log that the manifest does not name: a rewrite's temporary base, files a
@@ -637,10 +685,7 @@ void AppendLog<Store>::remove_strays() const {
   std::vector<std::string> strays;
   while (const dirent* e = ::readdir(d)) {
     const std::string f = e->d_name;
-    if (f.rfind(prefix, 0) != 0 || f == options_.name + ".manifest") continue;
-    const bool ours = f.find(".base.log") != std::string::npos || f.find(".incr.log") != std::string::npos ||
-                      f.find(".manifest.tmp-") != std::string::npos;
-    if (!ours || f == base_) continue;
+    if (!is_log_file(f, /*temporary too=*/true) || f == base_) continue;
     bool named = false;
     for (const std::string& i : incrs_) named = named || f == i;
     if (!named) strays.push_back(f);
@@ -829,7 +874,7 @@ AppendLogStats AppendLog<Store>::stats() const {
 
 template <class Store>
 AppendLog<Store>::~AppendLog() {
-  store_.set_change_feed({});
+  if (attached_) store_.set_change_feed({});
   if (rw_) {
     if (rw_->syncer.joinable()) rw_->syncer.join();
     if (rw_->fd >= 0) ::close(rw_->fd);
@@ -851,7 +896,7 @@ AppendLog<Store>::~AppendLog() {
 
 template <class Store>
 bool AppendLog<Store>::start_rewrite() {
-  if (rw_ || !failure_.code_ok()) return false;
+  if (rw_ || !failure_.code_ok() || in_multi_) return false;
   // The changes from now on go to a new incr file, named in the manifest at once.
   if (!write_out(true)) return false;
   const std::uint64_t seq = seq_ + 1;

@@ -121,11 +121,12 @@ class ChangeFeed {
   using change_type = Change<K, V>;
   using function_type = std::function<void(const change_type&)>;
 
+  // A new feed (or none): it starts between units; an open group stays open (its depth is
+  // the store's calls', not the feed's).
   void set(function_type fn) {
     fn_ = std::move(fn);
     pending_.clear();
     multi_ = false;
-    depth_ = 0;
   }
   bool on() const noexcept { return static_cast<bool>(fn_); }
 

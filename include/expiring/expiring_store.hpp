@@ -610,6 +610,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     };
     std::int64_t next = 0;
     if (const V* cur = peek(key); cur != nullptr && !fits(static_cast<std::int64_t>(*cur), next)) return Errc::overflow;
+    const typename detail::ChangeFeed<K, V>::Group unit(feed_);  // a lazy DEL and the SET travel together
     if (modify(key, [&](V& v) {
           (void)fits(static_cast<std::int64_t>(v), next);
           v = static_cast<V>(next);
@@ -978,7 +979,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   std::optional<K> random_key() {
     const std::int64_t now = now_ms();
     std::optional<K> out;
-    const bool was = std::exchange(feed_arbitrary_, true);
+    const ArbitraryKeys arbitrary(feed_arbitrary_);
     int tries = 100;
     while (ks_.size() != 0) {
       const std::uint32_t i = ks_.random_slot([&] { return next_random(); });
@@ -988,7 +989,6 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       }
       if (!options_.replica) expire_entry(ks_.slot_of(i), now);
     }
-    feed_arbitrary_ = was;
     flush();
     return out;
   }
@@ -1014,7 +1014,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     if (count == 0) count = 1;
     const std::size_t slots = ks_.slot_count();
     pos = ks_.next_occupied(pos);
-    const bool was = std::exchange(feed_arbitrary_, true);
+    const ArbitraryKeys arbitrary(feed_arbitrary_);
     for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
       const auto i = static_cast<std::uint32_t>(pos);
       if (ks_.entry(i).is_stale(now)) {
@@ -1024,7 +1024,6 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       }
       pos = ks_.next_occupied(pos + 1);
     }
-    feed_arbitrary_ = was;
     flush();
     return pos >= slots ? 0 : (tag << kTagShift) | pos;
   }
@@ -1343,6 +1342,15 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // changes, when the record lacks the key, value or destination its op needs.
   Result<bool> apply(const change_type& c);
 
+  // Runs fn() (calls of this store) as one unit of the feed: its records travel as one MULTI
+  // ... EXEC, so a log replays all of them or, cut by a crash, none (a snapshot load, a
+  // replica applying a primary's MULTI). Nested units join the outer one.
+  template <class F>
+  void as_one_unit(F&& fn) {
+    const typename detail::ChangeFeed<K, V>::Group unit(feed_);
+    std::forward<F>(fn)();
+  }
+
   // Every stored entry, stale ones not yet reclaimed included, as fn(const K& key, const V&
   // value, std::optional<std::int64_t> deadline) (nullopt without TTL: every deadline, -1 and
   // INT64_MAX included, is told apart from none), in storage order: what a snapshot saves. A
@@ -1533,7 +1541,12 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
       case KeyEventCause::hexpire:
       case KeyEventCause::hpersist:
       case KeyEventCause::hexpired:
-        if (feed_set_ != &e) feed_.record(keep);
+        if constexpr (kHashes) {
+          // An emptied hash is deleted next: its DEL is the record.
+          const auto* m = hash_value_traits<V>::map(e.value);
+          if (m != nullptr && m->empty()) return;
+        }
+        if (feed_set_ != &e) feed_.record(as_is);  // with its deadline: an idle TTL may be new
         feed_set_ = &e;
         return;
       case KeyEventCause::del:
@@ -1546,6 +1559,16 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
     if (!ks_.is_volatile(e)) return std::nullopt;
     return e.deadline;
   }
+  // scan() and random_key(): their lazy DELs go one by one (restored on the way out, a throw
+  // from scan()'s function included).
+  struct ArbitraryKeys {
+    bool& flag;
+    bool was;
+    explicit ArbitraryKeys(bool& f) noexcept : flag(f), was(std::exchange(f, true)) {}
+    ArbitraryKeys(const ArbitraryKeys&) = delete;
+    ArbitraryKeys& operator=(const ArbitraryKeys&) = delete;
+    ~ArbitraryKeys() { flag = was; }
+  };
   // The verb of a deletion by a deadline already past (EXPIRE family, GETEX, SET ... PXAT):
   // Redis's DEL, or UNLINK under lazyfree-lazy-expire.
   ChangeOp past_deadline_verb() const noexcept {
@@ -1742,7 +1765,11 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // Updates the LRU/LFU access data; a read also moves an idle TTL (expire_after_access).
   EXPIRING_NOINLINE slot_iterator touched(slot_iterator it, std::int64_t now, detail::Access access) {
     if (touch_access_) touch_access(it->index, now);
-    if (idle_ms_ != 0 && access == detail::Access::read) refresh_idle(it->index, now);
+    if (idle_ms_ != 0 && access == detail::Access::read) {
+      refresh_idle(it->index, now);
+      const entry_type& e = ks_.entry(it);  // the deadline moved: that is a change to record
+      if (feed_.on()) feed_.record(change_type{ChangeOp::pexpireat, &e.key, nullptr, nullptr, e.deadline});
+    }
     return it;
   }
   // expire_after_access: the deadline a key gets at an access at `now`.
@@ -2408,6 +2435,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
 // until used memory is within the limit.
 template <class K, class V, class H, class E, class C, class P>
 bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t incoming) {
+  if (options_.replica) return true;  // a replica never evicts (Redis's replica-ignore-maxmemory)
   const EvictionPolicy policy = options_.maxmemory_policy;
   if (policy == EvictionPolicy::noeviction) return false;
   while (over_limit(incoming)) {
@@ -2424,6 +2452,7 @@ bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size
 // stored. False when the policy cannot (noeviction; volatile-* with no key with a TTL).
 template <class K, class V, class H, class E, class C, class P>
 bool ExpiringStore<K, V, H, E, C, P>::evict_to_entries(std::int64_t now, std::size_t target) {
+  if (options_.replica) return true;  // a replica never evicts (Redis's replica-ignore-maxmemory)
   const EvictionPolicy policy = options_.maxmemory_policy;
   while (ks_.size() > target) {
     if (policy == EvictionPolicy::noeviction) return false;

@@ -662,7 +662,10 @@ class HashFieldOps<Store, V, true> {
       return n;
     }
     // The change feed: the hash as it now is (an emptied one goes as a DEL, by hash_changed()).
-    if (n != 0 && !map_at(i).empty() && s.feed_.on()) s.feed_change(KeyEventCause::hexpired, s.ks_.entry(i));
+    if (n != 0 && !map_at(i).empty() && s.feed_.on()) {
+      s.feed_change(KeyEventCause::hexpired, s.ks_.entry(i));
+      s.feed_set_ = nullptr;  // the call's own change, if any, is a record of its own
+    }
     hash_changed(i, now);
     return n;
   }

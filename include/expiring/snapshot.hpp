@@ -647,21 +647,28 @@ FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_
     if (src.failed()) return short_input("reading past the checksum");
   }
 
-  // ---- replace the store's content
-  s.clear();
-  s.reserve(keys.size());
-  for (std::size_t k = 0; k < keys.size(); ++k) {
-    LoadedKey<K, V> e = std::move(keys[k]);  // freed at the end of this iteration
-    const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.deadline,
-                         e.timed ? ChangeTtl::at : ChangeTtl::none};
-    const Result<bool> applied = s.apply(c);
-    if (!applied.ok()) {
-      return error(applied.error(), e.offset,
-                   "the store refused the key of " + snap::record_of(k, keys.size()) + " " + at(e.offset) + " (" +
-                       to_string(applied.error()) + "); it holds the " + std::to_string(k) + " keys before it");
+  // ---- replace the store's content, as one unit of its change feed (a log replays all of
+  // it or, cut by a crash, none)
+  std::optional<FileError> refused;
+  s.as_one_unit([&] {
+    s.clear();
+    s.reserve(keys.size());
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      LoadedKey<K, V> e = std::move(keys[k]);  // freed at the end of this iteration
+      const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.deadline,
+                           e.timed ? ChangeTtl::at : ChangeTtl::none};
+      const Result<bool> applied = s.apply(c);
+      if (!applied.ok()) {
+        refused = error(applied.error(), e.offset,
+                        "the store refused the key of " + snap::record_of(k, keys.size()) + " " + at(e.offset) +
+                            " (" + to_string(applied.error()) + "); it holds the " + std::to_string(k) +
+                            " keys before it");
+        return;
+      }
+      ++info.keys;
     }
-    ++info.keys;
-  }
+  });
+  if (refused) return *refused;
   return info;
 }
 
