@@ -996,7 +996,7 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // SCAN: visits up to `count` keys in storage order from `cursor` (0 starts a scan), calls
   // fn(const K&, const V&) for each live one, and returns the cursor to continue with (0 when
   // the scan is complete). Stale keys it visits are reclaimed (cause `expired`), as Redis's
-  // SCAN does. Guarantee, as Redis's: every key present for the whole scan is reported at
+  // SCAN does (on a replica, skipped and left in place). Guarantee, as Redis's: every key present for the whole scan is reported at
   // least once; a key may be reported more than once. Erasure moves no entry, so deletions
   // during a scan change nothing for the other keys; a rehash between two calls (a growth, or
   // tick()'s shrink) reorders the table, and the cursor, which carries a tag of the table's
