@@ -1,5 +1,6 @@
 // tests/test_build_smoke.cpp: a placeholder that builds before the library lands; checks that
 // the version macros agree with EXPIRING_VERSION_STRING.
+// expiring-test: one policy (version macros only)
 #include <expiring/version.hpp>
 
 #include <string>

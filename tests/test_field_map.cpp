@@ -3,6 +3,7 @@
 // The container alone: names, values, deadlines, erase by moving the last field, and the
 // due-list that reclaims fields in deadline order, checked against a model under random
 // operations (re-timing earlier and later, persisting, erasing, growing past the list's size).
+// expiring-test: one policy (the container alone, no store)
 #include <algorithm>
 #include <cstdint>
 #include <map>

@@ -12,6 +12,7 @@
 //   VolatileBitmap's scans; Keyspace::compact's conditions.
 //
 // Every loop is bounded and every random choice comes from a fixed seed.
+// expiring-test: one policy (the table and keyspace are tested directly, under every policy they take)
 #include <expiring/detail/expiry_index.hpp>
 #include <expiring/detail/keyspace.hpp>
 #include <expiring/detail/table.hpp>
