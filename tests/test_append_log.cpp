@@ -366,7 +366,7 @@ TEST_CASE("append log: a rewrite is not started inside a unit of changes, and th
   CHECK(t.size() == 2);
 }
 
-TEST_CASE("append log: files of a log without its manifest are refused, never overwritten; strays are exact", "[aof]") {
+TEST_CASE("append log: files of a log without its manifest are refused and never overwritten, and strays are exact", "[aof]") {
   TempDir dir;
   ManualClock clock{T0};
   {
