@@ -228,6 +228,12 @@ class AppendLog {
   bool create_file(const std::string& file, bool base, int& fd, std::uint64_t& size);
   bool write_manifest(const std::string& base, const std::vector<std::string>& incrs);
   void encode(const change_type& c);
+  // Appends one record (its head, op byte and operands) to `out`; a key's whole state as
+  // SET with its deadline or without.
+  static void append_record(std::string& out, unsigned char op, const key_type* k, const mapped_type* v,
+                            const std::int64_t* at);
+  static void append_whole(std::string& out, const key_type& k, const mapped_type& v,
+                           const std::optional<std::int64_t>& deadline);
   void end_unit();
   bool write_out(bool sync);  // takes fd_mu_
   void background();
@@ -731,27 +737,19 @@ void AppendLog<Store>::fail(std::string what, int err) {
   failure_.set(FileError{Errc::io_error, 0, "append log: " + what + " (" + std::strerror(err) + ")"});
 }
 
-// Appends the record's bytes to `out`: [length][crc][payload].
+// The change's records (append_record()), added to the buffer in one piece.
 template <class Store>
 void AppendLog<Store>::encode(const change_type& c) {
   namespace aof = detail::aof;
+  scratch_.clear();  // this change's records, appended to the buffer under one lock below
+  std::uint64_t n = 0;
   auto record = [&](unsigned char op, const key_type* k, const mapped_type* v, const std::int64_t* at) {
-    scratch_.assign(aof::kRecordHead, '\0');
-    scratch_.push_back(static_cast<char>(op));
-    if (at != nullptr) codec::put_i64(scratch_, *at);
-    if (k != nullptr) Codec<key_type>::encode(*k, scratch_);
-    if (v != nullptr) Codec<mapped_type>::encode(*v, scratch_);
-    aof::seal(scratch_.data(), scratch_.size() - aof::kRecordHead);
-    std::lock_guard<std::mutex> g(mu_);
-    buf_.append(scratch_);
-    ++stats_.records;
+    append_record(scratch_, op, k, v, at);
+    ++n;
   };
   auto whole = [&](const key_type& k, const mapped_type& v, const std::optional<std::int64_t>& d) {
-    if (d) {
-      record(aof::kSetDeadline, &k, &v, &*d);
-    } else {
-      record(aof::kSet, &k, &v, nullptr);
-    }
+    append_whole(scratch_, k, v, d);
+    ++n;
   };
   switch (c.op) {
     case ChangeOp::set: {
@@ -774,6 +772,32 @@ void AppendLog<Store>::encode(const change_type& c) {
       whole(*c.to, *c.value, c.deadline);
       if (!in_multi_) record(aof::kExec, nullptr, nullptr, nullptr);
       break;
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  buf_.append(scratch_);
+  stats_.records += n;
+}
+
+template <class Store>
+void AppendLog<Store>::append_record(std::string& out, unsigned char op, const key_type* k, const mapped_type* v,
+                                     const std::int64_t* at) {
+  namespace aof = detail::aof;
+  const std::size_t start = out.size();
+  out.append(aof::kRecordHead, '\0');
+  out.push_back(static_cast<char>(op));
+  if (at != nullptr) codec::put_i64(out, *at);
+  if (k != nullptr) Codec<key_type>::encode(*k, out);
+  if (v != nullptr) Codec<mapped_type>::encode(*v, out);
+  aof::seal(&out[start], out.size() - start - aof::kRecordHead);
+}
+
+template <class Store>
+void AppendLog<Store>::append_whole(std::string& out, const key_type& k, const mapped_type& v,
+                                    const std::optional<std::int64_t>& deadline) {
+  if (deadline) {
+    append_record(out, detail::aof::kSetDeadline, &k, &v, &*deadline);
+  } else {
+    append_record(out, detail::aof::kSet, &k, &v, nullptr);
   }
 }
 
@@ -953,13 +977,7 @@ bool AppendLog<Store>::rewrite_step() {
     const auto deadline = std::chrono::steady_clock::now() + options_.rewrite_step_budget;
     std::string& out = rw.buf;
     auto put = [&](const key_type& k, const mapped_type& v, const std::optional<std::int64_t>& d) {
-      const std::size_t start = out.size();
-      out.append(aof::kRecordHead, '\0');
-      out.push_back(static_cast<char>(d ? aof::kSetDeadline : aof::kSet));
-      if (d) codec::put_i64(out, *d);
-      Codec<key_type>::encode(k, out);
-      Codec<mapped_type>::encode(v, out);
-      aof::seal(&out[start], out.size() - start - aof::kRecordHead);
+      append_whole(out, k, v, d);
     };
     for (;;) {
       const std::uint64_t next = store_.scan_stored(rw.cursor, 64, put);
