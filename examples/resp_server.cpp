@@ -6,7 +6,7 @@
 //
 //   resp_server [port] [--port N] [--maxclients N] [--redis-exact]
 //               [--dir D] [--dbfilename F] [--appendonly yes|no] [--appendfsync always|everysec|no]
-//               [--appendfilename NAME] [--replicaof HOST PORT]
+//               [--appendfilename NAME] [--replicaof HOST PORT] [--requirepass PASSWORD]
 //   redis-cli -p 6390 SET session:1 alice EX 30
 //   redis-cli -p 6390 TTL session:1
 //
@@ -24,7 +24,15 @@
 //     (Options::replica). Clients' writes get -READONLY. When the link drops it reconnects
 //     every second, with a full sync each time. REPLICAOF NO ONE stops it. A primary answers
 //     SYNC with a snapshot taken at that moment (a stall of the loop proportional to the data;
-//     Redis forks for it) and streams every change to each replica. INFO replication.
+//     Redis forks for it) and streams every change to each replica, with a PING every
+//     repl-ping-replica-period (10 s) while idle. INFO replication.
+//   * The link trusts nothing its primary sends (redis/replication.hpp, ReplicaLink): the
+//     snapshot is bounded by proto-max-bulk-len, the stream and an open MULTI by
+//     client-query-buffer-limit, framing is strict, and its buffers count in used_memory. At
+//     most 128 KB are read from the link per turn of the loop, so clients are served while a
+//     primary floods it. A link that brings no data for repl-timeout (60 s; while connecting,
+//     syncing or streaming) is dropped and made again. A replica whose output reaches
+//     client-output-buffer-limit replica is dropped by its primary.
 // Like Redis it runs the active-expire cycle from its loop: tick(Slow) `hz` times a second
 // (epoll_wait's timeout is 1000/hz ms) and tick(Fast) before every wait. It stops cleanly on
 // SIGINT, SIGTERM and the SHUTDOWN command. With --port 0 it picks a free port; the first line
@@ -48,7 +56,10 @@
 //     without reading holds about one reply more than that, not an ever-growing buffer.
 //   * Input: client-query-buffer-limit and proto-max-bulk-len (CONFIG SET) are the parser's
 //     limits; a client past the first is closed without a reply and counted in
-//     client_query_buffer_limit_disconnections.
+//     client_query_buffer_limit_disconnections. Each pending argument counts at its real
+//     cost (its string object and its bytes), so empty arguments cannot grow a client
+//     unseen. With --requirepass (CONFIG SET requirepass) a new connection must AUTH first,
+//     and until then may announce at most 10 arguments of 16 KB (Redis's bounds).
 //   * File descriptors: at start maxclients is lowered to fit RLIMIT_NOFILE less 32 reserved
 //     descriptors (after trying to raise the soft limit), with a note on stderr, as Redis's
 //     adjustOpenFilesLimit(). A client over maxclients gets "-ERR max number of clients
@@ -117,6 +128,10 @@ constexpr std::size_t kOutputHighWater = 1024 * 1024;
 constexpr int kReservedFds = 32;         // Redis CONFIG_MIN_RESERVED_FDS: listener, epoll, logs...
 constexpr int kListenerPauseMs = 100;    // when even the spare descriptor cannot accept
 constexpr std::size_t kMaxIov = 64;      // blocks per sendmsg()
+constexpr std::size_t kKeepArgs = 1024;  // argument slots a client keeps between commands
+// A replica reads at most this much from its primary per event, then serves its clients:
+// a primary that floods the link cannot keep the loop to itself.
+constexpr std::size_t kLinkReadBudget = 8 * kReadChunk;
 
 std::int64_t steady_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now().time_since_epoch()).count();
@@ -149,6 +164,7 @@ struct Config {
   std::string appendfilename = "appendonly";
   std::string replicaof_host;  // empty: a primary
   int replicaof_port = 0;
+  std::string requirepass;     // empty: no password
 };
 
 std::int64_t unix_seconds() {
@@ -160,7 +176,7 @@ class RespServer {
   explicit RespServer(const Config& cfg)
       : cfg_(cfg),
         store_(expiring::SystemClock{}, cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{}),
-        exec_(store_) {}
+        exec_(store_, command_options(cfg)) {}
 
   ~RespServer() {
     for (auto& kv : clients_) ::close(kv.first);
@@ -218,6 +234,12 @@ class RespServer {
   }
 
   int port() const noexcept { return port_; }
+
+  static expiring::redis::CommandOptions command_options(const Config& cfg) {
+    expiring::redis::CommandOptions o;
+    o.requirepass = cfg.requirepass;
+    return o;
+  }
 
   // The event loop; returns when SHUTDOWN, SIGINT or SIGTERM asks it to.
   void run() {
@@ -419,7 +441,8 @@ class RespServer {
       auto c = std::make_unique<Client>();
       c->fd = fd;
       c->session.id = ++next_client_id_;
-      c->parser.set_limits(parser_limits());
+      exec_.open_session(c->session);
+      c->parser.set_limits(parser_limits(*c));
       add_fd(fd, EPOLLIN);
       clients_.emplace(fd, std::move(c));
     }
@@ -443,13 +466,21 @@ class RespServer {
     client_bytes_ = client_bytes_ - c.counted + now;
     c.counted = now;
   }
-  expiring::redis::ParserLimits parser_limits() const {
+  // A client's parser limits: the settings of the moment, and Redis's tighter bounds until it
+  // has authenticated.
+  expiring::redis::ParserLimits parser_limits(const Client& c) const {
     expiring::redis::ParserLimits l;
     l.max_bulk_len = exec_.options().proto_max_bulk_len;
     l.max_query_buffer = exec_.options().client_query_buffer_limit;
+    l.authenticated = c.session.authenticated;
     return l;
   }
   const OutputBufferLimit& normal_limit() const { return exec_.options().client_output_buffer_limit[0]; }
+  // A replica's connection is limited by the replica class (Redis's client-output-buffer-limit
+  // replica: 256 MB hard, 64 MB over 60 s soft), every other client by the normal one.
+  const OutputBufferLimit& output_limit(const Client& c) const {
+    return exec_.options().client_output_buffer_limit[replicas_.count(c.fd) != 0 ? 1 : 0];
+  }
   std::size_t pause_threshold() const {
     const OutputBufferLimit& l = normal_limit();
     return static_cast<std::size_t>(std::max<std::uint64_t>({kOutputHighWater, l.hard, l.soft}));
@@ -459,7 +490,7 @@ class RespServer {
   // read) since it went over the soft limit counts as over it until it has drained: the
   // backpressure that stopped its replies must not also stop its clock.
   bool over_output_limit(Client& c) {
-    const OutputBufferLimit& l = normal_limit();
+    const OutputBufferLimit& l = output_limit(c);
     const std::size_t used = c.out.allocated();
     const bool hard = l.hard != 0 && used >= l.hard;
     bool soft = l.soft != 0 && (used >= l.soft || (c.soft_since_ms >= 0 && !c.reading));
@@ -525,7 +556,7 @@ class RespServer {
     }
     if (n < 0) return;
     net_in_ += static_cast<std::uint64_t>(n);
-    c.parser.set_limits(parser_limits());  // CONFIG SET may have changed them
+    c.parser.set_limits(parser_limits(c));  // CONFIG SET may have changed them
     c.parser.feed(buf, static_cast<std::size_t>(n));
     account(c);
     process(c);
@@ -555,23 +586,26 @@ class RespServer {
         c.close_after_write = true;
         break;
       }
-      c.argv_bytes = 0;
-      for (const std::string& a : c.argv) c.argv_bytes += a.size();
+      c.argv_bytes = expiring::redis::args_cost(c.argv);
       account(c);
       // Redis's used_memory counts client buffers: the limit check of this command sees them.
       store_.set_external_memory(client_bytes_);
       const std::size_t before = c.out.size();
       c.out.set_limit(static_cast<std::size_t>(normal_limit().hard));  // a huge reply stops at it
-      if (replica_ && exec_.is_write(c.argv)) {
+      const bool was_authenticated = c.session.authenticated;
+      if (replica_ && c.session.authenticated && exec_.is_write(c.argv)) {
         Reply::error("READONLY You can't write against a read only replica.").write_resp(c.out);
       } else {
         exec_.execute_into(c.argv, c.session, c.out);
       }
+      // AUTH lifts the bounds of an unauthenticated client from its next request on.
+      if (c.session.authenticated != was_authenticated) c.parser.set_limits(parser_limits(c));
       if (new_replica_ == c.session.id) {  // SYNC: this connection now receives the stream
         new_replica_ = 0;
         replicas_.insert(c.fd);
       }
       c.argv.clear();
+      if (c.argv.capacity() > kKeepArgs) std::vector<std::string>().swap(c.argv);  // a huge command's slots
       c.argv_bytes = 0;
       if (c.session.action == Action::shutdown) {
         c.out.truncate(before);  // SHUTDOWN sends no reply
@@ -797,8 +831,13 @@ class RespServer {
     for (int fd : replicas_) {
       auto it = clients_.find(fd);
       if (it == clients_.end() || it->second->closing) continue;
-      it->second->out.append(repl_buf_.data(), repl_buf_.size());
-      account(*it->second);
+      Client& r = *it->second;
+      r.out.append(repl_buf_.data(), repl_buf_.size());
+      account(r);
+      if (over_output_limit(r)) {  // a replica that does not keep up: dropped (it will sync again)
+        output_limit_reached(r);
+        continue;
+      }
       pending_.push_back(fd);
     }
     repl_buf_.clear();
@@ -824,10 +863,20 @@ class RespServer {
     }
     link_.fd = -1;
     link_.state = Link::idle;
-    link_.buf.clear();
-    link_.parser = RequestParser();
-    link_.multi.clear();
-    link_.in_multi = false;
+    link_.reader.reset();
+    account_link();
+  }
+  // The link's buffers are a client's buffers: they count in used_memory.
+  void account_link() {
+    const std::size_t now = link_.reader ? link_.reader->buffered_bytes() : 0;
+    client_bytes_ = client_bytes_ - link_.counted + now;
+    link_.counted = now;
+  }
+  expiring::redis::LinkLimits link_limits() const {
+    expiring::redis::LinkLimits l;
+    l.max_bulk = exec_.options().proto_max_bulk_len;
+    l.max_buffer = exec_.options().client_query_buffer_limit;
+    return l;
   }
   void link_failed(const std::string& why) {
     std::fprintf(stderr, "resp_server: replication link to %s:%d: %s; retrying in 1 s\n", link_.host.c_str(),
@@ -854,11 +903,29 @@ class RespServer {
       return;
     }
     link_.state = Link::connecting;
+    link_.last_io_ms = steady_ms();
     add_fd(link_.fd, EPOLLOUT);
   }
-  // serverCron: a replica without its link tries again once a second.
+  // serverCron: a replica without its link tries again once a second; one whose primary has
+  // sent nothing for repl-timeout (while connecting, syncing or streaming: the primary PINGs
+  // an idle link) gives it up. A primary PINGs its replicas every repl-ping-replica-period.
   void replication_cron() {
-    if (replica_ && link_.state == Link::idle && steady_ms() >= link_.retry_at_ms) connect_link();
+    const std::int64_t now = steady_ms();
+    if (replica_ && link_.state == Link::idle && now >= link_.retry_at_ms) connect_link();
+    if (link_.state != Link::idle && now - link_.last_io_ms > exec_.options().repl_timeout * 1000) {
+      ++link_.timeouts;
+      const bool syncing = link_.state == Link::connected && link_.reader->syncing();
+      link_failed(std::string(link_.state == Link::connecting ? "no connection"
+                              : syncing                       ? "timeout receiving the snapshot"
+                                                              : "timeout: no data nor PING") +
+                  " within repl-timeout (" + std::to_string(exec_.options().repl_timeout) + " s)");
+    }
+    if (!replicas_.empty() && now - last_replica_ping_ms_ >= exec_.options().repl_ping_replica_period * 1000) {
+      last_replica_ping_ms_ = now;
+      static const char kPing[] = "*1\r\n$4\r\nPING\r\n";
+      repl_buf_.append(kPing, sizeof kPing - 1);
+      propagate_to_replicas();
+    }
   }
   void link_event(std::uint32_t ev) {
     if (link_.state == Link::connecting) {
@@ -874,85 +941,39 @@ class RespServer {
         link_failed("cannot send SYNC");
         return;
       }
-      link_.state = Link::sync_header;
+      link_.state = Link::connected;
+      link_.reader = std::make_unique<expiring::redis::ReplicaLink<Store>>(store_, link_limits());
+      link_.last_io_ms = steady_ms();
       epoll_event e{};
       e.events = EPOLLIN;
       e.data.fd = link_.fd;
       ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, link_.fd, &e);
       return;
     }
+    // At most kLinkReadBudget bytes per event (level-triggered: the rest is read on the next
+    // turn of the loop, after the clients), each chunk applied before the next is read.
+    link_.reader->set_limits(link_limits());  // CONFIG SET may have changed them
     char buf[kReadChunk];
-    bool closed = false;
-    for (;;) {
+    for (std::size_t budget = kLinkReadBudget; budget != 0; budget -= std::min(budget, kReadChunk)) {
       const ssize_t n = ::recv(link_.fd, buf, sizeof buf, 0);
-      if (n > 0) {
-        link_.buf.append(buf, static_cast<std::size_t>(n));
-        continue;
-      }
       if (n < 0 && errno == EINTR) continue;
-      closed = n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-      break;
-    }
-    if (process_link() && closed) link_failed("the primary closed the link");
-  }
-  // What arrived from the primary: the snapshot's bulk header and bytes, then the stream.
-  // False when the link was dropped.
-  bool process_link() {
-    if (link_.state == Link::sync_header) {
-      const std::size_t eol = link_.buf.find("\r\n");
-      if (eol == std::string::npos) return true;
-      std::int64_t len = -1;
-      if (link_.buf[0] != '$' || !expiring::redis::parse_int64(std::string_view(link_.buf).substr(1, eol - 1), len) ||
-          len < 0) {
-        link_failed("unexpected reply to SYNC: " + link_.buf.substr(0, std::min<std::size_t>(eol, 80)));
-        return false;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n <= 0) {
+        link_failed(n == 0 ? "the primary closed the link" : std::strerror(errno));
+        return;
       }
-      link_.payload = static_cast<std::size_t>(len);
-      link_.buf.erase(0, eol + 2);
-      link_.state = Link::sync_payload;
-    }
-    if (link_.state == Link::sync_payload) {
-      if (link_.buf.size() < link_.payload + 2) return true;
-      std::istringstream in(link_.buf.substr(0, link_.payload));
-      const auto r = expiring::load(store_, in, expiring::LoadAs::replica);
-      if (!r.ok()) {
-        link_failed("the snapshot does not load: " + r.error().message);
-        return false;
+      link_.last_io_ms = steady_ms();
+      const bool was_syncing = link_.reader->syncing();
+      const bool ok = link_.reader->feed(buf, static_cast<std::size_t>(n));
+      account_link();
+      if (!ok) {
+        link_failed(link_.reader->error());
+        return;
       }
-      link_.buf.erase(0, link_.payload + 2);
-      link_.state = Link::streaming;
-      ++link_.syncs;
-      std::fprintf(stderr, "resp_server: synced %llu keys from %s:%d\n", static_cast<unsigned long long>(r->keys),
-                   link_.host.c_str(), link_.port);
-    }
-    if (link_.state != Link::streaming || link_.buf.empty()) return true;
-    link_.parser.feed(link_.buf.data(), link_.buf.size());
-    link_.buf.clear();
-    std::vector<std::string> argv;
-    for (;;) {
-      const RequestParser::Status st = link_.parser.next(argv);
-      if (st == RequestParser::Status::incomplete) return true;
-      if (st != RequestParser::Status::command) {
-        link_failed("a protocol error in the stream");
-        return false;
-      }
-      std::optional<expiring::redis::ValueRecord> rec = expiring::redis::parse_change(argv);
-      if (!rec) {
-        link_failed("'" + argv[0] + "' is not a change record");
-        return false;
-      }
-      if (rec->op == expiring::ChangeOp::multi) {
-        link_.in_multi = true;
-      } else if (rec->op == expiring::ChangeOp::exec) {
-        store_.as_one_unit([&] {  // one unit for this server's own log and replicas too
-          for (const auto& m : link_.multi) (void)store_.apply(m.view());
-        });
-        link_.multi.clear();
-        link_.in_multi = false;
-      } else if (link_.in_multi) {
-        link_.multi.push_back(std::move(*rec));
-      } else {
-        (void)store_.apply(rec->view());
+      if (was_syncing && !link_.reader->syncing()) {
+        ++link_.syncs;
+        std::fprintf(stderr, "resp_server: synced %llu keys from %s:%d\n",
+                     static_cast<unsigned long long>(link_.reader->synced().keys), link_.host.c_str(), link_.port);
       }
     }
   }
@@ -996,9 +1017,11 @@ class RespServer {
       if (replica_) {
         line("master_host", link_.host);
         line("master_port", std::to_string(link_.port));
-        line("master_link_status", link_.state == Link::streaming ? "up" : "down");
-        line("master_sync_in_progress", link_.state == Link::sync_header || link_.state == Link::sync_payload ? "1" : "0");
+        const bool connected = link_.state == Link::connected;
+        line("master_link_status", connected && !link_.reader->syncing() ? "up" : "down");
+        line("master_sync_in_progress", connected && link_.reader->syncing() ? "1" : "0");
         line("master_syncs", std::to_string(link_.syncs));
+        line("master_link_timeouts", std::to_string(link_.timeouts));
       }
       line("connected_slaves", std::to_string(replicas_.size()));
     } else if (section == "stats") {
@@ -1042,19 +1065,19 @@ class RespServer {
   // Replica side.
   bool replica_ = false;
   struct Link {
-    enum State { idle, connecting, sync_header, sync_payload, streaming };
+    enum State { idle, connecting, connected };
     State state = idle;
     int fd = -1;
     std::string host;
     int port = 0;
-    std::string buf;
-    std::size_t payload = 0;
-    RequestParser parser;
-    std::vector<expiring::redis::ValueRecord> multi;
-    bool in_multi = false;
+    std::unique_ptr<expiring::redis::ReplicaLink<Store>> reader;  // while connected
+    std::size_t counted = 0;          // its share of client_bytes_
+    std::int64_t last_io_ms = 0;      // the last bytes from the primary (or the connect)
     std::int64_t retry_at_ms = 0;
     std::uint64_t syncs = 0;
+    std::uint64_t timeouts = 0;
   } link_;
+  std::int64_t last_replica_ping_ms_ = 0;
 };
 
 // ---- --self-test: a client in a second thread checks the server's replies ---------------------
@@ -1139,7 +1162,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: resp_server [port] [--port N] [--maxclients N] [--redis-exact] [--self-test]\n"
                "                   [--dir D] [--dbfilename F] [--appendonly yes|no]\n"
-               "                   [--appendfsync always|everysec|no] [--appendfilename NAME] [--replicaof HOST PORT]\n");
+               "                   [--appendfsync always|everysec|no] [--appendfilename NAME] [--replicaof HOST PORT]\n"
+               "                   [--requirepass PASSWORD]\n");
   return 2;
 }
 
@@ -1178,6 +1202,8 @@ int main(int argc, char** argv) {
       } else {
         return usage();
       }
+    } else if (a == "--requirepass" && i + 1 < argc) {
+      cfg.requirepass = argv[++i];
     } else if (a == "--replicaof" && i + 2 < argc) {
       cfg.replicaof_host = argv[++i];
       cfg.replicaof_port = std::atoi(argv[++i]);

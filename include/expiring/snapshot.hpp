@@ -176,6 +176,12 @@ FileResult<SnapshotInfo> save(const Store& s, const std::string& path);
 template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
 FileResult<SnapshotInfo> load(Store& s, std::istream& in, LoadAs as = LoadAs::primary);
 
+// load() from bytes in memory that hold one snapshot and nothing else: bytes after the
+// checksum are corrupt_file, and the store is unchanged then (a replica's full sync loads the
+// payload its primary sent this way).
+template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
+FileResult<SnapshotInfo> load_bytes(Store& s, std::string_view bytes, LoadAs as = LoadAs::primary);
+
 #if defined(EXPIRING_SNAPSHOT_POSIX)
 // load() from a file; bytes after the checksum are corrupt_file. POSIX only.
 template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
@@ -465,6 +471,21 @@ struct IstreamSource {
   bool failed() const noexcept { return bad; }
   std::string describe() const { return "the input stream failed"; }
   std::uint64_t size() const noexcept { return std::numeric_limits<std::uint64_t>::max(); }  // unknown
+};
+
+struct MemorySource {
+  static constexpr bool kReadAhead = true;
+  std::string_view bytes;
+  std::size_t pos = 0;
+  std::size_t read(char* p, std::size_t n) {
+    const std::size_t got = std::min(n, bytes.size() - pos);
+    if (got != 0) std::memcpy(p, bytes.data() + pos, got);
+    pos += got;
+    return got;
+  }
+  bool failed() const noexcept { return false; }
+  std::string describe() const { return "reading memory failed"; }
+  std::uint64_t size() const noexcept { return bytes.size(); }
 };
 
 // A decoded record, waiting for the whole input to be verified.
@@ -769,6 +790,12 @@ FileResult<SnapshotInfo> load(Store& s, std::istream& in, LoadAs as) {
   if (!in.good()) return detail::snap::error(Errc::io_error, 0, "the input stream is not readable");
   detail::IstreamSource src{in};
   return detail::load_from(s, src, as, /*whole_input=*/false);
+}
+
+template <class Store, class>
+FileResult<SnapshotInfo> load_bytes(Store& s, std::string_view bytes, LoadAs as) {
+  detail::MemorySource src{bytes};
+  return detail::load_from(s, src, as, /*whole_input=*/true);
 }
 
 #if defined(EXPIRING_SNAPSHOT_POSIX)

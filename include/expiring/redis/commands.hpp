@@ -89,6 +89,11 @@ enum class Action : std::uint8_t {
 struct Session {
   std::uint64_t id = 0;          // client id (HELLO reports it)
   Action action = Action::none;  // set by QUIT and SHUTDOWN
+  // False until AUTH (or HELLO ... AUTH) succeeds, for a connection opened while requirepass
+  // is set: CommandExecutor::open_session() sets it, as Redis does at connect. Such a session
+  // may run only AUTH, HELLO and QUIT (-NOAUTH otherwise), and its server parses its requests
+  // with ParserLimits::authenticated false.
+  bool authenticated = true;
 };
 
 // One class of client-output-buffer-limit: a client whose output buffer reaches `hard`
@@ -117,6 +122,15 @@ struct CommandOptions {
   };
   // The Redis version reported by INFO and HELLO (clients use it for feature detection).
   std::string redis_version = "7.0.15";
+  // Redis requirepass: the default user's password; empty = none (every connection is
+  // authenticated from the start). CONFIG SET changes it for connections opened afterwards.
+  std::string requirepass;
+  // Redis repl-timeout (seconds): a replica gives up a sync or a link that brings no data for
+  // this long, and connects again.
+  std::int64_t repl_timeout = 60;
+  // Redis repl-ping-replica-period (seconds): a primary sends PING to its replicas this often,
+  // so that a quiet link is not taken for a dead one.
+  std::int64_t repl_ping_replica_period = 10;
 };
 
 namespace detail {
@@ -320,9 +334,17 @@ class CommandExecutor {
     return it != index_.end() && has_flag(table()[it->second].flags, "write");
   }
 
+  // Prepares the session of a new connection: with requirepass set it starts
+  // unauthenticated (Redis decides this at connect, so a CONFIG SET requirepass does not
+  // lock out the connections already open).
+  void open_session(Session& session) const noexcept { session.authenticated = options_.requirepass.empty(); }
+
   // Runs one command and returns its reply. `argv` must not be empty (the parser never
   // yields an empty command).
   Reply execute(const Args& argv, Session& session) {
+    if (!session.authenticated) {
+      if (std::optional<Reply> refused = check_auth(argv)) return std::move(*refused);
+    }
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) return std::move(*r);
     }
@@ -332,6 +354,12 @@ class CommandExecutor {
   // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
   // write them straight from the store into `out`, so a large reply is never held twice.
   void execute_into(const Args& argv, Session& session, OutputBuffer& out) {
+    if (!session.authenticated) {
+      if (std::optional<Reply> refused = check_auth(argv)) {
+        refused->write_resp(out);
+        return;
+      }
+    }
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) {
         r->write_resp(out);
@@ -375,6 +403,25 @@ class CommandExecutor {
     std::string flags;
     ServerCommand handler;
   };
+  // Redis processCommand()'s order for a connection that has not authenticated: an unknown
+  // command and a wrong argument count are reported as such, then anything but AUTH, HELLO
+  // and QUIT is refused with -NOAUTH. nullopt: the command may run.
+  std::optional<Reply> check_auth(const Args& argv) const {
+    if (argv.empty()) return std::nullopt;
+    const std::string name = detail::lowercase(argv[0]);
+    int arity = 0;
+    if (auto s = server_commands_.find(name); s != server_commands_.end()) {
+      arity = s->second.arity;
+    } else if (auto it = index_.find(name); it != index_.end()) {
+      arity = table()[it->second].arity;
+    } else {
+      return unknown_command(argv);
+    }
+    if (!arity_ok(arity, argv.size())) return arity_error(name);
+    if (name == "auth" || name == "hello" || name == "quit") return std::nullopt;
+    return Reply::error("NOAUTH Authentication required.");
+  }
+
   std::optional<Reply> run_server_command(const Args& argv, Session& session) {
     if (argv.empty()) return std::nullopt;
     auto it = server_commands_.find(detail::lowercase(argv[0]));
@@ -532,6 +579,32 @@ class CommandExecutor {
     s.action = Action::shutdown;
     return ok();  // not sent: the server stops
   }
+  // AUTH [username] password, for the one user there is ("default"). Without requirepass the
+  // default user takes any password, but a bare AUTH <password> is an error, as in Redis.
+  Reply cmd_auth(const Args& a, Session& s) {
+    if (a.size() > 3) return syntax_error();
+    if (a.size() == 2 && options_.requirepass.empty()) {
+      return Reply::error(
+          "ERR AUTH <password> called without any password configured for the default user. Are you sure your "
+          "configuration is correct?");
+    }
+    const std::string& user = a.size() == 3 ? a[1] : std::string("default");
+    if (!password_ok(user, a.back())) return wrongpass();
+    s.authenticated = true;
+    return ok();
+  }
+  bool password_ok(const std::string& user, const std::string& password) const {
+    if (user != "default") return false;
+    if (options_.requirepass.empty()) return true;
+    // Compared in time independent of where they differ (Redis's time_independent_strcmp).
+    const std::string& want = options_.requirepass;
+    unsigned char diff = password.size() == want.size() ? 0 : 1;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      diff |= static_cast<unsigned char>(want[i] ^ (i < password.size() ? password[i] : '\0'));
+    }
+    return diff == 0;
+  }
+  static Reply wrongpass() { return Reply::error("WRONGPASS invalid username-password pair or user is disabled."); }
   Reply cmd_hello(const Args& a, Session& s) {
     std::size_t next = 1;
     if (a.size() >= 2) {
@@ -541,16 +614,27 @@ class CommandExecutor {
       if (ver != 2) return Reply::error("NOPROTO unsupported protocol version");
       next = 2;
     }
+    std::size_t auth = 0;  // the index of an AUTH option
     for (std::size_t j = next; j < a.size(); ++j) {
       const std::size_t more = a.size() - 1 - j;
       if (detail::is_opt(a[j], "auth") && more >= 2) {
-        if (a[j + 1] != "default") return Reply::error("WRONGPASS invalid username-password pair or user is disabled.");
+        auth = j;
         j += 2;
       } else if (detail::is_opt(a[j], "setname") && more >= 1) {
         ++j;
       } else {
         return detail::error_format("Syntax error in HELLO option '" + std::string(detail::cstr(a[j])) + "'");
       }
+    }
+    if (auth != 0) {
+      if (!password_ok(a[auth + 1], a[auth + 2])) return wrongpass();
+      s.authenticated = true;
+    }
+    if (!s.authenticated) {
+      return Reply::error(
+          "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> "
+          "<pass> option can be used to authenticate the client and select the RESP protocol version at the "
+          "same time");
     }
     Reply r = Reply::array();
     r.push(Reply::bulk("server")).push(Reply::bulk("redis"));
@@ -769,6 +853,9 @@ class CommandExecutor {
              std::to_string(l.soft) + " " + std::to_string(l.soft_seconds);
     }
     v.push_back({"client-output-buffer-limit", obl});
+    v.push_back({"requirepass", options_.requirepass});
+    v.push_back({"repl-timeout", std::to_string(options_.repl_timeout)});
+    v.push_back({"repl-ping-replica-period", std::to_string(options_.repl_ping_replica_period)});
     v.push_back({"save", ""});
     v.push_back({"appendonly", "no"});
     v.push_back({"databases", "1"});
@@ -814,7 +901,7 @@ class CommandExecutor {
   // The settings CONFIG SET changes, with the name its value errors quote.
   enum class Param : std::uint8_t {
     hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time,
-    proto_max_bulk_len, query_buffer_limit, output_buffer_limit,
+    proto_max_bulk_len, query_buffer_limit, output_buffer_limit, requirepass, repl_timeout, repl_ping_period,
   };
   struct ParamSpec {
     const char* name;
@@ -873,6 +960,10 @@ class CommandExecutor {
       {"proto-max-bulk-len", Param::proto_max_bulk_len, kMinBufferLimit, kInt64Max},
       {"client-query-buffer-limit", Param::query_buffer_limit, kMinBufferLimit, kInt64Max},
       {"client-output-buffer-limit", Param::output_buffer_limit, 0, 0},
+      {"requirepass", Param::requirepass, 0, 0},
+      {"repl-timeout", Param::repl_timeout, 1, kIntMax},
+      {"repl-ping-replica-period", Param::repl_ping_period, 1, kIntMax},
+      {"repl-ping-slave-period", Param::repl_ping_period, 1, kIntMax},
   };
   static bool is_memory_param(Param p) noexcept {
     return p == Param::maxmemory || p == Param::proto_max_bulk_len || p == Param::query_buffer_limit;
@@ -933,6 +1024,8 @@ class CommandExecutor {
         for (int k = 0; k < 3; ++k) c.limits[k] = options_.client_output_buffer_limit[k];
         const std::string why = parse_output_limits(*c.arg, c.limits);
         if (!why.empty()) return config_set_failed(p.name, why);
+      } else if (p.param == Param::requirepass) {
+        // Any string, as Redis's default user password (a NUL included).
       } else if (p.param == Param::policy) {
         bool found = false;
         std::string names;
@@ -974,6 +1067,9 @@ class CommandExecutor {
         case Param::output_buffer_limit:
           for (int k = 0; k < 3; ++k) options_.client_output_buffer_limit[k] = c.limits[k];
           break;
+        case Param::requirepass: options_.requirepass = *c.arg; break;
+        case Param::repl_timeout: options_.repl_timeout = c.number; break;
+        case Param::repl_ping_period: options_.repl_ping_replica_period = c.number; break;
       }
     }
     if (maxmemory != nullptr) store_.set_maxmemory(static_cast<std::size_t>(maxmemory->bytes));
@@ -1731,6 +1827,7 @@ class CommandExecutor {
         {"quit", -1, &E::cmd_quit, "fast", 0, 0, 0},
         {"shutdown", -1, &E::cmd_shutdown, "admin", 0, 0, 0},
         {"hello", -1, &E::cmd_hello, "fast", 0, 0, 0},
+        {"auth", -2, &E::cmd_auth, "fast", 0, 0, 0},
         {"select", 2, &E::cmd_select, "fast", 0, 0, 0},
         {"time", 1, &E::cmd_time, "fast", 0, 0, 0},
         {"dbsize", 1, &E::cmd_dbsize, "readonly fast", 0, 0, 0},

@@ -13,10 +13,15 @@
 // The replica does not run these through the command layer, which would judge their times
 // against its own clock (a SET ... PXAT in the past deletes): it turns each back into the
 // record (parse_change()) and applies it with ExpiringStore::apply(), which takes every key
-// as valid.
+// as valid. ReplicaLink (at the end of this file) is the whole replica side of a link: the
+// full sync's snapshot, then the stream, with every byte from the primary bounded and
+// checked.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +29,7 @@
 
 #include "../change_feed.hpp"
 #include "../codec.hpp"
+#include "../snapshot.hpp"
 #include "commands.hpp"
 #include "resp.hpp"
 #include "value.hpp"
@@ -151,5 +157,233 @@ inline std::optional<ValueRecord> parse_change(const std::vector<std::string>& a
   }
   return std::nullopt;
 }
+
+// ==== The replica's side of a link ============================================================
+
+// The bounds of what a primary can make a replica hold (Redis's names, CONFIG SET).
+struct LinkLimits {
+  // proto-max-bulk-len: the largest snapshot a full sync may announce, and the largest bulk
+  // in the stream.
+  std::size_t max_bulk = std::size_t{512} * 1024 * 1024;
+  // client-query-buffer-limit: the stream's unparsed bytes, plus the records of a MULTI
+  // that has not reached its EXEC yet.
+  std::size_t max_buffer = std::size_t{1024} * 1024 * 1024;
+};
+
+// Everything a replica reads from its primary after it sent SYNC, bytes in, store changes
+// out: the full sync `$<n>\r\n<n bytes: a snapshot>\r\n`, then the stream of write_change()
+// commands (and PING, which the primary sends while idle so the replica can tell a quiet link
+// from a dead one). The socket, the reconnection and the timeout are the server's; this class
+// decides what the bytes mean, and it trusts none of them:
+//   * memory: the snapshot is held as it arrives, never reserved on the primary's word, and
+//     refused at once if it announces more than `max_bulk`; the stream is parsed with strict
+//     framing (ParserLimits::strict) and the same limits as a client's query buffer; a MULTI
+//     holds its records until EXEC, counted against `max_buffer` with the unparsed input.
+//     buffered_bytes() is what it holds, for the server's used_memory.
+//   * framing: the header line is at most 64 KB and has no NUL; the two bytes after the
+//     snapshot must be CRLF; the snapshot must end exactly at its checksum (load_bytes());
+//     nested MULTI, EXEC without MULTI and anything that is not a change record fail.
+//   * the store: a snapshot that does not load leaves it as it was; every record goes
+//     through ExpiringStore::apply(), one MULTI as one unit (as_one_unit()).
+// After a failure (feed() returns false, error() says why) the object takes nothing more:
+// the server drops the link and starts a new one with a new ReplicaLink.
+template <class Store>
+class ReplicaLink {
+ public:
+  enum class State : std::uint8_t { sync_header, sync_payload, streaming, failed };
+
+  explicit ReplicaLink(Store& store, LinkLimits limits = {}) : store_(store) { set_limits(limits); }
+
+  // New limits (CONFIG SET): from the next feed() on.
+  void set_limits(const LinkLimits& limits) {
+    limits_ = limits;
+    ParserLimits p;
+    p.max_bulk_len = limits.max_bulk;
+    p.max_query_buffer = limits.max_buffer;
+    p.strict = true;
+    parser_.set_limits(p);
+  }
+
+  // Consumes `n` bytes from the primary. False once the link has failed.
+  bool feed(const char* data, std::size_t n) {
+    while (state_ != State::failed && n != 0) {
+      std::size_t used = 0;
+      switch (state_) {
+        case State::sync_header: used = feed_header(data, n); break;
+        case State::sync_payload: used = feed_payload(data, n); break;
+        case State::streaming: feed_stream(data, n); used = n; break;
+        case State::failed: break;
+      }
+      data += used;
+      n -= used;
+    }
+    return state_ != State::failed;
+  }
+
+  State state() const noexcept { return state_; }
+  bool syncing() const noexcept { return state_ == State::sync_header || state_ == State::sync_payload; }
+  const std::string& error() const noexcept { return error_; }
+  // Bytes held for the primary: the header line or the snapshot so far, the stream's
+  // unparsed input and pending command, and a MULTI's records.
+  std::size_t buffered_bytes() const noexcept {
+    return header_.capacity() + payload_.capacity() + parser_.buffered_bytes() + multi_cost_ +
+           multi_.capacity() * sizeof(ValueRecord);
+  }
+  // What the full sync loaded (valid once streaming).
+  const SnapshotInfo& synced() const noexcept { return synced_; }
+  // Records applied from the stream since the sync.
+  std::uint64_t applied() const noexcept { return applied_; }
+
+ private:
+  static constexpr std::size_t kMaxHeader = 64 * 1024;  // Redis PROTO_INLINE_MAX_SIZE
+
+  bool fail(std::string why) {
+    error_ = std::move(why);
+    state_ = State::failed;
+    std::string().swap(header_);
+    std::string().swap(payload_);
+    std::vector<ValueRecord>().swap(multi_);
+    multi_cost_ = 0;
+    return false;
+  }
+
+  // "$<n>\r\n": the snapshot's length.
+  std::size_t feed_header(const char* data, std::size_t n) {
+    const char* nl = static_cast<const char*>(std::memchr(data, '\n', n));
+    const std::size_t take = nl == nullptr ? n : static_cast<std::size_t>(nl - data) + 1;
+    if (header_.size() + take > kMaxHeader) {
+      fail("the reply to SYNC has no end within " + std::to_string(kMaxHeader) + " bytes");
+      return take;
+    }
+    header_.append(data, take);
+    if (nl == nullptr) return take;
+    std::string_view line(header_);
+    std::int64_t len = -1;
+    if (line.size() < 3 || line[0] != '$' || line[line.size() - 2] != '\r' ||
+        !parse_int64(line.substr(1, line.size() - 3), len) || len < 0) {
+      std::string shown(line.substr(0, std::min<std::size_t>(line.size(), 80)));
+      for (char& c : shown) {
+        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+      }
+      fail("unexpected reply to SYNC: '" + shown + "'");
+      return take;
+    }
+    if (static_cast<std::uint64_t>(len) > limits_.max_bulk) {
+      fail("the primary announces a snapshot of " + std::to_string(len) + " bytes, over proto-max-bulk-len (" +
+           std::to_string(limits_.max_bulk) + ")");
+      return take;
+    }
+    std::string().swap(header_);
+    payload_len_ = static_cast<std::size_t>(len);
+    state_ = State::sync_payload;
+    return take;
+  }
+
+  // The snapshot and the CRLF after it. The buffer grows with what arrives (geometrically,
+  // up to the announced length plus the CRLF), never with what was announced.
+  std::size_t feed_payload(const char* data, std::size_t n) {
+    const std::size_t want = payload_len_ + 2;
+    const std::size_t take = std::min(n, want - payload_.size());
+    if (payload_.size() + take > payload_.capacity()) {
+      std::string grown;
+      grown.reserve(std::min(want, std::max(payload_.size() + take, 2 * payload_.capacity())));
+      grown.append(payload_);
+      payload_.swap(grown);
+    }
+    payload_.append(data, take);
+    if (payload_.size() < want) return take;
+    if (payload_[payload_len_] != '\r' || payload_[payload_len_ + 1] != '\n') {
+      fail("the snapshot is not followed by CRLF");
+      return take;
+    }
+    const auto r = load_bytes(store_, std::string_view(payload_.data(), payload_len_), LoadAs::replica);
+    if (!r.ok()) {
+      fail("the snapshot does not load: " + r.error().message);
+      return take;
+    }
+    synced_ = *r;
+    std::string().swap(payload_);
+    state_ = State::streaming;
+    return take;
+  }
+
+  void feed_stream(const char* data, std::size_t n) {
+    parser_.feed(data, n);
+    std::vector<std::string> argv;
+    for (;;) {
+      const RequestParser::Status st = parser_.next(argv);
+      if (st == RequestParser::Status::incomplete) break;
+      if (st == RequestParser::Status::limit) {
+        fail("the stream holds more than client-query-buffer-limit (" + std::to_string(limits_.max_buffer) +
+             " bytes)");
+        return;
+      }
+      if (st == RequestParser::Status::protocol_error) {
+        fail("a protocol error in the stream: " + parser_.error());
+        return;
+      }
+      if (argv.size() == 1 && detail::iequals(argv[0], "ping")) continue;  // the primary is alive
+      std::optional<ValueRecord> rec = parse_change(argv);
+      if (!rec) {
+        std::string name(argv[0].substr(0, 64));
+        for (char& c : name) {
+          if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+        }
+        fail("'" + name + "' is not a change record");
+        return;
+      }
+      if (!apply(std::move(*rec), args_cost(argv))) return;
+    }
+    if (parser_.buffered_bytes() + multi_cost_ > limits_.max_buffer) {
+      fail("the stream and its open MULTI hold more than client-query-buffer-limit (" +
+           std::to_string(limits_.max_buffer) + " bytes)");
+    }
+  }
+
+  bool apply(ValueRecord rec, std::size_t cost) {
+    if (rec.op == ChangeOp::multi) {
+      if (in_multi_) return fail("MULTI inside MULTI");
+      in_multi_ = true;
+      return true;
+    }
+    if (rec.op == ChangeOp::exec) {
+      if (!in_multi_) return fail("EXEC without MULTI");
+      bool ok = true;
+      store_.as_one_unit([&] {  // one unit for this server's own log and replicas too
+        for (const ValueRecord& m : multi_) ok = store_.apply(m.view()).ok() && ok;
+      });
+      applied_ += multi_.size();
+      std::vector<ValueRecord>().swap(multi_);
+      multi_cost_ = 0;
+      in_multi_ = false;
+      return ok || fail("the store refused a record of the stream");
+    }
+    if (in_multi_) {
+      multi_cost_ += cost;
+      if (multi_cost_ > limits_.max_buffer) {
+        return fail("a MULTI of more than client-query-buffer-limit (" + std::to_string(limits_.max_buffer) +
+                    " bytes)");
+      }
+      multi_.push_back(std::move(rec));
+      return true;
+    }
+    ++applied_;
+    return store_.apply(rec.view()).ok() || fail("the store refused a record of the stream");
+  }
+
+  Store& store_;
+  LinkLimits limits_;
+  State state_ = State::sync_header;
+  std::string error_;
+  std::string header_;
+  std::string payload_;
+  std::size_t payload_len_ = 0;
+  RequestParser parser_;
+  std::vector<ValueRecord> multi_;
+  std::size_t multi_cost_ = 0;
+  bool in_multi_ = false;
+  SnapshotInfo synced_;
+  std::uint64_t applied_ = 0;
+};
 
 }  // namespace expiring::redis

@@ -37,9 +37,15 @@
 // is freed once consumed);
 // the argument vector of a multibulk request is reserved for at most 1024 entries up front,
 // whatever count the client announces. Everything buffered for one client (unparsed input plus
-// the arguments of the command being assembled) is capped by `max_query_buffer` (Redis
+// the arguments of the command being assembled, each at its real cost: an empty argument
+// still costs its string object) is capped by `max_query_buffer` (Redis
 // client-query-buffer-limit, 1 GB); past it the parser reports `Status::limit` and the server
-// closes the connection without a reply, as Redis does.
+// closes the connection without a reply, as Redis does. A client that has not authenticated
+// (`ParserLimits::authenticated` false) may announce at most 10 arguments of 16 KB each.
+//
+// `ParserLimits::strict` drops the leniency for a peer that is a server of ours (a replica's
+// link to its primary): only multibulk requests, CRLF checked after every length line and
+// bulk, and a NUL in a length line refused at once instead of waited on.
 #pragma once
 
 #include <cstddef>
@@ -435,9 +441,27 @@ struct ParserLimits {
   // length line still waiting for its terminator.
   std::size_t max_inline = 64 * 1024;
   // Redis client-query-buffer-limit: unparsed input plus the arguments of the command being
-  // assembled. Past it the connection is closed without a reply.
+  // assembled, each argument at its real cost (its string object and its bytes: an empty
+  // argument is not free). Past it the connection is closed without a reply.
   std::size_t max_query_buffer = std::size_t{1024} * 1024 * 1024;
+  // False for a client that has not authenticated yet (requirepass): as Redis, a multibulk
+  // count above 10 or a bulk longer than 16384 bytes is then a protocol error, so an
+  // unknown peer cannot make the server hold more than a few small arguments.
+  bool authenticated = true;
+  // Strict framing, for a link whose peer is a server of ours (a replica reading its
+  // primary), not Redis's client leniency: every request is a multibulk, a length line ends
+  // in CRLF with no NUL in it, and a bulk is followed by CRLF. Anything else is a protocol
+  // error at once, never a wait for more input.
+  bool strict = false;
 };
+
+// What a vector of arguments costs in memory: the vector's slots (string objects) and the
+// arguments' bytes. The query-buffer limit and used_memory count a pending command this way.
+inline std::size_t args_cost(const std::vector<std::string>& args) noexcept {
+  std::size_t n = args.capacity() * sizeof(std::string);
+  for (const std::string& a : args) n += a.size();
+  return n;
+}
 
 class RequestParser {
  public:
@@ -474,6 +498,7 @@ class RequestParser {
       bool got = false;
       if (state_ == State::idle) {
         if (pos_ == buf_.size()) break;
+        if (limits_.strict && buf_[pos_] != '*') return fail("expected '*' at the start of a request");
         state_ = buf_[pos_] == '*' ? State::multibulk_count : State::inline_line;
         scanned_ = 0;
       }
@@ -505,8 +530,14 @@ class RequestParser {
   const std::string& error() const noexcept { return error_; }
   bool failed() const noexcept { return state_ == State::error || state_ == State::over_limit; }
 
-  // Bytes held: unparsed input plus the arguments assembled so far.
-  std::size_t buffered_bytes() const noexcept { return (buf_.size() - pos_) + args_bytes_; }
+  // Bytes held: unparsed input plus the arguments assembled so far, at their real cost
+  // (args_cost(): the argument vector's slots, each argument's bytes, and the capacity of a
+  // big argument still arriving).
+  std::size_t buffered_bytes() const noexcept {
+    std::size_t n = (buf_.size() - pos_) + args_.capacity() * sizeof(std::string) + args_bytes_;
+    if (in_big_arg_) n += args_.back().capacity();
+    return n;
+  }
   // True when no partial request is pending.
   bool idle() const noexcept { return state_ == State::idle && pos_ == buf_.size(); }
 
@@ -679,6 +710,7 @@ class RequestParser {
     ready = false;
     bool nul = false;
     const std::size_t cr = find_terminator('\r', nul);
+    if (nul && limits_.strict) return fail("a NUL byte in a length line");
     if (cr == std::string::npos || nul) {
       if (nul) scanned_ = cr;
       if (buf_.size() - pos_ > limits_.max_inline) return fail(too_big);
@@ -686,6 +718,7 @@ class RequestParser {
     }
     // The byte after '\r' must have arrived too (Redis does not check that it is '\n').
     if (cr + 2 > buf_.size() - pos_) return Status::incomplete;
+    if (limits_.strict && buf_[pos_ + cr + 1] != '\n') return fail("a length line not ended by CRLF");
     first = buf_[pos_];
     digits = std::string_view(buf_.data() + pos_ + 1, cr == 0 ? 0 : cr - 1);
     ready = true;
@@ -704,6 +737,7 @@ class RequestParser {
       if (!parse_int64(digits, count) || count > std::numeric_limits<int>::max()) {
         return fail("invalid multibulk length");
       }
+      if (count > kUnauthMaxArgs && !limits_.authenticated) return fail("unauthenticated multibulk length");
       pos_ += line_len_;
       scanned_ = 0;
       if (count <= 0) {  // "*0" and "*-1": an empty request, skipped
@@ -733,6 +767,7 @@ class RequestParser {
             static_cast<std::uint64_t>(len) > static_cast<std::uint64_t>(limits_.max_bulk_len)) {
           return fail("invalid bulk length");
         }
+        if (len > kUnauthMaxBulk && !limits_.authenticated) return fail("unauthenticated bulk length");
         pos_ += line_len_;
         scanned_ = 0;
         bulk_len_ = static_cast<std::size_t>(len);
@@ -759,12 +794,14 @@ class RequestParser {
         }
         arg.append(buf_.data() + pos_, take);
         pos_ += take;
-        args_bytes_ += take;
         if (arg.size() < bulk_len_ || buf_.size() - pos_ < 2) return Status::incomplete;
+        if (limits_.strict && !crlf_at(pos_)) return fail("a bulk not followed by CRLF");
         in_big_arg_ = false;
+        args_bytes_ += arg.size();
         pos_ += 2;
       } else {
         if (buf_.size() - pos_ < bulk_len_ + 2) return Status::incomplete;
+        if (limits_.strict && !crlf_at(pos_ + bulk_len_)) return fail("a bulk not followed by CRLF");
         args_.emplace_back(buf_.data() + pos_, bulk_len_);
         args_bytes_ += bulk_len_;
         pos_ += bulk_len_ + 2;
@@ -790,7 +827,11 @@ class RequestParser {
   std::size_t args_bytes_ = 0;
   bool in_big_arg_ = false;  // args_.back() is a big argument still arriving
   std::string error_;
+  bool crlf_at(std::size_t at) const noexcept { return buf_[at] == '\r' && buf_[at + 1] == '\n'; }
+
   static constexpr std::size_t kBigArg = 32 * 1024;         // Redis PROTO_MBULK_BIG_ARG
+  static constexpr std::int64_t kUnauthMaxArgs = 10;        // Redis: before AUTH
+  static constexpr std::int64_t kUnauthMaxBulk = 16384;
   static constexpr std::size_t kKeepCapacity = 64 * 1024;   // input buffer kept between requests
 };
 
