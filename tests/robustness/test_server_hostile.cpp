@@ -159,8 +159,11 @@ struct Replica {
   live::RespServer server;
   live::Conn admin;
   explicit Replica(FakePrimary& primary, int repl_timeout_s = 60) : admin(server.port()) {
-    REQUIRE(admin.raw({"CONFIG", "SET", "client-query-buffer-limit", "1mb", "proto-max-bulk-len", "1mb",
-                       "repl-timeout", std::to_string(repl_timeout_s)}) == "+OK\r\n");
+    REQUIRE(admin.raw({"CONFIG", "SET", "client-query-buffer-limit", "1mb", "proto-max-bulk-len", "1mb"}) ==
+            "+OK\r\n");
+    if (repl_timeout_s != 60) {  // not the default
+      REQUIRE(admin.raw({"CONFIG", "SET", "repl-timeout", std::to_string(repl_timeout_s)}) == "+OK\r\n");
+    }
     REQUIRE(admin.raw({"REPLICAOF", "127.0.0.1", std::to_string(primary.port())}) == "+OK\r\n");
   }
   pid_t pid() { return server.process().pid(); }
