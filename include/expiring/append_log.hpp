@@ -12,9 +12,19 @@
 // Design
 // ------
 // Files, in one directory, as Redis 7's multi-part AOF:
-//   <name>.manifest        the files that make the log, in order: a base, then incr files
+//   <name>.manifest        the files that make the log, in order: a base, then incr files,
+//                          then a CRC-32C of the lines before it ("expiring-aof 2"; version
+//                          1, without it, is still read and replaced at the next switch)
 //   <name>.<n>.base.log    the store's content as whole keys, written by a rewrite
 //   <name>.<n>.incr.log    every change after that base, as records
+// <name> is a file name (log_name_problem(): no '/', no "..", no control character; else
+// open() is Errc::out_of_range). open() checks the whole manifest before it opens or removes
+// any file: every name exactly as the log makes it, one base then incr files in strictly
+// increasing order, the checksum, at most 1 MiB. Files are opened with O_NOFOLLOW |
+// O_NONBLOCK and must be regular (fstat): a symbolic link, a FIFO or a device is refused at
+// once (Errc::io_error naming the file), and a read stops at the size fstat gave. New files
+// are created with O_EXCL | O_NOFOLLOW. Only files with the log's exact names that the manifest
+// on disk does not name are ever removed.
 // A file is a header (magic "\x89EXPLOG", version u16, kind u8 (1 base, 2 incr), 0 u8,
 // created ms i64, CRC-32C of those 20 bytes u32: 24 bytes) and records [length u32][CRC-32C
 // of the length u32][CRC-32C of the payload u32][payload].

@@ -22,6 +22,11 @@
 // refused with the store unchanged. The decoded keys and values are held in memory until
 // then (one copy of the data; each is freed as soon as the store has its own).
 //
+// Loading from a path reads a regular file only: it is opened with O_NOFOLLOW | O_NONBLOCK and
+// checked with fstat, so a symbolic link (as the last component), a FIFO (which would block
+// the open), a device (/dev/zero never ends) or a directory is Errc::io_error at once; use the
+// stream overload to read a pipe. Keeping a name inside a directory is the caller's rule.
+//
 // Saving to a path writes `path + ".tmp-" + pid` in the same directory, fsyncs it, renames it
 // over `path` and fsyncs the directory, so a crash leaves either the old file or the new one
 // under `path`, never a part of one. Output is buffered in 64 KiB chunks, with one write per
@@ -177,7 +182,8 @@ template <class Store, class = std::void_t<typename Store::key_type, typename St
 FileResult<SnapshotInfo> load(Store& s, std::istream& in, LoadAs as = LoadAs::primary);
 
 #if defined(EXPIRING_SNAPSHOT_POSIX)
-// load() from a file; bytes after the checksum are corrupt_file. POSIX only.
+// load() from a file; bytes after the checksum are corrupt_file. POSIX only. `path` must be a
+// regular file, not a symbolic link, FIFO or device (Errc::io_error, without reading).
 template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
 FileResult<SnapshotInfo> load(Store& s, const std::string& path, LoadAs as = LoadAs::primary);
 #endif
