@@ -1158,6 +1158,17 @@ int self_test_client(int port) {
   return failures;
 }
 
+// Why `name` cannot be --dbfilename, or "". Redis's rule (a base name, no path) with the
+// names that are not a file in --dir at all.
+std::string filename_problem(const std::string& name) {
+  if (name.find('/') != std::string::npos) return "dbfilename can't be a path, just a filename";
+  if (name.empty() || name == "." || name == "..") return "not a file name";
+  for (const char c : name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return "a control character in a file name";
+  }
+  return "";
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: resp_server [port] [--port N] [--maxclients N] [--redis-exact] [--self-test]\n"
@@ -1214,6 +1225,22 @@ int main(int argc, char** argv) {
     }
   }
   if (cfg.port < 0 || cfg.port > 65535 || cfg.maxclients < 1) return usage();
+  // The files live in --dir, and only there: a name with a path is refused at startup, as
+  // Redis does, whether or not the path exists (appendonly no included: CONFIG GET would show
+  // it, and a later start with appendonly yes would use it).
+  if (const std::string why = filename_problem(cfg.dbfilename); !why.empty()) {
+    std::fprintf(stderr, "resp_server: --dbfilename '%s': %s\n", cfg.dbfilename.c_str(), why.c_str());
+    return 1;
+  }
+  if (cfg.appendfilename.find('/') != std::string::npos) {
+    std::fprintf(stderr, "resp_server: --appendfilename '%s': appendfilename can't be a path, just a filename\n",
+                 cfg.appendfilename.c_str());
+    return 1;
+  }
+  if (const std::string why = expiring::log_name_problem(cfg.appendfilename); !why.empty()) {
+    std::fprintf(stderr, "resp_server: --appendfilename '%s' is refused: %s\n", cfg.appendfilename.c_str(), why.c_str());
+    return 1;
+  }
   if (cfg.self_test) cfg.port = 0;
 
   // Blocked in every thread: they are read from a signalfd by the event loop.

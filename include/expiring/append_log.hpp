@@ -12,9 +12,19 @@
 // Design
 // ------
 // Files, in one directory, as Redis 7's multi-part AOF:
-//   <name>.manifest        the files that make the log, in order: a base, then incr files
+//   <name>.manifest        the files that make the log, in order: a base, then incr files,
+//                          then a CRC-32C of the lines before it ("expiring-aof 2"; version
+//                          1, without it, is still read and replaced at the next switch)
 //   <name>.<n>.base.log    the store's content as whole keys, written by a rewrite
 //   <name>.<n>.incr.log    every change after that base, as records
+// <name> is a file name (log_name_problem(): no '/', no "..", no control character; else
+// open() is Errc::out_of_range). open() checks the whole manifest before it opens or removes
+// any file: every name exactly as the log makes it, one base then incr files in strictly
+// increasing order, the checksum, at most 1 MiB. Files are opened with O_NOFOLLOW |
+// O_NONBLOCK and must be regular (fstat): a symbolic link, a FIFO or a device is refused at
+// once (Errc::io_error naming the file), and a read stops at the size fstat gave. New files
+// are created with O_EXCL | O_NOFOLLOW. Only files with the log's exact names that the manifest
+// on disk does not name are ever removed.
 // A file is a header (magic "\x89EXPLOG", version u16, kind u8 (1 base, 2 incr), 0 u8,
 // created ms i64, CRC-32C of those 20 bytes u32: 24 bytes) and records [length u32][CRC-32C
 // of the length u32][CRC-32C of the payload u32][payload].
@@ -70,6 +80,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -119,6 +130,24 @@ struct AppendLogOptions {
   // install a feed of your own that calls on_change(), and remove it before the log goes.
   bool attach = true;
 };
+
+// Why `name` cannot be an AppendLogOptions::name (Redis's appendfilename), or "" when it can:
+// a file name, not a path, that the log's own file names can be made of. Refused: empty,
+// longer than 200 bytes (<name>.<n>.base.log.tmp stays within NAME_MAX, 255), a '/', a
+// "..", a NUL or another control character. open() refuses such a name (Errc::out_of_range);
+// a server checks it at startup.
+inline std::string log_name_problem(std::string_view name) {
+  if (name.empty()) return "it is empty";
+  if (name.size() > 200) return "it is longer than 200 bytes";
+  for (const char ch : name) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '/') return "it is a path (a '/'), not a file name";
+    if (c < 0x20 || c == 0x7F) return "it holds a control character or a NUL";
+  }
+  if (name.find("..") != std::string_view::npos) return "it holds \"..\"";
+  if (name == ".") return "it is \".\"";
+  return "";
+}
 
 // What open() replayed.
 struct AppendLogInfo {
@@ -224,7 +253,7 @@ class AppendLog {
     return options_.name + "." + std::to_string(seq) + (base ? ".base.log" : ".incr.log");
   }
 
-  FileResult<bool> replay(const std::vector<std::pair<bool, std::string>>& files);
+  FileResult<bool> replay(const std::vector<std::pair<bool, std::string>>& files, std::uint64_t last_size);
   bool create_file(const std::string& file, bool base, int& fd, std::uint64_t& size);
   bool write_manifest(const std::string& base, const std::vector<std::string>& incrs);
   void encode(const change_type& c);
@@ -263,6 +292,7 @@ class AppendLog {
   Failure failure_;
 
   std::optional<Rewrite> rw_;
+  bool manifest_renamed_ = false;  // the last write_manifest() that failed did so after its rename
 
   std::thread thread_;
   std::condition_variable wake_;
@@ -331,6 +361,106 @@ inline FileError error(Errc code, const std::string& file, std::uint64_t offset,
 
 using detail::write_all;  // snapshot.hpp
 
+// A manifest is small (a line per file); anything larger is not one.
+inline constexpr std::uint64_t kMaxManifestBytes = 1u << 20;
+inline constexpr std::uint16_t kManifestVersion = 2;  // version 1: the same, without the crc32c line
+
+// The number in a file's name: decimal, 1 or more, no leading zero, at most 19 digits (so it
+// and the next one fit in 64 bits): exactly what std::to_string() gives the log's numbers.
+inline bool parse_seq(std::string_view s, std::uint64_t& n) {
+  if (s.empty() || s.size() > 19 || s[0] == '0') return false;
+  n = 0;
+  for (const char c : s) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return true;
+}
+
+// Whether `file` is exactly <name>.<n><suffix>, a name the log makes (file_name()); its n.
+inline bool log_file_seq(std::string_view file, std::string_view name, std::string_view suffix, std::uint64_t& n) {
+  if (file.size() <= name.size() + 1 + suffix.size() || file.compare(0, name.size(), name) != 0 ||
+      file[name.size()] != '.' || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return false;
+  }
+  return parse_seq(file.substr(name.size() + 1, file.size() - name.size() - 1 - suffix.size()), n);
+}
+
+inline std::string hex8(std::uint32_t v) {
+  static const char* const digits = "0123456789abcdef";
+  std::string h(8, '0');
+  for (int i = 7; i >= 0; --i, v >>= 4) h[static_cast<std::size_t>(i)] = digits[v & 0xF];
+  return h;
+}
+
+// A manifest's text: "expiring-aof 2", "base <file>", "incr <file>"..., and "crc32c <8 lowercase
+// hex digits>", the CRC-32C of every byte before that line; each line ends with '\n'.
+inline std::string manifest_text(const std::string& base, const std::vector<std::string>& incrs) {
+  std::string m = "expiring-aof " + std::to_string(kManifestVersion) + "\nbase " + base + "\n";
+  for (const std::string& f : incrs) m += "incr " + f + "\n";
+  m += "crc32c " + hex8(detail::crc32c(m.data(), m.size())) + "\n";
+  return m;
+}
+
+// Checks a whole manifest before any file it names is opened: its version; for version 2 its
+// crc32c line (last); then each name exactly as the log makes them for `name` (so no NUL, no
+// '/', no other file), one base first, then one incr file or more whose numbers increase
+// strictly from the base's (so none twice). Fills `files` ((true, base), (false, incr)...)
+// and `max_seq`, the largest number named.
+inline std::optional<FileError> parse_manifest(const std::string& mname, const std::string& name, std::string_view text,
+                                               std::vector<std::pair<bool, std::string>>& files,
+                                               std::uint64_t& max_seq) {
+  files.clear();
+  std::vector<std::pair<std::size_t, std::string_view>> lines;  // (offset, line)
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) return error(Errc::corrupt_file, mname, at, "a line without its end");
+    lines.emplace_back(at, text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  if (lines.empty()) return error(Errc::corrupt_file, mname, 0, "empty");
+  std::size_t body = lines.size();  // the lines that name files end before this one
+  if (lines[0].second == "expiring-aof 2") {
+    const auto& last = lines.back();
+    if (lines.size() < 2 || last.second.size() != 15 || last.second.compare(0, 7, "crc32c ") != 0) {
+      return error(Errc::corrupt_file, mname, last.first, "no crc32c line at the end (a cut or changed manifest)");
+    }
+    const std::uint32_t computed = detail::crc32c(text.data(), last.first);
+    if (last.second.substr(7) != hex8(computed)) {
+      return error(Errc::corrupt_file, mname, last.first,
+                   "checksum mismatch (stored " + std::string(last.second.substr(7)) + ", computed " + hex8(computed) + ")");
+    }
+    body = lines.size() - 1;
+  } else if (lines[0].second != "expiring-aof 1") {
+    return error(Errc::corrupt_file, mname, 0, "not a manifest of version 1 or 2");
+  }
+  std::uint64_t prev = 0;
+  for (std::size_t i = 1; i < body; ++i) {
+    const std::size_t at = lines[i].first;
+    const std::string_view line = lines[i].second;
+    const bool base = i == 1;
+    const std::string_view kind = base ? "base " : "incr ";
+    if (line.compare(0, kind.size(), kind) != 0) {
+      return error(Errc::corrupt_file, mname, at, base ? "the first file is not a base" : "a line that is not an incr file");
+    }
+    const std::string_view file = line.substr(kind.size());
+    std::uint64_t n = 0;
+    if (!log_file_seq(file, name, base ? ".base.log" : ".incr.log", n)) {
+      return error(Errc::corrupt_file, mname, at,
+                   "a file name this log does not make (expected " + name + ".<n>" + (base ? ".base.log" : ".incr.log") + ")");
+    }
+    if (!base && (files.size() == 1 ? n < prev : n <= prev)) {
+      return error(Errc::corrupt_file, mname, at, "an incr file out of order or named twice (" + std::to_string(n) +
+                                                     " after " + std::to_string(prev) + ")");
+    }
+    prev = n;
+    files.emplace_back(base, std::string(file));
+  }
+  if (files.size() < 2) return error(Errc::corrupt_file, mname, text.size(), "no base and incr files");
+  max_seq = prev;  // the last incr file's, the largest
+  return std::nullopt;
+}
+
 inline int sync_fd(int fd) {
 #if defined(__linux__)
   const int r = ::fdatasync(fd);
@@ -340,27 +470,45 @@ inline int sync_fd(int fd) {
   return r == 0 ? 0 : errno;
 }
 
-inline bool read_file(const std::string& p, std::string& out, int& err) {
-  const int fd = detail::open_cloexec(p.c_str(), O_RDONLY);
-  if (fd < 0) {
-    err = errno;
-    return false;
-  }
-  out.clear();
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t r = ::read(fd, buf, sizeof buf);
+// Reads what `fd` holds, from its start, up to `size` bytes (the size fstat() gave when the
+// file was opened: a file that grows meanwhile is read as it was, one that shrinks to its
+// end). False with errno in `err`.
+inline bool read_fd(int fd, std::uint64_t size, std::string& out, int& err) {
+  out.assign(static_cast<std::size_t>(size), '\0');
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t r = ::pread(fd, &out[got], out.size() - got, static_cast<off_t>(got));
     if (r < 0) {
       if (errno == EINTR) continue;
       err = errno;
-      ::close(fd);
       return false;
     }
     if (r == 0) break;
-    out.append(buf, static_cast<std::size_t>(r));
+    got += static_cast<std::size_t>(r);
   }
-  ::close(fd);
+  out.resize(got);
   return true;
+}
+
+// Reads the regular file `dir/file` whole, if it is at most `limit` bytes (open_regular():
+// no symbolic link, no FIFO, no device). On a failure, the error names the file; `err` is
+// errno (ENOENT: there is no such file), 0 when the file is there but refused.
+inline std::optional<FileError> read_file(const std::string& dir, const std::string& file, std::string& out,
+                                          std::uint64_t limit, int& err) {
+  std::uint64_t size = 0;
+  std::string why;
+  err = 0;
+  const int fd = detail::open_regular((dir + "/" + file).c_str(), O_RDONLY, size, err, why);
+  if (fd < 0) return error(Errc::io_error, file, 0, "cannot open (" + why + ")");
+  if (size > limit) {
+    ::close(fd);
+    return error(Errc::corrupt_file, file, limit, std::to_string(size) + " bytes, more than the " +
+                                                      std::to_string(limit) + " a file of its kind may hold");
+  }
+  const bool ok = read_fd(fd, size, out, err);
+  ::close(fd);
+  if (!ok) return error(Errc::io_error, file, 0, std::string("cannot read (") + std::strerror(err) + ")");
+  return std::nullopt;
 }
 
 inline bool sync_dir(const std::string& dir, int& err) {
@@ -376,10 +524,17 @@ inline bool sync_dir(const std::string& dir, int& err) {
 }
 
 // Writes `data` to `dir/name` through a temporary file: fsync, rename, fsync of the directory.
-inline bool replace_file(const std::string& dir, const std::string& name, const std::string& data, int& err) {
+// `renamed` says whether the new file took the name (then a failure is of the directory's
+// fsync, and the new content may be the durable one).
+inline bool replace_file(const std::string& dir, const std::string& name, const std::string& data, int& err,
+                         bool& renamed) {
+  renamed = false;
   const std::string final_path = dir + "/" + name;
   const std::string tmp = final_path + ".tmp-" + std::to_string(::getpid());
-  const int fd = detail::open_cloexec(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // The temporary name is this process's (a stray of the log's): what a crash left there
+  // goes, and the file is created anew, never through a symbolic link or into a FIFO.
+  ::unlink(tmp.c_str());
+  const int fd = detail::open_cloexec(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
   if (fd < 0) {
     err = errno;
     return false;
@@ -398,6 +553,7 @@ inline bool replace_file(const std::string& dir, const std::string& name, const 
     ::unlink(tmp.c_str());
     return false;
   }
+  renamed = true;
   return sync_dir(dir, err);
 }
 
@@ -508,18 +664,28 @@ template <class Store>
 FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& store, std::string dir,
                                                                      AppendLogOptions options) {
   namespace aof = detail::aof;
+  // A name that is not a plain file name would put the log's files elsewhere than `dir`, or
+  // make names that the manifest check then refuses: refused before any file is touched.
+  const std::string bad = log_name_problem(options.name);
+  if (!bad.empty()) {
+    std::string shown;
+    for (const char c : options.name.substr(0, 64)) {
+      shown += static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? '?' : c;
+    }
+    return FileError{Errc::out_of_range, 0, "append log: the name '" + shown + "' is refused: " + bad};
+  }
   std::unique_ptr<AppendLog> log(new AppendLog(store, std::move(dir), std::move(options)));
   const std::string manifest_name = log->options_.name + ".manifest";
   std::string manifest;
   int err = 0;
-  if (!aof::read_file(log->path(manifest_name), manifest, err)) {
-    if (err != ENOENT) return aof::error(Errc::io_error, manifest_name, 0, std::string("cannot read (") + std::strerror(err) + ")");
+  if (std::optional<FileError> e = aof::read_file(log->dir_, manifest_name, manifest, aof::kMaxManifestBytes, err)) {
+    if (err != ENOENT) return *e;
     // Files of a log without their manifest: what they held cannot be known; nothing is
     // overwritten.
     if (DIR* d = ::opendir(log->dir_.c_str())) {
       std::string orphan;
-      while (const dirent* e = ::readdir(d)) {
-        if (orphan.empty() && log->is_log_file(e->d_name, false)) orphan = e->d_name;
+      while (const dirent* ent = ::readdir(d)) {
+        if (orphan.empty() && log->is_log_file(ent->d_name, false)) orphan = ent->d_name;
       }
       ::closedir(d);
       if (!orphan.empty()) {
@@ -540,57 +706,27 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
     // What the store already holds becomes the next base, as a rewrite writes it.
     if (store.size() != 0 && !log->rewrite()) return *log->failure();
   } else {
-    // manifest: "expiring-aof 1", then "base <file>" and "incr <file>" lines.
+    // The whole manifest is checked (names, order, checksum) before any file it names is
+    // opened, and so before anything can be removed.
     std::vector<std::pair<bool, std::string>> files;
-    std::size_t at = 0;
-    bool first = true;
-    while (at < manifest.size()) {
-      const std::size_t nl = manifest.find('\n', at);
-      if (nl == std::string::npos) return aof::error(Errc::corrupt_file, manifest_name, at, "a line without its end");
-      const std::string line = manifest.substr(at, nl - at);
-      if (first) {
-        if (line != "expiring-aof 1") return aof::error(Errc::corrupt_file, manifest_name, at, "not a manifest of version 1");
-        first = false;
-      } else if (line.rfind("base ", 0) == 0 && files.empty()) {
-        files.emplace_back(true, line.substr(5));
-      } else if (line.rfind("incr ", 0) == 0 && !files.empty()) {
-        files.emplace_back(false, line.substr(5));
-      } else {
-        return aof::error(Errc::corrupt_file, manifest_name, at, "an unexpected line");
-      }
-      const std::string& f = files.empty() ? line : files.back().second;
-      if (!first && (f.empty() || f.find('/') != std::string::npos)) {
-        return aof::error(Errc::corrupt_file, manifest_name, at, "a file name with a slash");
-      }
-      at = nl + 1;
+    std::uint64_t max_seq = 0;
+    if (std::optional<FileError> bad_manifest = aof::parse_manifest(manifest_name, log->options_.name, manifest, files, max_seq)) {
+      return *bad_manifest;
     }
-    if (files.size() < 2) return aof::error(Errc::corrupt_file, manifest_name, at, "no base and incr files");
-    // The last incr file is opened first: after the replay (which replaces the store's content)
-    // nothing can fail.
-    const std::string last = log->path(files.back().second);
-    log->fd_ = detail::open_cloexec(last.c_str(), O_WRONLY | O_APPEND);
-    if (log->fd_ < 0) {
-      return aof::error(Errc::io_error, files.back().second, 0, std::string("cannot open (") + std::strerror(errno) + ")");
-    }
-    FileResult<bool> r = log->replay(files);
+    // The last incr file is opened first (for reading its records and appending new ones):
+    // after the replay (which replaces the store's content) nothing can fail.
+    std::uint64_t last_size = 0;
+    std::string why;
+    log->fd_ = detail::open_regular(log->path(files.back().second).c_str(), O_RDWR | O_APPEND, last_size, err, why);
+    if (log->fd_ < 0) return aof::error(Errc::io_error, files.back().second, 0, "cannot open (" + why + ")");
+    FileResult<bool> r = log->replay(files, last_size);
     if (!r.ok()) return r.error();  // ~AppendLog closes the descriptor
     log->base_ = files.front().second;
     for (std::size_t i = 1; i < files.size(); ++i) log->incrs_.push_back(files[i].second);
-    // The numbers in the names: new files continue after the largest.
-    for (const auto& f : files) {
-      const std::size_t a = f.second.find('.', log->options_.name.size());
-      const std::size_t b = a == std::string::npos ? a : f.second.find('.', a + 1);
-      if (a != std::string::npos && b != std::string::npos) {
-        std::uint64_t n = 0;
-        for (std::size_t i = a + 1; i < b && f.second[i] >= '0' && f.second[i] <= '9'; ++i) {
-          n = n * 10 + static_cast<std::uint64_t>(f.second[i] - '0');
-        }
-        if (n > log->seq_) log->seq_ = n;
-      }
-    }
+    // New files continue after the largest number named.
+    log->seq_ = max_seq;
     struct stat st {};
     if (::fstat(log->fd_, &st) == 0) log->stats_.incr_bytes = static_cast<std::uint64_t>(st.st_size);
-    if (::stat(log->path(log->base_).c_str(), &st) == 0) log->stats_.base_bytes = static_cast<std::uint64_t>(st.st_size);
   }
   log->remove_strays();
   AppendLog* self = log.get();
@@ -603,21 +739,27 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
 }
 
 template <class Store>
-FileResult<bool> AppendLog<Store>::replay(const std::vector<std::pair<bool, std::string>>& files) {
+FileResult<bool> AppendLog<Store>::replay(const std::vector<std::pair<bool, std::string>>& files,
+                                          std::uint64_t last_size) {
   namespace aof = detail::aof;
   std::vector<aof::Parsed<key_type, mapped_type>> records;
   std::string data;
   std::optional<std::pair<std::string, std::uint64_t>> cut;  // the last file's torn tail
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::string& name = files[i].second;
+    const bool last = i + 1 == files.size();
     int err = 0;
-    if (!aof::read_file(path(name), data, err)) {
-      return aof::error(Errc::io_error, name, 0, std::string("cannot read (") + std::strerror(err) + ")");
+    if (last) {  // through the descriptor open() holds: the file that is checked is the one appended to
+      if (!aof::read_fd(fd_, last_size, data, err)) {
+        return aof::error(Errc::io_error, name, 0, std::string("cannot read (") + std::strerror(err) + ")");
+      }
+    } else if (std::optional<FileError> e = aof::read_file(dir_, name, data, std::numeric_limits<std::uint64_t>::max(), err)) {
+      return *e;
     }
+    if (i == 0) stats_.base_bytes = data.size();
     std::uint64_t good_end = 0;
     bool torn = false;
     if (std::optional<FileError> e = aof::parse(name, files[i].first, data, records, good_end, torn)) return *e;
-    const bool last = i + 1 == files.size();
     if (torn) {
       if (!last) return aof::error(Errc::truncated_file, name, good_end, "a torn record before the last file");
       if (!options_.load_truncated) {
@@ -630,19 +772,15 @@ FileResult<bool> AppendLog<Store>::replay(const std::vector<std::pair<bool, std:
     info_.bytes += data.size();
   }
   // Everything was read and checked: the store takes the log's state.
-  if (cut) {
-    const std::string p = path(cut->first);
+  if (cut) {  // the last file, open as fd_ (O_APPEND: a write goes to the end ftruncate() left)
     if (cut->second < detail::aof::kHeaderBytes) {
       // Not even the header made it: write it again.
       int err = 0;
       const std::string h = aof::header(false, store_.now_ms());
-      const int fd = detail::open_cloexec(p.c_str(), O_WRONLY | O_TRUNC);
-      if (fd < 0 || !aof::write_all(fd, h.data(), h.size(), err) || ::fsync(fd) != 0) {
-        if (fd >= 0) ::close(fd);
+      if (::ftruncate(fd_, 0) != 0 || !aof::write_all(fd_, h.data(), h.size(), err) || ::fsync(fd_) != 0) {
         return aof::error(Errc::io_error, cut->first, 0, "cannot rewrite the header");
       }
-      ::close(fd);
-    } else if (::truncate(p.c_str(), static_cast<off_t>(cut->second)) != 0) {
+    } else if (::ftruncate(fd_, static_cast<off_t>(cut->second)) != 0) {
       return aof::error(Errc::io_error, cut->first, cut->second, std::string("cannot truncate (") + std::strerror(errno) + ")");
     }
   }
@@ -663,31 +801,33 @@ FileResult<bool> AppendLog<Store>::replay(const std::vector<std::pair<bool, std:
   return true;
 }
 
-// Whether `f` is a name this log gives its files: <name>.<n>.base.log, <name>.<n>.incr.log,
-// and (with `temporary`) <name>.<n>.base.log.tmp and <name>.manifest.tmp-<pid>.
+// Whether `f` is a name this log gives its files, exactly as file_name() makes them (n in
+// its one decimal form): <name>.<n>.base.log, <name>.<n>.incr.log, and (with `temporary`)
+// <name>.<n>.base.log.tmp and <name>.manifest.tmp-<pid>. A look-alike ("appendonly.01.incr.log",
+// a backup with another suffix) is not the log's, and is never removed.
 template <class Store>
 bool AppendLog<Store>::is_log_file(const std::string& f, bool temporary) const {
+  namespace aof = detail::aof;
   const std::string& n = options_.name;
-  if (f.size() <= n.size() + 1 || f.compare(0, n.size(), n) != 0 || f[n.size()] != '.') return false;
-  std::string rest = f.substr(n.size() + 1);
-  if (temporary && rest.rfind("manifest.tmp-", 0) == 0) {
-    const std::string pid = rest.substr(13);
-    return !pid.empty() && pid.find_first_not_of("0123456789") == std::string::npos;
+  std::uint64_t seq = 0;
+  if (aof::log_file_seq(f, n, ".base.log", seq) || aof::log_file_seq(f, n, ".incr.log", seq)) return true;
+  if (!temporary) return false;
+  const std::string manifest_tmp = n + ".manifest.tmp-";
+  if (f.size() > manifest_tmp.size() && f.compare(0, manifest_tmp.size(), manifest_tmp) == 0) {
+    return aof::parse_seq(std::string_view(f).substr(manifest_tmp.size()), seq);
   }
-  std::size_t digits = 0;
-  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
-  if (digits == 0) return false;
-  rest = rest.substr(digits);
-  return rest == ".base.log" || rest == ".incr.log" || (temporary && rest == ".base.log.tmp");
+  return aof::log_file_seq(f, n, ".base.log.tmp", seq);
 }
 
 // Files of this log that the manifest does not name: a rewrite's temporary base, files a
-// crash left between a manifest switch and their removal.
+// crash left between a manifest switch and their removal. Called once the manifest naming
+// base_ and incrs_ is the one on disk (read and checked by open(), or written by it), so a
+// file it names is never removed; the names compared are the exact ones opened (the manifest
+// check admits no NUL or other byte a path would drop).
 template <class Store>
 void AppendLog<Store>::remove_strays() const {
   DIR* d = ::opendir(dir_.c_str());
   if (d == nullptr) return;
-  const std::string prefix = options_.name + ".";
   std::vector<std::string> strays;
   while (const dirent* e = ::readdir(d)) {
     const std::string f = e->d_name;
@@ -703,7 +843,11 @@ void AppendLog<Store>::remove_strays() const {
 template <class Store>
 bool AppendLog<Store>::create_file(const std::string& file, bool base, int& fd, std::uint64_t& size) {
   const std::string p = path(file);
-  fd = detail::open_cloexec(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+  // A new number (after every one the manifest names): a file already there under it is a
+  // stray of the log's, and goes; the file is created anew (O_EXCL), never through a symbolic
+  // link or into a FIFO left there.
+  ::unlink(p.c_str());
+  fd = detail::open_cloexec(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, 0644);
   int err = 0;
   if (fd < 0) {
     fail("cannot create " + file, errno);
@@ -722,11 +866,12 @@ bool AppendLog<Store>::create_file(const std::string& file, bool base, int& fd, 
 
 template <class Store>
 bool AppendLog<Store>::write_manifest(const std::string& base, const std::vector<std::string>& incrs) {
-  std::string m = "expiring-aof 1\nbase " + base + "\n";
-  for (const std::string& f : incrs) m += "incr " + f + "\n";
   int err = 0;
-  if (!detail::aof::replace_file(dir_, options_.name + ".manifest", m, err)) {
+  bool renamed = false;
+  if (!detail::aof::replace_file(dir_, options_.name + ".manifest", detail::aof::manifest_text(base, incrs), err,
+                                 renamed)) {
     fail("cannot write the manifest", err);
+    manifest_renamed_ = renamed;
     return false;
   }
   return true;
@@ -932,7 +1077,9 @@ bool AppendLog<Store>::start_rewrite() {
   incrs.push_back(incr);
   if (!write_manifest(base_, incrs)) {
     ::close(fd);
-    ::unlink(path(incr).c_str());
+    // Unless the new manifest took the name (only the directory's fsync failed): then it may
+    // be the durable one, and names the file.
+    if (!manifest_renamed_) ::unlink(path(incr).c_str());
     return false;
   }
   {
@@ -950,7 +1097,8 @@ bool AppendLog<Store>::start_rewrite() {
   rw_->seq = seq;
   rw_->started = std::chrono::steady_clock::now();
   rw_->tmp_path = path(file_name(seq, true)) + ".tmp";
-  rw_->fd = detail::open_cloexec(rw_->tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::unlink(rw_->tmp_path.c_str());  // a stray of the log's name: created anew, as create_file()
+  rw_->fd = detail::open_cloexec(rw_->tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
   if (rw_->fd < 0) {
     fail("cannot create the new base", errno);
     rw_.reset();

@@ -22,6 +22,11 @@
 // refused with the store unchanged. The decoded keys and values are held in memory until
 // then (one copy of the data; each is freed as soon as the store has its own).
 //
+// Loading from a path reads a regular file only: it is opened with O_NOFOLLOW | O_NONBLOCK and
+// checked with fstat, so a symbolic link (as the last component), a FIFO (which would block
+// the open), a device (/dev/zero never ends) or a directory is Errc::io_error at once; use the
+// stream overload to read a pipe. Keeping a name inside a directory is the caller's rule.
+//
 // Saving to a path writes `path + ".tmp-" + pid` in the same directory, fsyncs it, renames it
 // over `path` and fsyncs the directory, so a crash leaves either the old file or the new one
 // under `path`, never a part of one. Output is buffered in 64 KiB chunks, with one write per
@@ -183,7 +188,8 @@ template <class Store, class = std::void_t<typename Store::key_type, typename St
 FileResult<SnapshotInfo> load_bytes(Store& s, std::string_view bytes, LoadAs as = LoadAs::primary);
 
 #if defined(EXPIRING_SNAPSHOT_POSIX)
-// load() from a file; bytes after the checksum are corrupt_file. POSIX only.
+// load() from a file; bytes after the checksum are corrupt_file. POSIX only. `path` must be a
+// regular file, not a symbolic link, FIFO or device (Errc::io_error, without reading).
 template <class Store, class = std::void_t<typename Store::key_type, typename Store::mapped_type>>
 FileResult<SnapshotInfo> load(Store& s, const std::string& path, LoadAs as = LoadAs::primary);
 #endif
@@ -705,6 +711,58 @@ inline int open_cloexec(const char* path, int flags, mode_t mode = 0) {
   return fd;
 }
 
+// What a file that is not a regular one is, for an error message.
+inline const char* file_kind(mode_t m) noexcept {
+  if (S_ISLNK(m)) return "a symbolic link";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISSOCK(m)) return "a socket";
+  return "of an unknown kind";
+}
+
+// Opens `path` only if it is a regular file, and says its size. O_NOFOLLOW: a symbolic link
+// (as the last component) is refused, so a file named in a directory is that file and not
+// one elsewhere; O_NONBLOCK: opening a FIFO returns at once instead of waiting for its other
+// end (cleared once the file is known to be regular, where it changes nothing anyway). Then
+// fstat() on the descriptor itself: a FIFO, a device (/dev/zero reads without end), a
+// directory or a socket is refused. Returns the descriptor, or -1 with `why` set ("not a
+// regular file (a FIFO)", or errno's text) and `err` errno (0 when the file is of the wrong
+// kind).
+inline int open_regular(const char* path, int flags, std::uint64_t& size, int& err, std::string& why) {
+  const int fd = open_cloexec(path, flags | O_NOFOLLOW | O_NONBLOCK, 0);
+  struct stat st {};
+  if (fd < 0) {
+    err = errno;
+    // ELOOP is a symbolic link; ENXIO a FIFO opened for writing without a reader: say what
+    // the file is rather than the errno, when it is not a regular file.
+    if (::lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+      why = std::string("not a regular file (") + file_kind(st.st_mode) + ")";
+      err = 0;
+    } else {
+      why = std::strerror(err);
+    }
+    return -1;
+  }
+  if (::fstat(fd, &st) != 0) {
+    err = errno;
+    why = std::strerror(err);
+    ::close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size < 0) {
+    err = 0;
+    why = std::string("not a regular file (") + file_kind(st.st_mode) + ")";
+    ::close(fd);
+    return -1;
+  }
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  size = static_cast<std::uint64_t>(st.st_size);
+  return fd;
+}
+
 // Writes all n bytes (retrying short writes and EINTR); false with errno in `err`.
 inline bool write_all(int fd, const char* p, std::size_t n, int& err) {
   while (n != 0) {
@@ -805,7 +863,10 @@ FileResult<SnapshotInfo> save(const Store& s, const std::string& path) {
   using detail::snap::error;
   detail::TempFile tmp;
   tmp.path = path + ".tmp-" + std::to_string(static_cast<long long>(::getpid()));
-  tmp.fd = detail::open_cloexec(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+  // The temporary name is this process's: whatever a crash left there goes, and the file is
+  // created anew (O_EXCL: never written through a symbolic link or into a FIFO put there).
+  ::unlink(tmp.path.c_str());
+  tmp.fd = detail::open_cloexec(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
   if (tmp.fd < 0) {
     const int err = errno;
     tmp.keep = true;  // not ours: nothing was created
@@ -849,24 +910,16 @@ FileResult<SnapshotInfo> save(const Store& s, const std::string& path) {
 
 template <class Store, class>
 FileResult<SnapshotInfo> load(Store& s, const std::string& path, LoadAs as) {
-  using detail::snap::errno_text;
   using detail::snap::error;
-  const int fd = detail::open_cloexec(path.c_str(), O_RDONLY);
-  if (fd < 0) {
-    const int err = errno;
-    return error(Errc::io_error, 0, "cannot open '" + path + "' (" + errno_text(err) + ")");
-  }
+  std::uint64_t size = 0;
+  int err = 0;
+  std::string why;
+  const int fd = detail::open_regular(path.c_str(), O_RDONLY, size, err, why);
+  if (fd < 0) return error(Errc::io_error, 0, "cannot open '" + path + "' (" + why + ")");
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    return error(Errc::io_error, 0, "cannot stat '" + path + "' (" + errno_text(err) + ")");
-  }
-  const std::uint64_t size = S_ISREG(st.st_mode) && st.st_size >= 0 ? static_cast<std::uint64_t>(st.st_size)
-                                                                     : std::numeric_limits<std::uint64_t>::max();
   detail::FdSource src{fd, path, size};
   return detail::load_from(s, src, as, /*whole_input=*/true);
 }
