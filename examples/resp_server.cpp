@@ -187,9 +187,17 @@ class RespServer {
   }
 
   // Loads the data (log or snapshot), fits maxclients to the open file limit, binds and
-  // listens; false (with a message on stderr) on failure.
+  // listens; false (with a message on stderr) on failure. SIGINT and SIGTERM keep their
+  // default action (the process ends) while the data loads, so a long load can be stopped;
+  // then they are blocked, to be read from a signalfd by the loop. The library's own threads
+  // (the log's fsync thread) never take them (detail/quiet_thread.hpp).
   bool open() {
     if (!load_data()) return false;
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &mask, nullptr);
     if (!adjust_open_files_limit()) return false;
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) return fail("socket");
@@ -209,11 +217,8 @@ class RespServer {
     if (epoll_fd_ < 0) return fail("epoll_create1");
     add_fd(listen_fd_, EPOLLIN);
 
-    // SIGINT / SIGTERM arrive as readable events (the caller blocked them).
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGTERM);
+    // SIGINT / SIGTERM arrive as readable events (blocked above; one that arrived since is
+    // pending, and the signalfd reports it).
     signal_fd_ = ::signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     if (signal_fd_ < 0) return fail("signalfd");
     add_fd(signal_fd_, EPOLLIN);
@@ -1243,12 +1248,7 @@ int main(int argc, char** argv) {
   }
   if (cfg.self_test) cfg.port = 0;
 
-  // Blocked in every thread: they are read from a signalfd by the event loop.
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  // SIGINT / SIGTERM: blocked by open() once the data is loaded, then read from a signalfd.
   ::signal(SIGPIPE, SIG_IGN);
 
   RespServer server(cfg);

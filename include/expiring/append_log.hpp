@@ -92,6 +92,7 @@
 
 #include "change_feed.hpp"
 #include "codec.hpp"
+#include "detail/quiet_thread.hpp"
 #include "error.hpp"
 #include "snapshot.hpp"
 
@@ -734,7 +735,7 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
     store.set_change_feed([self](const change_type& c) { self->on_change(c); });
     log->attached_ = true;
   }
-  if (log->options_.fsync != Fsync::always) log->thread_ = std::thread([self] { self->background(); });
+  if (log->options_.fsync != Fsync::always) log->thread_ = detail::quiet_thread([self] { self->background(); });
   return log;
 }
 
@@ -1154,7 +1155,7 @@ bool AppendLog<Store>::rewrite_step() {
     // The base reaches the disk on a thread; the steps that follow only look.
     const int fd = rw.fd;
     Rewrite* r = &rw;
-    rw.syncer = std::thread([fd, r] {
+    rw.syncer = detail::quiet_thread([fd, r] {
       const int e = ::fsync(fd);
       r->sync_err = e == 0 ? 0 : errno;
       r->synced.store(e == 0 ? 1 : -1, std::memory_order_release);

@@ -66,6 +66,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/quiet_thread.hpp"
 #include "detail/read_section.hpp"
 #include "detail/shard_lock.hpp"
 #include "expiring_store.hpp"
@@ -1050,7 +1051,7 @@ template <class Store>
 class Expirer {
  public:
   explicit Expirer(Store& store, int hz = 10) : store_(store), period_(std::chrono::microseconds(1000000 / std::max(1, hz))) {
-    thread_ = std::thread([this] { loop(); });
+    thread_ = detail::quiet_thread([this] { loop(); });
   }
   Expirer(const Expirer&) = delete;
   Expirer& operator=(const Expirer&) = delete;

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "quiet_thread.hpp"
+
 namespace expiring::detail {
 
 template <class V>
@@ -27,7 +29,7 @@ class Reclaimer {
  public:
   explicit Reclaimer(std::size_t room) {
     batch_.reserve(room);
-    thread_ = std::thread([this] { run(); });
+    thread_ = quiet_thread([this] { run(); });
   }
   Reclaimer(const Reclaimer&) = delete;
   Reclaimer& operator=(const Reclaimer&) = delete;
