@@ -286,7 +286,14 @@ TEST_CASE("snapshot: built-in codecs round trip", "[snapshot][codec]") {
     const FM out = round_trip(m);
     CHECK(text(out) == text(m));
     CHECK(out.volatile_count() == 3);
-    CHECK(text(round_trip(FM())) == "{}");
+    // A hash with no field is not a state a store saves (issue 30): it encodes, but does not
+    // decode.
+    std::string empty;
+    Codec<FM>::encode(FM(), empty);
+    CHECK(empty == std::string(1, '\0'));
+    std::string_view in = empty;
+    FM none;
+    CHECK_FALSE(Codec<FM>::decode(in, none));
   }
   SECTION("FieldMap: many fields (past the small-hash threshold)") {
     FM m;
