@@ -21,7 +21,8 @@
 //   FieldMap<F, W>    varint field count, then per field: name (Codec<F>), value (Codec<W>),
 //                     and its deadline as a varint: 0 for none, else deadline + 1 (absolute
 //                     Unix ms, 0 .. FieldMap::kMaxDeadline). Fields in storage order, stale
-//                     ones included; decoding refuses duplicate names and out-of-range deadlines
+//                     ones included; decoding refuses duplicate names, out-of-range deadlines
+//                     and a count of 0 (a hash with no field is not a stored state)
 //   redis::Value      a tag byte (0: string, 1: hash), then the string or the hash as above
 // Fixed width was chosen over zig-zag varints for integers: one store and no branches per
 // value, and every integer key the same size.
@@ -232,7 +233,9 @@ struct Codec<FieldMap<F, W, H, E>> {
     std::uint64_t n = 0;
     if (!codec::get_varint(rest, n)) return false;
     // Every field takes at least its deadline's byte: a count beyond the bytes left is a lie.
-    if (n > rest.size() || n > std::numeric_limits<std::uint32_t>::max()) return false;
+    // No field at all is not a hash any store writes either (the last field going deletes the
+    // key): accepted, it would put a key in the store that answers as a missing one.
+    if (n == 0 || n > rest.size() || n > std::numeric_limits<std::uint32_t>::max()) return false;
     map_type m(out.hash_function());
     for (std::uint64_t i = 0; i < n; ++i) {
       F name{};

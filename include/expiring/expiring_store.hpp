@@ -1450,8 +1450,23 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   // the store was built from; for CachedClock: the one to refresh()).
   std::remove_reference_t<Clock>& clock() noexcept { return clock_; }
   const std::remove_reference_t<Clock>& clock() const noexcept { return clock_; }
+  // The key equality (with hash_function(): how the store tells two keys apart).
+  const KeyEqual& key_eq() const noexcept { return ks_.key_eq(); }
   // Verifies the engine's internal invariants (for tests; O(size)).
-  bool check_invariants() const { return ks_.check_invariants(); }
+  bool check_invariants() const {
+    if (!ks_.check_invariants()) return false;
+    if constexpr (kHashes) {
+      // The last field going deletes a hash's key (hash_changed()); a replica alone keeps an
+      // emptied one until the primary's record (D31). Anything else that put one there (an
+      // apply() of a record no store writes) is a state the hash members do not expect.
+      if (!options_.replica) {
+        for (const entry_type& e : ks_.entries()) {
+          if (detail::is_empty_hash(e.value)) return false;
+        }
+      }
+    }
+    return true;
+  }
 
  private:
   static constexpr bool kTransparent = detail::is_transparent<Hash>::value && detail::is_transparent<KeyEqual>::value;

@@ -548,4 +548,19 @@ struct hash_value_traits<FieldMap<F, W, H, E>> {
   static map_type make(std::shared_ptr<const H> h) { return map_type(std::move(h)); }
 };
 
+namespace detail {
+// Whether v is a hash with no field: a state no primary store keeps (the last field going
+// deletes the key), which only a replica holds (D31) and no snapshot or log record carries.
+template <class V>
+bool is_empty_hash(const V& v) noexcept {
+  if constexpr (hash_value_traits<V>::enabled) {
+    const auto* m = hash_value_traits<V>::map(v);
+    return m != nullptr && m->empty();
+  } else {
+    static_cast<void>(v);
+    return false;
+  }
+}
+}  // namespace detail
+
 }  // namespace expiring

@@ -20,7 +20,11 @@
 // record count, the checksum) and only then replaces the store's content (clear(), then each
 // key through apply(), which takes every key as valid): a corrupt or truncated input is
 // refused with the store unchanged. The decoded keys and values are held in memory until
-// then (one copy of the data; each is freed as soon as the store has its own).
+// then (one copy of the data; each is freed as soon as the store has its own). Two records
+// of one key (by the store's hash and equality) are corrupt_file at the second, found as it
+// is decoded (SeenKeys: 4-byte record numbers into the held records, no copy of a key); so is
+// a hash with no field (codec.hpp), a state no store saves: a replica's hash emptied by its
+// own reclaim (D31) answers as a missing key, and save() leaves it out.
 //
 // Loading from a path reads a regular file only: it is opened with O_NOFOLLOW | O_NONBLOCK and
 // checked with fstat, so a symbolic link (as the last component), a FIFO (which would block
@@ -366,7 +370,17 @@ FileResult<SnapshotInfo> save_to(const Store& s, Sink& sink) {
   using V = typename Store::mapped_type;
   SnapshotWriter<Sink> w(sink);
   const std::int64_t now = s.now_ms();
-  const std::uint64_t count = s.size();
+  std::uint64_t count = s.size();
+  if constexpr (hash_value_traits<V>::enabled) {
+    // A replica keeps a hash its own reclaim emptied (D31), which answers as a missing key; a
+    // snapshot leaves it out, since load() refuses a hash with no field. The header's count
+    // comes first, hence a pass to count them (on a replica only: no other store has one).
+    if (s.options().replica) {
+      s.visit_stored([&](const K&, const V& value, const std::optional<std::int64_t>&) {
+        if (is_empty_hash(value)) --count;
+      });
+    }
+  }
   std::string& b = w.buffer();
   b.append(snap::kMagic, sizeof snap::kMagic);
   codec::put_le(b, kSnapshotVersion, 2);
@@ -375,7 +389,7 @@ FileResult<SnapshotInfo> save_to(const Store& s, Sink& sink) {
   codec::put_le(b, count, 8);
   std::uint64_t written = 0;
   s.visit_stored([&](const K& key, const V& value, const std::optional<std::int64_t>& deadline) {
-    if (w.failed()) return;
+    if (w.failed() || is_empty_hash(value)) return;
     w.record(key, value, deadline);
     ++written;
     w.maybe_flush();
@@ -494,7 +508,9 @@ struct MemorySource {
   std::uint64_t size() const noexcept { return bytes.size(); }
 };
 
-// A decoded record, waiting for the whole input to be verified.
+// A decoded record, waiting for the whole input to be verified. A record skipped as past its
+// deadline (LoadAs::primary) keeps its key, without its value, so that a later record of the
+// same key is still found to be a duplicate.
 template <class K, class V>
 struct LoadedKey {
   K key;
@@ -502,6 +518,63 @@ struct LoadedKey {
   std::int64_t deadline;
   std::uint64_t offset;
   bool timed;
+  bool skipped;
+};
+
+// The records decoded so far, by key: finds a second record of a key (a file no save()
+// writes; applied, it would count one key twice, and hold every copy until the end). An
+// open-addressing table of record numbers (4 bytes a slot, at most half full) into the
+// records load() holds anyway, by the store's own hash and equality, so that two records are
+// duplicates exactly when the store would take them for one key: 8 to 16 bytes a record, where
+// a set of the keys would have copied every key.
+template <class Store, class Rec>
+class SeenKeys {
+ public:
+  // Record numbers are stored plus one (0 is an empty slot); a store indexes its entries with
+  // 32 bits too, so a larger snapshot could not be loaded anyway.
+  static constexpr std::size_t kMaxRecords = std::numeric_limits<std::uint32_t>::max() - 1;
+
+  explicit SeenKeys(const Store& s) : s_(s) {}
+
+  // Records recs[i]; if an earlier record has an equal key, returns its number instead.
+  std::optional<std::size_t> insert(const std::vector<Rec>& recs, std::size_t i) {
+    if (2 * (used_ + 1) > slots_.size()) grow(recs);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t at = home(recs[i].key);; at = (at + 1) & mask) {
+      const std::uint32_t v = slots_[at];
+      if (v == 0) {
+        slots_[at] = static_cast<std::uint32_t>(i + 1);
+        ++used_;
+        return std::nullopt;
+      }
+      if (s_.key_eq()(recs[v - 1].key, recs[i].key)) return std::size_t{v - 1};
+    }
+  }
+
+ private:
+  // Fibonacci hashing: the top bits of the product, so a weak user hash (an identity on
+  // integers) still spreads over the table.
+  std::size_t home(const typename Store::key_type& k) const {
+    const auto h = static_cast<std::uint64_t>(s_.hash_function()(k));
+    return static_cast<std::size_t>((h * 0x9E3779B97F4A7C15ull) >> (64 - bits_));
+  }
+  void grow(const std::vector<Rec>& recs) {
+    std::vector<std::uint32_t> old(std::size_t{1} << (bits_ + 1), 0);
+    old.swap(slots_);
+    ++bits_;
+    const std::size_t mask = slots_.size() - 1;
+    for (const std::uint32_t v : old) {
+      if (v == 0) continue;
+      std::size_t at = home(recs[v - 1].key);
+      while (slots_[at] != 0) at = (at + 1) & mask;
+      slots_[at] = v;
+    }
+  }
+
+  const Store& s_;
+  std::vector<std::uint32_t> slots_;
+  unsigned bits_ = 3;  // slots_.size() == 2^bits_ once the first record is in
+  std::size_t used_ = 0;
 };
 
 // A value to decode into: for a store of hashes, one holding an empty hash with the store's
@@ -563,6 +636,7 @@ FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_
   SnapshotInfo info;
   info.created_ms = created;
   std::vector<LoadedKey<K, V>> keys;
+  SeenKeys<Store, LoadedKey<K, V>> seen(s);
   {
     // Not what the header says alone (it may lie): at most a record per 16 bytes of the file
     // (smaller records grow the vector as they come), 4096 from a stream.
@@ -624,24 +698,34 @@ FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_
                    which() + ": " + std::to_string(body.size()) + " bytes left over after the value");
     }
     r.skip(head + static_cast<std::size_t>(len));
+    bool skipped = false;
     if (primary && timed && now > deadline) {
       ++info.expired;
-      continue;
+      skipped = true;
     }
     if constexpr (hash_value_traits<V>::enabled) {
-      if (primary) {
+      if (primary && !skipped) {
         if (auto* m = hash_value_traits<V>::map(value)) {
           const std::size_t gone =
               m->reclaim_due(now, std::numeric_limits<std::size_t>::max(), [](auto&, std::int64_t) {});
           info.expired_fields += gone;
           if (gone != 0 && m->empty()) {
             ++info.expired;
-            continue;
+            skipped = true;
           }
         }
       }
     }
-    keys.push_back(LoadedKey<K, V>{std::move(key), std::move(value), deadline, rec, timed});
+    if (skipped) value = value_prototype<V>(s);  // its memory goes now; the key stays, to be found
+    if (keys.size() >= SeenKeys<Store, LoadedKey<K, V>>::kMaxRecords) {
+      return error(Errc::out_of_memory, rec, which() + ": more records than a store can hold");
+    }
+    keys.push_back(LoadedKey<K, V>{std::move(key), std::move(value), deadline, rec, timed, skipped});
+    if (const std::optional<std::size_t> first = seen.insert(keys, keys.size() - 1)) {
+      return error(Errc::corrupt_file, rec,
+                   which() + ": a duplicate key, first read in " + snap::record_of(*first, count) + " " +
+                       at(keys[*first].offset));
+    }
   }
 
   // ---- end marker and checksum
@@ -677,18 +761,21 @@ FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_
   // ---- replace the store's content, as one unit of its change feed (a log replays all of
   // it or, cut by a crash, none)
   std::optional<FileError> refused;
+  const std::size_t live = keys.size() - static_cast<std::size_t>(std::count_if(
+                                             keys.begin(), keys.end(), [](const LoadedKey<K, V>& e) { return e.skipped; }));
   s.as_one_unit([&] {
     s.clear();
-    s.reserve(keys.size());
+    s.reserve(live);
     for (std::size_t k = 0; k < keys.size(); ++k) {
       LoadedKey<K, V> e = std::move(keys[k]);  // freed at the end of this iteration
+      if (e.skipped) continue;
       const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.deadline,
                            e.timed ? ChangeTtl::at : ChangeTtl::none};
       const Result<bool> applied = s.apply(c);
       if (!applied.ok()) {
         refused = error(applied.error(), e.offset,
-                        "the store refused the key of " + snap::record_of(k, keys.size()) + " " + at(e.offset) +
-                            " (" + to_string(applied.error()) + "); it holds the " + std::to_string(k) +
+                        "the store refused the key of " + snap::record_of(k, count) + " " + at(e.offset) +
+                            " (" + to_string(applied.error()) + "); it holds the " + std::to_string(info.keys) +
                             " keys before it");
         return;
       }

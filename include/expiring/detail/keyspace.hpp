@@ -237,6 +237,7 @@ class Keyspace {
   void prefetch_slot(std::uint64_t h) const noexcept { table_.prefetch_slot(h); }
 
   const Hash& hasher() const noexcept { return hasher_; }
+  const KeyEqual& key_eq() const noexcept { return eq_; }
   template <class A, class B>
   bool keys_equal(const A& a, const B& b) const {
     return eq_(a, b);
