@@ -1,18 +1,14 @@
-// tests/fuzz/fuzz_replication_stream.cpp: libFuzzer target for the replica side of the
-// replication stream (redis/replication.hpp), over a replica-mode store of redis::Value. Clang
-// only.
+// tests/fuzz/fuzz_replication_stream.cpp: libFuzzer target for the replica side of a
+// replication link, redis::ReplicaLink (redis/replication.hpp), over a replica-mode store of
+// redis::Value. Clang only.
 //
-// The bytes go through the steps the resp_server example's link runs today (its
-// process_link(), streaming state): a RequestParser (with small ParserLimits), fed in reads
-// of a size taken from the first byte; parse_change() of each command, the link dropped at the
-// first one that is not a change record or at a protocol error; apply() of each record, the
-// records of a MULTI held until its EXEC and applied as one unit. This is kept to that one
-// loop (replica_link() below) so that it can be pointed at a library class for the link once
-// there is one. Properties:
-//   * the parser never holds more than its limit (plus one read) and never hands out an
-//     empty command;
-//   * apply() never fails on a record parse_change() produced but with the errors RENAME can
-//     answer (no such key) and the store's invariants hold after every record;
+// The bytes are what a primary sends after SYNC: the full sync's `$<n>\r\n<snapshot>\r\n`,
+// then the stream of commands. They reach a ReplicaLink with small limits (4 KB bulks, 16 KB
+// of buffer), fed in reads of a size taken from the first byte, until it fails (the server
+// would drop the link) or the input ends. Properties:
+//   * what it holds (buffered_bytes()) never exceeds twice its limits plus one read;
+//   * after every read, the store's invariants hold, failed link or not; a link that failed
+//     takes nothing more;
 //   * the replica, its clock then moved on and every hash read (so that its own reclaim empties
 //     some, which a replica keeps: D31), still saves a snapshot that loads into a fresh
 //     replica to the same content, less those emptied hashes.
@@ -28,70 +24,47 @@
 #include <vector>
 
 #include "expiring/redis/replication.hpp"
-#include "expiring/redis/resp.hpp"
 #include "expiring/snapshot.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
 
-using expiring::redis::RequestParser;
-using expiring::redis::ValueRecord;
 constexpr std::int64_t kNow = 1'700'000'000'000;
-
-void check_applied(const expiring::Result<bool>& r, const fuzz::ValueStore& s) {
-  FUZZ_CHECK(r.ok() || r.error() == expiring::Errc::no_such_key, to_string(r.error()));
-  FUZZ_CHECK(s.check_invariants(), "invariants after a record");
-}
 
 // The replica's link: bytes in, records applied, until the stream ends or is refused.
 void replica_link(const std::uint8_t* data, std::size_t size, fuzz::ValueStore& s) {
-  expiring::redis::ParserLimits lim;
-  lim.max_bulk_len = 4096;
-  lim.max_inline = 512;
-  lim.max_query_buffer = 16384;
-  RequestParser p(lim);
-  std::vector<ValueRecord> multi;
-  bool in_multi = false;
+  expiring::redis::LinkLimits lim;
+  lim.max_bulk = 4096;
+  lim.max_buffer = 16384;
+  expiring::redis::ReplicaLink<fuzz::ValueStore> link(s, lim);
   const char* bytes = reinterpret_cast<const char*>(data);
   std::size_t off = size > 0 ? 1 : 0;
   const std::size_t step = size > 0 ? 1 + data[0] % 128 : 1;
-  std::vector<std::string> argv;
   while (off < size) {
     const std::size_t n = step < size - off ? step : size - off;
-    p.feed(bytes + off, n);
+    const bool ok = link.feed(bytes + off, n);
     off += n;
-    for (;;) {
-      const RequestParser::Status st = p.next(argv);
-      if (st == RequestParser::Status::incomplete) break;
-      if (st != RequestParser::Status::command) return;  // a protocol error drops the link
-      FUZZ_CHECK(!argv.empty(), "an empty command");
-      std::optional<ValueRecord> rec = expiring::redis::parse_change(argv);
-      if (!rec) return;  // not a change record: the link is dropped
-      if (rec->op == expiring::ChangeOp::multi) {
-        in_multi = true;
-      } else if (rec->op == expiring::ChangeOp::exec) {
-        s.as_one_unit([&] {
-          for (const ValueRecord& m : multi) check_applied(s.apply(m.view()), s);
-        });
-        multi.clear();
-        in_multi = false;
-      } else if (in_multi) {
-        multi.push_back(std::move(*rec));
-      } else {
-        check_applied(s.apply(rec->view()), s);
-      }
+    FUZZ_CHECK(s.check_invariants(), "invariants after a read");
+    FUZZ_CHECK(link.buffered_bytes() <= 2 * (lim.max_bulk + 2 + lim.max_buffer) + step,
+               "the link holds more than twice its limits");
+    if (!ok) {
+      FUZZ_CHECK(!link.error().empty(), "a failed link says why");
+      FUZZ_CHECK(!link.feed("*1\r\n$4\r\nPING\r\n", 14), "a failed link takes nothing more");
+      return;
     }
-    FUZZ_CHECK(p.buffered_bytes() <= lim.max_query_buffer + step, "the parser holds more than its limit");
   }
 }
 
 std::vector<std::string> seeds() {
-  // A primary's feed, as write_change() puts it on the wire.
+  // What a primary sends: the full sync's snapshot of its content then, and its feed after
+  // that, as write_change() puts it on the wire.
   expiring::ManualClock clock{kNow};
   fuzz::ValueStore s{clock};
+  fuzz::populate(s, kNow);
+  std::ostringstream snap;
+  (void)expiring::save(s, snap);
   std::string stream;
   s.set_change_feed([&](const fuzz::ValueStore::change_type& c) { expiring::redis::write_change(c, stream); });
-  fuzz::populate(s, kNow);
   (void)s.set("a", expiring::redis::Value(std::string("1")), expiring::KeepTtl{});
   (void)s.persist("ttl");
   (void)s.rename("a", "b");
@@ -100,9 +73,9 @@ std::vector<std::string> seeds() {
   (void)s.hdel("ht", std::vector<std::string>{"only"});
   clock.advance(std::chrono::milliseconds(200));
   (void)s.tick();  // the field of h that expired travels as the whole hash
-  s.clear();  // FLUSHALL
-  const std::string whole = stream;
+  s.clear();       // FLUSHALL
   s.set_change_feed(nullptr);
+  const std::string whole = "$" + std::to_string(snap.str().size()) + "\r\n" + snap.str() + "\r\n" + stream;
   // The first byte picks the read size: one seed read a byte at a time, one in large reads.
   return {std::string(1, '\0') + whole, std::string(1, '\x7f') + whole};
 }

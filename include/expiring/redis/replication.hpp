@@ -184,7 +184,8 @@ struct LinkLimits {
 //     snapshot must be CRLF; the snapshot must end exactly at its checksum (load_bytes());
 //     nested MULTI, EXEC without MULTI and anything that is not a change record fail.
 //   * the store: a snapshot that does not load leaves it as it was; every record goes
-//     through ExpiringStore::apply(), one MULTI as one unit (as_one_unit()).
+//     through ExpiringStore::apply(), one MULTI as one unit (as_one_unit()); one it refuses
+//     (RENAME of a missing key) is counted, and the stream goes on, as in Redis.
 // After a failure (feed() returns false, error() says why) the object takes nothing more:
 // the server drops the link and starts a new one with a new ReplicaLink.
 template <class Store>
@@ -231,8 +232,9 @@ class ReplicaLink {
   }
   // What the full sync loaded (valid once streaming).
   const SnapshotInfo& synced() const noexcept { return synced_; }
-  // Records applied from the stream since the sync.
+  // Records applied from the stream since the sync, and how many of them the store refused.
   std::uint64_t applied() const noexcept { return applied_; }
+  std::uint64_t refused() const noexcept { return refused_; }
 
  private:
   static constexpr std::size_t kMaxHeader = 64 * 1024;  // Redis PROTO_INLINE_MAX_SIZE
@@ -348,15 +350,13 @@ class ReplicaLink {
     }
     if (rec.op == ChangeOp::exec) {
       if (!in_multi_) return fail("EXEC without MULTI");
-      bool ok = true;
       store_.as_one_unit([&] {  // one unit for this server's own log and replicas too
-        for (const ValueRecord& m : multi_) ok = store_.apply(m.view()).ok() && ok;
+        for (const ValueRecord& m : multi_) count(store_.apply(m.view()));
       });
-      applied_ += multi_.size();
       std::vector<ValueRecord>().swap(multi_);
       multi_cost_ = 0;
       in_multi_ = false;
-      return ok || fail("the store refused a record of the stream");
+      return true;
     }
     if (in_multi_) {
       multi_cost_ += cost;
@@ -367,8 +367,14 @@ class ReplicaLink {
       multi_.push_back(std::move(rec));
       return true;
     }
+    count(store_.apply(rec.view()));
+    return true;
+  }
+  // A record the store refuses (RENAME of a key it does not have) is counted and the stream
+  // goes on, as a Redis replica discards its primary's error replies.
+  void count(const Result<bool>& r) noexcept {
     ++applied_;
-    return store_.apply(rec.view()).ok() || fail("the store refused a record of the stream");
+    if (!r.ok()) ++refused_;
   }
 
   Store& store_;
@@ -384,6 +390,7 @@ class ReplicaLink {
   bool in_multi_ = false;
   SnapshotInfo synced_;
   std::uint64_t applied_ = 0;
+  std::uint64_t refused_ = 0;
 };
 
 }  // namespace expiring::redis
