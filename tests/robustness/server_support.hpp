@@ -57,6 +57,16 @@ inline bool reset_peak_rss(pid_t pid) {
   return static_cast<bool>(f.flush());
 }
 
+// Polls cond() every 50 ms for up to timeout_ms; its last answer.
+template <class F>
+bool eventually(F cond, int timeout_ms = 10000) {
+  for (int waited = 0; waited < timeout_ms; waited += 50) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return cond();
+}
+
 // Waits up to timeout_ms for fd to become readable (data or EOF).
 inline bool readable(int fd, int timeout_ms) {
   pollfd p{fd, POLLIN, 0};

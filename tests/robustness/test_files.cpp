@@ -195,7 +195,7 @@ TEST_CASE("files: a manifest naming a file twice, out of order, or by a name the
   }
 }
 
-TEST_CASE("files: the manifest carries a CRC-32C; a changed manifest is refused", "[files][aof]") {
+TEST_CASE("files: the manifest carries a CRC-32C, and a changed manifest is refused", "[files][aof]") {
   TempDir dir;
   make_log(dir, /*second_incr=*/true);
   const std::string m = dir.read("appendonly.manifest");
@@ -244,7 +244,7 @@ TEST_CASE("files: a version-1 manifest (no checksum) still opens, and the next s
   CHECK(s.size() == 2);
 }
 
-TEST_CASE("files: strays are only the log's exact names; a look-alike is left alone", "[files][aof]") {
+TEST_CASE("files: strays are only the log's exact names, and a look-alike is left alone", "[files][aof]") {
   TempDir dir;
   make_log(dir);
   dir.write("appendonly.01.incr.log", "not a name the log makes");

@@ -14,7 +14,6 @@
 //     client-query-buffer-limit; nested MULTI, EXEC without MULTI, unknown commands fail;
 //     PING is accepted; any split of the input gives the same store.
 #include <cstdint>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "expiring/redis/commands.hpp"
 #include "expiring/redis/replication.hpp"
 #include "expiring/snapshot.hpp"
+#include "stream_support.hpp"
 
 using expiring::ManualClock;
 using expiring::redis::args_cost;
@@ -32,35 +32,19 @@ using expiring::redis::RequestParser;
 using expiring::redis::Value;
 using Store = expiring::redis::ValueStore<ManualClock>;
 using Status = RequestParser::Status;
+using robust::repeat;
+using robust::snapshot_of;
+using robust::sync_reply;
 
 namespace {
 
 constexpr std::size_t kMB = 1024 * 1024;
 
-std::string repeat(const std::string& s, std::size_t n) {
-  std::string out;
-  out.reserve(s.size() * n);
-  for (std::size_t i = 0; i < n; ++i) out += s;
-  return out;
-}
 std::string command(std::initializer_list<std::string> args) {
   std::string out = "*" + std::to_string(args.size()) + "\r\n";
   for (const std::string& a : args) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
   return out;
 }
-// A snapshot of a store holding `keys` keys k0.. with value "v", as a primary sends it.
-std::string snapshot_of(int keys) {
-  ManualClock clock{1'000'000};
-  Store s{clock};
-  for (int i = 0; i < keys; ++i) (void)s.set("k" + std::to_string(i), Value(std::string("v")));
-  std::ostringstream os;
-  REQUIRE(expiring::save(s, os).ok());
-  return os.str();
-}
-std::string sync_reply(const std::string& snapshot) {
-  return "$" + std::to_string(snapshot.size()) + "\r\n" + snapshot + "\r\n";
-}
-
 struct Replica {
   ManualClock clock{1'000'000};
   Store store{clock};

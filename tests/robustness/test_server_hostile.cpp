@@ -28,7 +28,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +36,7 @@
 #include "expiring/redis/commands.hpp"
 #include "expiring/snapshot.hpp"
 #include "server_support.hpp"
+#include "stream_support.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define EXPIRING_HOSTILE_ASAN 1
@@ -50,35 +50,10 @@ namespace {
 
 constexpr std::size_t kMB = 1024 * 1024;
 using Clock = std::chrono::steady_clock;
-
-template <class F>
-bool eventually(F cond, int timeout_ms = 10000) {
-  for (int waited = 0; waited < timeout_ms; waited += 50) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return cond();
-}
-
-std::string repeat(const std::string& s, std::size_t n) {
-  std::string out;
-  out.reserve(s.size() * n);
-  for (std::size_t i = 0; i < n; ++i) out += s;
-  return out;
-}
-
-// A snapshot of `keys` keys k0.. (value "v"), the payload of a SYNC reply.
-std::string snapshot_of(int keys) {
-  expiring::ManualClock clock{1'000'000};
-  expiring::redis::ValueStore<expiring::ManualClock> s{clock};
-  for (int i = 0; i < keys; ++i) (void)s.set("k" + std::to_string(i), expiring::redis::Value(std::string("v")));
-  std::ostringstream os;
-  REQUIRE(expiring::save(s, os).ok());
-  return os.str();
-}
-std::string sync_reply(const std::string& snapshot) {
-  return "$" + std::to_string(snapshot.size()) + "\r\n" + snapshot + "\r\n";
-}
+using robust::eventually;
+using robust::repeat;
+using robust::snapshot_of;
+using robust::sync_reply;
 
 // A primary that is not one: a loopback listener that takes the replica's connection and
 // its SYNC, then sends whatever the test case says.

@@ -38,15 +38,7 @@ namespace {
 const std::string kOom = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
 constexpr std::size_t kMB = 1024 * 1024;
 
-// Polls cond() every 50 ms for up to timeout_ms.
-template <class F>
-bool eventually(F cond, int timeout_ms = 10000) {
-  for (int waited = 0; waited < timeout_ms; waited += 50) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return cond();
-}
+using robust::eventually;
 
 // A connection that sends and never reads (its replies pile up at the server).
 struct Silent {

@@ -5,10 +5,13 @@
 // threads; one that has not blocked it yet when the library starts a thread (the append log's
 // fsync thread, the lazy-free reclaimer, an Expirer) would otherwise let the kernel deliver
 // SIGTERM to that thread, where the default action ends the process without the caller's
-// shutdown. So every thread the library starts is created with every blockable signal
-// blocked (the creating thread's mask is restored at once), and signals stay the
-// application's business. Synchronous faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) are still
-// delivered: the kernel does not let them be blocked.
+// shutdown. So the threads of the optional rooms (the append log, ConcurrentStore's Expirer)
+// are created with every blockable signal blocked (the creating thread's mask is restored at
+// once), and signals stay the application's business. Synchronous faults (SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL) are still delivered: the kernel does not let them be blocked. The core's one
+// thread, the lazy-free reclaimer (Options::lazyfree_background), is a plain std::thread: the
+// core includes no POSIX header (packaging.portable_headers checks it), so it takes the mask
+// of the thread that builds the store.
 #ifndef EXPIRING_DETAIL_QUIET_THREAD_HPP
 #define EXPIRING_DETAIL_QUIET_THREAD_HPP
 

@@ -20,8 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include "quiet_thread.hpp"
-
 namespace expiring::detail {
 
 template <class V>
@@ -29,7 +27,9 @@ class Reclaimer {
  public:
   explicit Reclaimer(std::size_t room) {
     batch_.reserve(room);
-    thread_ = quiet_thread([this] { run(); });
+    // std::thread, not quiet_thread(): the core includes no POSIX header (signal.h
+    // pulls in unistd.h), so this thread has its creator's signal mask.
+    thread_ = std::thread([this] { run(); });
   }
   Reclaimer(const Reclaimer&) = delete;
   Reclaimer& operator=(const Reclaimer&) = delete;
