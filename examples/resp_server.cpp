@@ -150,6 +150,11 @@ struct Client {
   bool closing = false;            // over a buffer limit: output dropped, closed before the next wait
   bool want_write = false;         // EPOLLOUT registered
   bool reading = true;             // EPOLLIN registered
+  // A SYNC reply is not counted against the replica's output limit (Redis sends its RDB from
+  // a file, outside the replica's output buffer; the limit is for the stream): its unsent
+  // bytes, and what its blocks hold allocated until they are all sent.
+  std::size_t sync_unsent = 0;
+  std::size_t sync_allocated = 0;
 };
 
 struct Config {
@@ -496,7 +501,7 @@ class RespServer {
   // backpressure that stopped its replies must not also stop its clock.
   bool over_output_limit(Client& c) {
     const OutputBufferLimit& l = output_limit(c);
-    const std::size_t used = c.out.allocated();
+    const std::size_t used = c.out.allocated() - std::min(c.out.allocated(), c.sync_allocated);
     const bool hard = l.hard != 0 && used >= l.hard;
     bool soft = l.soft != 0 && (used >= l.soft || (c.soft_since_ms >= 0 && !c.reading));
     if (soft) {
@@ -596,6 +601,7 @@ class RespServer {
       // Redis's used_memory counts client buffers: the limit check of this command sees them.
       store_.set_external_memory(client_bytes_);
       const std::size_t before = c.out.size();
+      const std::size_t allocated_before = c.out.allocated();
       c.out.set_limit(static_cast<std::size_t>(normal_limit().hard));  // a huge reply stops at it
       const bool was_authenticated = c.session.authenticated;
       if (replica_ && c.session.authenticated && exec_.is_write(c.argv)) {
@@ -608,6 +614,8 @@ class RespServer {
       if (new_replica_ == c.session.id) {  // SYNC: this connection now receives the stream
         new_replica_ = 0;
         replicas_.insert(c.fd);
+        c.sync_unsent = c.out.size() - before;
+        c.sync_allocated = c.out.allocated() - allocated_before;
       }
       c.argv.clear();
       if (c.argv.capacity() > kKeepArgs) std::vector<std::string>().swap(c.argv);  // a huge command's slots
@@ -652,6 +660,8 @@ class RespServer {
       }
       net_out_ += static_cast<std::uint64_t>(w);
       c.out.consume(static_cast<std::size_t>(w));
+      c.sync_unsent -= std::min(c.sync_unsent, static_cast<std::size_t>(w));
+      if (c.sync_unsent == 0) c.sync_allocated = 0;
     }
     account(c);
     if (c.out.empty()) {

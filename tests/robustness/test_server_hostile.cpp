@@ -447,3 +447,27 @@ TEST_CASE("primary: a replica that does not read is dropped at client-output-buf
   CHECK(robust::info_number(admin, "stats", "client_output_buffer_limit_disconnections") == 1);
   ::close(fake_replica);
 }
+
+TEST_CASE("primary: a full sync larger than client-output-buffer-limit replica does not count against it",
+          "[server][replica][output]") {
+  live::RespServer primary;
+  live::Conn admin(primary.port());
+  REQUIRE(admin.raw({"CONFIG", "SET", "client-output-buffer-limit", "replica 1mb 0 0"}) == "+OK\r\n");
+  const std::string value(256 * 1024, 'x');
+  for (int i = 0; i < 32; ++i) REQUIRE(admin.raw({"SET", "big" + std::to_string(i), value}) == "+OK\r\n");  // 8 MB
+  const int fake_replica = live::connect_loopback(primary.port());
+  REQUIRE(fake_replica >= 0);
+  const std::string sync = live::encode({"SYNC"});
+  REQUIRE(::send(fake_replica, sync.data(), sync.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(sync.size()));
+  CHECK(eventually([&] { return robust::info_number(admin, "replication", "connected_slaves") == 1; }));
+  // The snapshot (8 MB) is still mostly unsent (the fake has not read); a small write now
+  // goes to the stream, which is far below the limit.
+  REQUIRE(admin.raw({"SET", "after", "sync"}) == "+OK\r\n");
+  CHECK(robust::info_number(admin, "replication", "connected_slaves") == 1);
+  CHECK(robust::info_number(admin, "stats", "client_output_buffer_limit_disconnections") == 0);
+  // It reads the whole snapshot and then the write.
+  const std::string got = robust::read_some(fake_replica, 8 * kMB + 64 * 1024, 5000);
+  CHECK(got.size() > 8 * kMB);
+  CHECK(got.find("after") != std::string::npos);
+  ::close(fake_replica);
+}
