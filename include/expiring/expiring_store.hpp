@@ -94,6 +94,7 @@
 #include "change_feed.hpp"
 #include "detail/active_expire.hpp"
 #include "detail/arith.hpp"
+#include "detail/engine.hpp"
 #include "detail/event_queue.hpp"
 #include "detail/eviction.hpp"
 #include "detail/keyspace.hpp"
@@ -105,49 +106,7 @@
 #include "options.hpp"
 #include "stats.hpp"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define EXPIRING_NOINLINE __attribute__((noinline))
-#define EXPIRING_INLINE inline __attribute__((always_inline))
-#define EXPIRING_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#elif defined(_MSC_VER)
-#define EXPIRING_NOINLINE __declspec(noinline)
-#define EXPIRING_INLINE __forceinline
-#define EXPIRING_UNLIKELY(x) (x)
-#else
-#define EXPIRING_NOINLINE
-#define EXPIRING_INLINE inline
-#define EXPIRING_UNLIKELY(x) (x)
-#endif
-
 namespace expiring {
-
-namespace detail {
-template <class T, class = void>
-struct is_transparent : std::false_type {};
-template <class T>
-struct is_transparent<T, std::void_t<typename T::is_transparent>> : std::true_type {};
-
-template <class Policy>
-struct expiry_index_for;
-template <>
-struct expiry_index_for<SampledExpiry> {
-  using type = VolatileBitmap;
-};
-template <>
-struct expiry_index_for<TimeOrderedExpiry> {
-  using type = TimerWheel;
-};
-
-// Detects clock.resync().
-template <class C, class = void>
-struct has_resync : std::false_type {};
-template <class C>
-struct has_resync<C, std::void_t<decltype(std::declval<C&>().resync())>> : std::true_type {};
-
-// How a time argument or reply is read: relative to now or absolute; in seconds or ms.
-enum class TimeBase : std::uint8_t { relative, absolute };
-enum class TimeUnit : std::uint8_t { seconds, ms };
-}  // namespace detail
 
 // The store. Most code names it through the Store alias below; the full parameter list is for
 // a key type with a hash or equality of its own.
@@ -218,7 +177,7 @@ struct hashes<H, K, std::enable_if_t<is_complete<H>::value>>
 }  // namespace detail
 
 template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
-class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V> {
+class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V> {
   static_assert(!detail::is_clock<Hash>::value,
                 "expiring::ExpiringStore: the third template argument is the key hash, and the clock is the fifth; "
                 "write expiring::Store<K, V, Clock> (the clock third), or ExpiringStore<K, V, Hash, KeyEqual, Clock>");
@@ -233,14 +192,13 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   static_assert(detail::is_clock<Clock>::value,
                 "expiring::ExpiringStore: the clock must have `std::int64_t now_ms() const` (Unix milliseconds); "
                 "see clock.hpp for TscClock, SystemClock, CachedClock and ManualClock");
-  static constexpr bool kWheel = std::is_same_v<ExpiryPolicy, TimeOrderedExpiry>;
-  using keyspace_type = detail::Keyspace<K, V, Hash, KeyEqual, typename detail::expiry_index_for<ExpiryPolicy>::type>;
-  using entry_type = typename keyspace_type::entry_type;
-  using slot_iterator = typename keyspace_type::slot_iterator;
-  // Hash values (FieldMap, or a type that may hold one): the hash members of hash_fields.hpp.
-  static constexpr bool kHashes = keyspace_type::kHashes;
-  template <class, class, bool>
-  friend class detail::HashFieldOps;
+  using engine_type = detail::Engine<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>;
+  using base_type = detail::HashFieldOps<engine_type, V>;
+  using keyspace_type = typename engine_type::keyspace_type;
+  using entry_type = typename engine_type::entry_type;
+  using slot_iterator = typename engine_type::slot_iterator;
+  static constexpr bool kWheel = engine_type::kWheel;
+  static constexpr bool kHashes = engine_type::kHashes;
 
  public:
   using key_type = K;
@@ -259,41 +217,11 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
 
   // ==== Construction ======================================================================
 
-  // A store reading `clock` (held by value; pass `ManualClock&` to share one). Throws
+  // A store reading `clk` (held by value; pass `ManualClock&` to share one). Throws
   // std::invalid_argument if options.active_expire_effort is outside 1..10, ttl_jitter is
   // invalid, or a soft-TTL window is negative.
-  explicit ExpiringStore(Clock clock, Options options = {}, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
-      : clock_(std::forward<Clock>(clock)),
-        ks_(keyed(std::move(hash), options.seed), std::move(eq), options.seed ? *options.seed : detail::random_u64()),
-        options_(std::move(options)) {
-    if (options_.active_expire_effort < 1 || options_.active_expire_effort > 10) {
-      throw std::invalid_argument("expiring: active_expire_effort must be between 1 and 10");
-    }
-    if (!options_.ttl_jitter.valid()) {
-      throw std::invalid_argument("expiring: ttl_jitter percent must be 0..100 and spread >= 0");
-    }
-    if (options_.stale_window_ms < 0 || options_.refresh_window_ms < 0) {
-      throw std::invalid_argument("expiring: soft-TTL windows must not be negative");
-    }
-    if (options_.maxmemory_samples < 1 || options_.maxmemory_samples > 64 || options_.lfu_log_factor < 0 ||
-        options_.lfu_decay_time < 0 || options_.lru_clock_resolution_ms < 1) {
-      throw std::invalid_argument(
-          "expiring: maxmemory_samples must be 1..64, lfu_log_factor and lfu_decay_time >= 0, "
-          "lru_clock_resolution_ms >= 1");
-    }
-    if (options_.lazyfree_background && options_.lazyfree_queue_max == 0) {
-      throw std::invalid_argument("expiring: lazyfree_background needs lazyfree_queue_max > 0");
-    }
-    if (options_.expire_after_access.count() < 0) {
-      throw std::invalid_argument("expiring: expire_after_access must not be negative");
-    }
-    idle_ms_ = static_cast<std::int64_t>(options_.expire_after_access.count());
-    update_eviction_flags();
-    lazy_.configure(options_.lazyfree_queue_max, options_.lazyfree_background);
-    set_hz(options_.hz);
-    rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : detail::random_u64();
-    if (options_.reserve != 0) ks_.reserve(options_.reserve);
-    if constexpr (kWheel) ks_.expiry().sync(now_ms());
+  explicit ExpiringStore(Clock clk, Options options = {}, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
+      : base_type(std::forward<Clock>(clk), std::move(options), std::move(hash), std::move(eq)) {
     if constexpr (kHashes) this->init_field_hash(options_.seed);
   }
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
@@ -1444,12 +1372,11 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   }
   // The key hash (with its key, for a keyed hash: keep it secret).
   const Hash& hash_function() const noexcept { return ks_.hasher(); }
-  // The clock's reading, as the store's next operation would see it.
-  std::int64_t now_ms() const { return clock_.now_ms(); }
-  // The store's clock (for a ManualClock held by value: a handle on the same time as the one
-  // the store was built from; for CachedClock: the one to refresh()).
-  std::remove_reference_t<Clock>& clock() noexcept { return clock_; }
-  const std::remove_reference_t<Clock>& clock() const noexcept { return clock_; }
+  // now_ms(): the clock's reading, as the store's next operation would see it.
+  // clock(): the store's clock (for a ManualClock held by value: a handle on the same time as
+  // the one the store was built from; for CachedClock: the one to refresh()).
+  using engine_type::clock;
+  using engine_type::now_ms;
   // The key equality (with hash_function(): how the store tells two keys apart).
   const KeyEqual& key_eq() const noexcept { return ks_.key_eq(); }
   // Verifies the engine's internal invariants (for tests; O(size)).
@@ -1469,450 +1396,91 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   }
 
  private:
-  static constexpr bool kTransparent = detail::is_transparent<Hash>::value && detail::is_transparent<KeyEqual>::value;
-
-  // The key to probe with: the caller's own object when the functors are transparent (or it
-  // already is a K), else a K built from it.
-  template <class KK>
-  static decltype(auto) lookup_key(const KK& key) {
-    if constexpr (kTransparent || std::is_same_v<KK, K>) {
-      return (key);
-    } else {
-      return K(key);
-    }
-  }
-
-  // A keyed hash (expiring::Hash, expiring::SipHash, or any with rekey(HashKey)) is keyed from
-  // Options::seed when one is given, so that a seeded store is reproducible; otherwise it
-  // keeps its own key.
-  static Hash keyed(Hash hash, const std::optional<std::uint64_t>& seed) {
-    if constexpr (detail::is_rekeyable<Hash>::value) {
-      if (seed) hash.rekey(HashKey::from_seed(*seed));
-    }
-    return hash;
-  }
-  std::uint64_t next_random() noexcept {  // splitmix64
-    std::uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::int64_t budget_now() const {
-    return options_.budget_clock_us ? options_.budget_clock_us() : SteadyMicrosClock{}();
-  }
-
-  // ---- events ----
-  // An event about entry e, and its record in the change feed.
-  void emit(KeyEventCause cause, const entry_type& e) {
-    events_.push(cause, e.key);
-    if (EXPIRING_UNLIKELY(feed_.on())) feed_change(cause, e);
-  }
-  // RENAME within the store: the two events, one record.
-  void renamed(const entry_type& from, const entry_type& to) {
-    events_.push(KeyEventCause::rename_from, from.key);
-    events_.push(KeyEventCause::rename_to, to.key);
-    if (EXPIRING_UNLIKELY(feed_.on())) {
-      feed_.record(change_type{ChangeOp::rename, &from.key, &to.value, &to.key, 0, ChangeTtl::none, deadline_of(to)});
-    }
-  }
-  // The end of a call: its feed unit closes, then its events are dispatched.
-  void flush() {
-    if (EXPIRING_UNLIKELY(feed_.on())) {
-      feed_set_ = nullptr;
-      feed_.end_unit();
-    }
-    events_.flush([this](V& v) { lazy_free(v); });
-  }
-
-  // ---- the change feed (change_feed.hpp, docs/semantics.md D28-D33) ----
-
-  // The record of a change that leaves entry e in place, as Redis 7 propagates it.
-  EXPIRING_NOINLINE void feed_change(KeyEventCause cause, const entry_type& e) {
-    const bool vol = ks_.is_volatile(e);
-    const change_type as_is{ChangeOp::set, &e.key, &e.value, nullptr, vol ? e.deadline : 0,
-                            vol ? ChangeTtl::at : ChangeTtl::none, deadline_of(e)};
-    const change_type keep{ChangeOp::set, &e.key, &e.value, nullptr, 0, ChangeTtl::keep, deadline_of(e)};
-    switch (cause) {
-      case KeyEventCause::set:        // SET ... EX/PX/EXAT/PXAT: SET k v PXAT ms
-      case KeyEventCause::copy_to:    // COPY and the other half of a transfer: the copy as it is
-      case KeyEventCause::rename_to:
-        feed_.record(as_is);
-        feed_set_ = &e;  // the `expire` event that follows is part of this record
-        return;
-      case KeyEventCause::expire:
-        if (feed_set_ != &e) feed_.record(change_type{ChangeOp::pexpireat, &e.key, nullptr, nullptr, e.deadline});
-        return;
-      case KeyEventCause::persist:
-        feed_.record(change_type{ChangeOp::persist, &e.key});
-        return;
-      case KeyEventCause::update:  // modify(), incr_by(): SET k v KEEPTTL (an idle TTL moves too)
-        feed_.record(idle_ms_ != 0 ? as_is : keep);
-        return;
-      case KeyEventCause::rename_from:  // the first half of a transfer: the key leaves
-        feed_.record(change_type{ChangeOp::del, &e.key});
-        return;
-      case KeyEventCause::hset:  // a hash's fields changed: the hash as it now is (D32)
-      case KeyEventCause::hdel:
-      case KeyEventCause::hexpire:
-      case KeyEventCause::hpersist:
-      case KeyEventCause::hexpired:
-        if constexpr (kHashes) {
-          // An emptied hash is deleted next: its DEL is the record.
-          const auto* m = hash_value_traits<V>::map(e.value);
-          if (m != nullptr && m->empty()) return;
-        }
-        if (feed_set_ != &e) feed_.record(as_is);  // with its deadline: an idle TTL may be new
-        feed_set_ = &e;
-        return;
-      case KeyEventCause::del:
-      case KeyEventCause::expired:
-      case KeyEventCause::evicted:
-        return;  // removals are recorded by remove() and expire_entry()
-    }
-  }
-  std::optional<std::int64_t> deadline_of(const entry_type& e) const noexcept {
-    if (!ks_.is_volatile(e)) return std::nullopt;
-    return e.deadline;
-  }
-  // scan() and random_key(): their lazy DELs go one by one (restored on the way out, a throw
-  // from scan()'s function included).
-  struct ArbitraryKeys {
-    bool& flag;
-    bool was;
-    explicit ArbitraryKeys(bool& f) noexcept : flag(f), was(std::exchange(f, true)) {}
-    ArbitraryKeys(const ArbitraryKeys&) = delete;
-    ArbitraryKeys& operator=(const ArbitraryKeys&) = delete;
-    ~ArbitraryKeys() { flag = was; }
-  };
-  // The verb of a deletion by a deadline already past (EXPIRE family, GETEX, SET ... PXAT):
-  // Redis's DEL, or UNLINK under lazyfree-lazy-expire.
-  ChangeOp past_deadline_verb() const noexcept {
-    return options_.lazyfree_lazy_expire ? ChangeOp::unlink : ChangeOp::del;
-  }
-
-  // ---- lookups and removal ----
-
-  // Finds a live key; a stale one is reclaimed (cause `expired`) and reported missing.
-  // Access::read counts keyspace hits/misses (Redis's lookupKeyRead vs lookupKeyWrite).
-  template <class KK>
-  slot_iterator lookup(const KK& lk, std::uint64_t h, std::int64_t now, detail::Access access,
-                       detail::Touch touch = detail::Touch::yes) {
-    const bool read = access == detail::Access::read;
-    auto it = ks_.find(lk, h);
-    if (it != ks_.end()) {
-      if (!ks_.entry(it).is_stale(now)) {
-        if (read) ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(read_hook_) && touch == detail::Touch::yes) return touched(it, now, access);
-        return it;
-      }
-      if (EXPIRING_UNLIKELY(options_.replica) && read) {  // a replica's read: missing, left in place
-        ++stats_.keyspace_misses;
-        return ks_.end();
-      }
-      expire_entry(it, now);
-      it = ks_.end();
-    }
-    if (read) ++stats_.keyspace_misses;
-    return it;
-  }
-  template <class KK>
-  bool read_probe(const KK& key, detail::Touch touch) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    const bool found = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, touch) != ks_.end();
-    ++(found ? probe_hits_ : probe_misses_);
-    flush();
-    return found;
-  }
-  // DEL / UNLINK: a write lookup, then removal (cause `del`); `lazy` as remove().
-  template <class KK>
-  bool write_delete(const KK& key, bool lazy, ChangeOp verb) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
-    const bool found = it != ks_.end();
-    if (found) remove(it, KeyEventCause::del, lazy, verb);
-    flush();
-    return found;
-  }
-  // A live key's entry index without side effects (no statistics, no lazy deletion);
-  // detail::kNoPos when the key is missing or stale.
-  template <class KK>
-  std::uint32_t quiet_index(const KK& key, std::int64_t now) const {
-    const auto& lk = lookup_key(key);
-    const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
-    return i == detail::kNoPos || ks_.entry(i).is_stale(now) ? detail::kNoPos : i;
-  }
-  // The weigher's sum over every entry. O(size).
-  std::size_t weigh_all() const {
-    std::size_t sum = 0;
-    for (const entry_type& e : ks_.entries()) sum += weight(e);
-    return sum;
-  }
-  // `lazy`: the value goes to the lazy-free queue (if lazy free is enabled). `verb`: the
-  // change feed's record of a removal by the caller (cause `del`): DEL or UNLINK.
-  void remove(slot_iterator it, KeyEventCause cause, bool lazy = false, ChangeOp verb = ChangeOp::del) {
-    if (EXPIRING_UNLIKELY(feed_.on())) {
-      const K& key = ks_.entry(it).key;
-      if (cause == KeyEventCause::evicted) {  // Redis: DEL, or UNLINK under lazyfree-lazy-eviction
-        feed_.standalone(change_type{options_.lazyfree_lazy_eviction ? ChangeOp::unlink : ChangeOp::del, &key});
-      } else if (cause != KeyEventCause::expired) {  // expire_entry() records expiries
-        feed_.record(change_type{verb, &key});
-      }
-    }
-    lazy = lazy && lazy_.enabled();
-    ks_.erase(it, [&](entry_type& e) {
-      unaccount(e);
-      if (events_.wants(cause)) {
-        events_.push_removed(cause, std::move(e.key), std::optional<V>(std::move(e.value)), lazy);
-      } else if (lazy) {
-        lazy_free(e.value);
-      }
-    });
-  }
-  void lazy_free(V& v) noexcept { lazy_.push(v); }
-  // Replaces a stored value; with Options::lazyfree_lazy_server_del the old one is lazily
-  // freed. The new value is built first, so a throwing copy changes nothing.
-  template <class VV>
-  void replace_value(V& slot, VV&& value) {
-    if (options_.lazyfree_lazy_server_del && lazy_.enabled()) {
-      V old = std::exchange(slot, V(std::forward<VV>(value)));
-      lazy_free(old);
-    } else {
-      slot = std::forward<VV>(value);
-    }
-  }
-
+  // The engine's internal API and state (detail/engine.hpp), used by the members above.
+  using engine_type::kTransparent;
+  using engine_type::lookup_key;
+  using engine_type::next_random;
+  using engine_type::budget_now;
+  using engine_type::emit;
+  using engine_type::renamed;
+  using engine_type::flush;
+  using engine_type::feed_change;
+  using engine_type::deadline_of;
+  using typename engine_type::ArbitraryKeys;
+  using engine_type::past_deadline_verb;
+  using engine_type::lookup;
+  using engine_type::read_probe;
+  using engine_type::write_delete;
+  using engine_type::quiet_index;
+  using engine_type::weigh_all;
+  using engine_type::remove;
+  using engine_type::lazy_free;
+  using engine_type::replace_value;
+  using engine_type::is_lfu;
+  using engine_type::is_lru;
+  using engine_type::update_eviction_flags;
+  using engine_type::weight;
+  using engine_type::account;
+  using engine_type::unaccount;
+  using engine_type::over_limit;
+  using engine_type::incoming_weight;
+  using engine_type::call_weigher;
+  using engine_type::as_type;
+  using engine_type::predicted_heap_bytes;
+  using engine_type::random_unit;
+  using engine_type::draw;
+  using engine_type::init_access;
+  using engine_type::reset_access;
+  using engine_type::touched;
+  using engine_type::idle_deadline;
+  using engine_type::refresh_idle;
+  using engine_type::prepared_idle_deadline;
+  using engine_type::touch_access;
+  using engine_type::eviction_score;
+  using engine_type::evict_to_limit;
+  using engine_type::evict_to_entries;
+  using engine_type::room_for_key;
+  using engine_type::evict;
+  using engine_type::make_room;
+  using engine_type::over_limit_when_empty;
+  using engine_type::expire_entry;
+  using engine_type::resolve_positive;
+  using engine_type::jittered;
+  using engine_type::freshness_of;
+  using engine_type::has_deadline;
+  using engine_type::unaccount_moved;
+  using engine_type::clock_;
+  using engine_type::ks_;
+  using engine_type::options_;
+  using engine_type::stats_;
+  using engine_type::active_;
+  using engine_type::rng_;
+  using engine_type::events_;
+  using engine_type::tracking_;
+  using engine_type::bounded_;
+  using engine_type::touch_access_;
+  using engine_type::read_hook_;
+  using engine_type::idle_ms_;
+  using engine_type::probe_hits_;
+  using engine_type::probe_misses_;
+  using engine_type::soft_reloads_;
+  using engine_type::load_ok_;
+  using engine_type::load_failed_;
+  using engine_type::load_ns_;
+  using engine_type::evicted_weight_;
+  using engine_type::in_command_;
+  using engine_type::feed_;
+  using engine_type::feed_set_;
+  using engine_type::feed_arbitrary_;
+  using engine_type::used_;
+  using engine_type::external_;
+  using engine_type::weigher_;
+  using engine_type::pool_;
+  using engine_type::lazy_;
   // A generic member placed a value in entry i: a hash is indexed by its earliest field
   // deadline (hash_fields.hpp). Nothing for other values.
   void placed(std::uint32_t i, std::int64_t now) {
     if constexpr (kHashes) this->hash_placed(i, now);
-  }
-
-  // ---- memory accounting and eviction ----
-
-  static constexpr bool is_lfu(EvictionPolicy p) noexcept {
-    return p == EvictionPolicy::allkeys_lfu || p == EvictionPolicy::volatile_lfu;
-  }
-  static constexpr bool is_lru(EvictionPolicy p) noexcept {
-    return p == EvictionPolicy::allkeys_lru || p == EvictionPolicy::volatile_lru;
-  }
-  // Derives the flags from the options; allocates or frees the access array as needed.
-  void update_eviction_flags() {
-    tracking_ = options_.maxmemory != 0;
-    bounded_ = tracking_ || options_.max_entries != 0;
-    const bool want = bounded_ && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
-    if (want != touch_access_) ks_.enable_access(want);
-    touch_access_ = want;
-    read_hook_ = touch_access_ || idle_ms_ != 0;
-  }
-  std::size_t weight(const entry_type& e) const noexcept {
-    if (weigher_) return weigher_(e.key, e.value);
-    return sizeof(K) + sizeof(V) + detail::heap_bytes(e.key) + detail::heap_bytes(e.value);
-  }
-  void account(const entry_type& e) {
-    if (tracking_) used_ += weight(e);
-  }
-  void unaccount(const entry_type& e) {
-    if (tracking_) used_ -= weight(e);
-  }
-  // Whether used memory plus `incoming` bytes is above the limit (no overflow: each term is
-  // compared against what is left of the limit).
-  bool over_limit(std::size_t incoming = 0) const noexcept {
-    if (!tracking_) return false;
-    const std::size_t max = options_.maxmemory;
-    return external_ > max || incoming > max - external_ || used_ > max - external_ - incoming;
-  }
-  // The weight of an entry about to be written from (key, value), before it exists: what
-  // weight() will say of it. The default weigher's std::string heap bytes are predicted from
-  // the length (a std::string built from n chars owns n + 1 bytes past its inline buffer); a
-  // weigher of your own sees a K and a V built for it when the arguments are other types.
-  template <class KK, class VV>
-  std::size_t incoming_weight(const KK& key, const VV& value) const {
-    if (!tracking_) return 0;
-    if (weigher_) {
-      const auto& k = as_type<K>(key);
-      const auto& v = as_type<V>(value);
-      return call_weigher(k, v);
-    }
-    return sizeof(K) + sizeof(V) + predicted_heap_bytes<K>(key) + predicted_heap_bytes<V>(value);
-  }
-  std::size_t call_weigher(const K& k, const V& v) const noexcept { return weigher_(k, v); }
-  template <class T, class U>
-  static decltype(auto) as_type(const U& u) {
-    if constexpr (std::is_same_v<std::decay_t<U>, T>) {
-      return (u);
-    } else {
-      return T(u);
-    }
-  }
-  template <class T, class U>
-  static std::size_t predicted_heap_bytes(const U& u) {
-    if constexpr (std::is_same_v<std::decay_t<U>, T>) {
-      return detail::heap_bytes(u);
-    } else if constexpr (detail::has_heap_bytes<T>::value && std::is_convertible_v<const U&, std::string_view>) {
-      const std::size_t n = std::string_view(u).size();
-      static const std::size_t inline_capacity = std::string().capacity();  // T holds or is a std::string
-      return n > inline_capacity ? n + 1 : 0;
-    } else if constexpr (detail::has_heap_bytes<T>::value) {
-      return detail::heap_bytes(T(u));
-    } else {
-      return 0;
-    }
-  }
-  double random_unit() { return static_cast<double>(draw() >> 11) * (1.0 / 9007199254740992.0); }
-  std::uint64_t draw() { return options_.random ? options_.random() : next_random(); }
-
-  // Access data of a new entry: the LRU clock, or LFU_INIT_VAL at this minute.
-  void init_access(std::uint32_t i, std::int64_t now) noexcept {
-    if (!touch_access_) return;
-    ks_.access(i) = is_lfu(options_.maxmemory_policy) ? detail::lfu_pack(detail::lfu_minutes(now), detail::kLfuInitVal)
-                                                 : detail::lru_clock(now, options_.lru_clock_resolution_ms);
-  }
-  void reset_access(std::int64_t now) noexcept {
-    const std::size_t slots = ks_.slot_count();
-    for (std::size_t i = ks_.next_occupied(0); i < slots; i = ks_.next_occupied(i + 1)) {
-      init_access(static_cast<std::uint32_t>(i), now);
-    }
-  }
-  // The access hook: out of line, and returning its argument, so that a read without a
-  // limit or an idle TTL pays only the flag test (nothing is kept alive across the call).
-  // Updates the LRU/LFU access data; a read also moves an idle TTL (expire_after_access).
-  EXPIRING_NOINLINE slot_iterator touched(slot_iterator it, std::int64_t now, detail::Access access) {
-    if (touch_access_) touch_access(it->index, now);
-    if (idle_ms_ != 0 && access == detail::Access::read) {
-      refresh_idle(it->index, now);
-      const entry_type& e = ks_.entry(it);  // the deadline moved: that is a change to record
-      if (feed_.on()) feed_.record(change_type{ChangeOp::pexpireat, &e.key, nullptr, nullptr, e.deadline});
-    }
-    return it;
-  }
-  // expire_after_access: the deadline a key gets at an access at `now`.
-  std::int64_t idle_deadline(std::int64_t now) const noexcept {
-    return now > detail::kInt64Max - idle_ms_ ? detail::kInt64Max : now + idle_ms_;
-  }
-  void refresh_idle(std::uint32_t i, std::int64_t now) { ks_.set_deadline(i, prepared_idle_deadline(now)); }
-  EXPIRING_NOINLINE std::int64_t prepared_idle_deadline(std::int64_t now) {
-    const std::int64_t when = idle_deadline(now);
-    ks_.prepare_deadline(when);
-    return when;
-  }
-  // Redis updateLFU() / the LRU clock store of lookupKey().
-  void touch_access(std::uint32_t i, std::int64_t now) {
-    if (is_lfu(options_.maxmemory_policy)) {
-      const std::uint32_t minutes = detail::lfu_minutes(now);
-      std::uint32_t c = detail::lfu_decayed(ks_.access(i), minutes, options_.lfu_decay_time);
-      c = detail::lfu_log_incr(c, random_unit(), options_.lfu_log_factor);
-      ks_.access(i) = detail::lfu_pack(minutes, c);
-    } else {
-      ks_.access(i) = detail::lru_clock(now, options_.lru_clock_resolution_ms);
-    }
-  }
-  // The pool's score: higher = better to evict (Redis evictionPoolPopulate's "idle").
-  std::uint64_t eviction_score(std::uint32_t i, std::int64_t now) const noexcept {
-    const EvictionPolicy p = options_.maxmemory_policy;
-    if (is_lru(p)) {
-      return detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms),
-                              ks_.access(i) & detail::kLruClockMax);
-    }
-    if (is_lfu(p)) return 255 - detail::lfu_decayed(ks_.access(i), detail::lfu_minutes(now), options_.lfu_decay_time);
-    return ~detail::biased_ms(ks_.entry(i).deadline);  // volatile-ttl: the nearest deadline scores highest
-  }
-  // Redis performEvictions(): evicts until used memory is within the limit. False when the
-  // policy cannot free enough.
-  bool evict_to_limit(std::int64_t now, std::size_t incoming = 0);
-  bool evict_to_entries(std::int64_t now, std::size_t target);
-  // Options::max_entries is reached: whether a write of `lk` may go ahead (the key is present,
-  // or eviction made room for it). Out of line, so that the write path keeps one probe's code.
-  template <class KK>
-  EXPIRING_NOINLINE bool room_for_key(const KK& lk, std::uint64_t h, std::int64_t now) {
-    return ks_.find_entry(lk, h) != nullptr || evict_to_entries(now, options_.max_entries - 1);
-  }
-  void evict(slot_iterator victim) {
-    ++stats_.evicted_keys;
-    evicted_weight_ += weight(ks_.entry(victim));
-    remove(victim, KeyEventCause::evicted, options_.lazyfree_lazy_eviction);
-  }
-  // The check before a write that may grow memory by up to `incoming` bytes: evicts until
-  // used memory plus `incoming` fits the limit. A write that could not fit even in an empty
-  // store (incoming + external memory above the limit) is refused before anything is evicted.
-  bool make_room(std::int64_t now, std::size_t incoming = 0) {
-    if (!over_limit(incoming) || in_command_) return true;
-    if (incoming != 0 && over_limit_when_empty(incoming)) return false;
-    return evict_to_limit(now, incoming);
-  }
-  bool over_limit_when_empty(std::size_t incoming) const noexcept {
-    const std::size_t max = options_.maxmemory;
-    return external_ > max || incoming > max - external_;
-  }
-  // Reclaims a stale key (cause `expired`) found at `now`, lazily or by tick() (`active`).
-  void expire_entry(slot_iterator it, std::int64_t now, bool active = false) {
-    const std::int64_t late = detail::saturating_sub(now, ks_.entry(it).deadline);
-    auto& h = active ? stats_.expired_lateness.active : stats_.expired_lateness.lazy;
-    ++h[static_cast<std::size_t>(LatenessHistogram::bucket_of(late < 0 ? 0 : late))];
-    ++stats_.expired_keys;
-    if (EXPIRING_UNLIKELY(feed_.on())) {
-      // Only the primary decides that a key expired: it sends the DEL (UNLINK under
-      // lazyfree-lazy-expire). A lazy expiry waits for the change of the call that found it.
-      const bool unlink = options_.lazyfree_lazy_expire;
-      const K& key = ks_.entry(it).key;
-      if (active || feed_arbitrary_) {
-        feed_.standalone(change_type{unlink ? ChangeOp::unlink : ChangeOp::del, &key});
-      } else {
-        feed_.lazy_delete(key, unlink);
-      }
-    }
-    remove(it, KeyEventCause::expired, options_.lazyfree_lazy_expire);
-  }
-
-  // Resolves an EX/PX/EXAT/PXAT argument of SET or GETEX to an absolute deadline
-  // (semantics.md B §2.4 step 1): the value must be positive; the conversion must not overflow.
-  // A relative EX/PX is then jittered (after validation: see Jitter).
-  EXPIRING_INLINE Result<std::int64_t> resolve_positive(detail::ExpirySpec spec, std::int64_t now) {
-    std::int64_t v = spec.value;
-    if (spec.invalid || v <= 0) return Errc::invalid_expire_time;
-    const bool seconds = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::exat;
-    const bool relative = spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px;
-    if (relative && !spec.jitter.valid()) return Errc::out_of_range;
-    if (seconds && !detail::seconds_to_ms(v, v)) return Errc::invalid_expire_time;
-    if (!relative) return v;
-    std::int64_t when = 0;
-    if (!detail::checked_add(v, now, when)) return Errc::invalid_expire_time;
-    return jittered(when, v, now, spec.jitter);
-  }
-
-  // TTL jitter: `when` = now + ttl_ms is a valid deadline and ttl_ms > 0. Returns now + ttl_ms
-  // + d with d uniform in [-s, s], clamped to [now + 1, INT64_MAX] (see Jitter).
-  std::int64_t jittered(std::int64_t when, std::int64_t ttl_ms, std::int64_t now, Jitter j) {
-    if (j.kind() == Jitter::Kind::inherit) j = options_.ttl_jitter;
-    const std::int64_t s = j.spread_for(ttl_ms);
-    if (s <= 0) return when;
-    const std::uint64_t us = static_cast<std::uint64_t>(s);
-    const std::uint64_t range = 2 * us + 1;  // s <= INT64_MAX: at most 2^64 - 1
-    const std::uint64_t r = (options_.random ? options_.random() : next_random()) % range;
-    if (r >= us) {
-      const std::uint64_t up = r - us;  // 0..s
-      // INT64_MAX - when in unsigned arithmetic: at most 2^64 - 1 for any when (when may be
-      // negative, where the signed difference overflows).
-      const std::uint64_t room = static_cast<std::uint64_t>(detail::kInt64Max) - static_cast<std::uint64_t>(when);
-      return up > room ? detail::kInt64Max : when + static_cast<std::int64_t>(up);
-    }
-    const std::uint64_t down = us - r;  // 1..s
-    return down >= static_cast<std::uint64_t>(ttl_ms) ? now + 1 : when - static_cast<std::int64_t>(down);
-  }
-
-  Freshness freshness_of(const entry_type& e, std::int64_t now) const noexcept {
-    if (!ks_.is_volatile(e)) return Freshness::fresh;
-    const std::int64_t left = detail::saturating_sub(e.deadline, now);  // live: >= 0
-    if (left < options_.stale_window_ms) return Freshness::stale;
-    const std::int64_t refresh = detail::kInt64Max - options_.stale_window_ms < options_.refresh_window_ms
-                                     ? detail::kInt64Max
-                                     : options_.stale_window_ms + options_.refresh_window_ms;
-    return left < refresh ? Freshness::refresh : Freshness::fresh;
-  }
-  static bool has_deadline(detail::ExpirySpec spec) noexcept {
-    return spec.kind == detail::ExpiryKind::ex || spec.kind == detail::ExpiryKind::px ||
-           spec.kind == detail::ExpiryKind::exat || spec.kind == detail::ExpiryKind::pxat;
   }
 
   template <class KK, class VV>
@@ -1931,11 +1499,6 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
                               ExpireFlags flags, Jitter jitter = {}, bool overflowed = false, Guard guard = {});
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
-  // The value of an entry moved out before its erasure: its weight leaves used memory.
-  void unaccount_moved(const entry_type& e, const V& moved) {
-    if (tracking_) used_ -= weigher_ ? call_weigher(e.key, moved) : sizeof(K) + sizeof(V) + detail::heap_bytes(e.key) +
-                                                                     detail::heap_bytes(moved);
-  }
   // Stores a transferred entry under `key` (a write lookup; a live key is replaced unless
   // cond is NX), with its TTL exactly; raises `cause`.
   template <class KK>
@@ -1988,38 +1551,6 @@ class ExpiringStore : public detail::HashFieldOps<ExpiringStore<K, V, Hash, KeyE
   }
 
 
-  Clock clock_;
-  keyspace_type ks_;
-  Options options_;
-  Stats stats_{};
-  detail::ActiveExpire active_;  // the active-expire cycle's state
-  std::uint64_t rng_ = 0;
-  detail::EventQueue<K, V> events_;
-  bool tracking_ = false;      // a memory limit is set: used_ is kept
-  bool bounded_ = false;       // a memory limit or an entry bound is set
-  bool touch_access_ = false;  // ... and the policy reads the access data
-  bool read_hook_ = false;     // touch_access_, or an idle TTL: reads take the slow path
-  std::int64_t idle_ms_ = 0;   // Options::expire_after_access in ms (0: off)
-  // Cache statistics: the lookups counted in keyspace_hits/misses that are not value reads
-  // (EXISTS, TOUCH, the TTL queries, COPY's source), and get_or_load()'s soft-TTL reloads
-  // (a keyspace hit, a cache miss). cache_stats() derives its counts from these, so that the
-  // value reads themselves pay no extra counter.
-  std::uint64_t probe_hits_ = 0;
-  std::uint64_t probe_misses_ = 0;
-  std::uint64_t soft_reloads_ = 0;
-  std::uint64_t load_ok_ = 0;
-  std::uint64_t load_failed_ = 0;
-  std::uint64_t load_ns_ = 0;
-  std::uint64_t evicted_weight_ = 0;
-  bool in_command_ = false;    // inside as_one_command(): memory was checked already
-  detail::ChangeFeed<K, V> feed_;           // set_change_feed()
-  const entry_type* feed_set_ = nullptr;    // the entry the current call's last `set` record was about
-  bool feed_arbitrary_ = false;             // in scan() or random_key(): lazy DELs go one by one
-  std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
-  std::size_t external_ = 0;   // set_external_memory(): client buffers and the like
-  weigher_type weigher_;
-  detail::EvictionPool<K> pool_;
-  detail::LazyFree<V> lazy_;  // values removed lazily, waiting for tick() or the reclaimer
 };
 
 // =========================================================================================
@@ -2139,7 +1670,7 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
     // The write will need room: refuse before loading rather than after. The value is not
     // known yet: count what the default weigher will count at least (a weigher of your own
     // is asked when the loaded value is set).
-    const std::size_t at_least = tracking_ && !weigher_ ? sizeof(K) + sizeof(V) + predicted_heap_bytes<K>(key) : 0;
+    const std::size_t at_least = tracking_ && !weigher_ ? sizeof(K) + sizeof(V) + this->template predicted_heap_bytes<K>(key) : 0;
     // The entry bound likewise: a key that is not there needs room before the loader runs.
     const bool absent = it == ks_.end();
     if (!make_room(now, at_least) || (EXPIRING_UNLIKELY(options_.max_entries != 0) && absent &&
@@ -2443,40 +1974,6 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   placed(d, now);
   renamed(ks_.entry(s), ks_.entry(d));
   ks_.erase(ks_.slot_of(s), [](entry_type&) {});
-  return true;
-}
-
-// Redis performEvictions() (evict.c), for one keyspace: evict the policy's best candidate
-// until used memory is within the limit.
-template <class K, class V, class H, class E, class C, class P>
-bool ExpiringStore<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t incoming) {
-  if (options_.replica) return true;  // a replica never evicts (Redis's replica-ignore-maxmemory)
-  const EvictionPolicy policy = options_.maxmemory_policy;
-  if (policy == EvictionPolicy::noeviction) return false;
-  while (over_limit(incoming)) {
-    const slot_iterator victim = detail::choose_victim(
-        ks_, pool_, policy, options_.maxmemory_samples, [&](std::uint32_t i) { return eviction_score(i, now); },
-        [&] { return draw(); });
-    if (victim == ks_.end()) return false;  // nothing left in the policy's population
-    evict(victim);
-  }
-  return true;
-}
-
-// Options::max_entries: evicts the policy's best candidates until at most `target` keys are
-// stored. False when the policy cannot (noeviction; volatile-* with no key with a TTL).
-template <class K, class V, class H, class E, class C, class P>
-bool ExpiringStore<K, V, H, E, C, P>::evict_to_entries(std::int64_t now, std::size_t target) {
-  if (options_.replica) return true;  // a replica never evicts (Redis's replica-ignore-maxmemory)
-  const EvictionPolicy policy = options_.maxmemory_policy;
-  while (ks_.size() > target) {
-    if (policy == EvictionPolicy::noeviction) return false;
-    const slot_iterator victim = detail::choose_victim(
-        ks_, pool_, policy, options_.maxmemory_samples, [&](std::uint32_t i) { return eviction_score(i, now); },
-        [&] { return draw(); });
-    if (victim == ks_.end()) return false;
-    evict(victim);
-  }
   return true;
 }
 

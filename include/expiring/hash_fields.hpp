@@ -43,9 +43,10 @@
 // one entry per hash with volatile fields, by its earliest field deadline) and each hash
 // orders its own fields (field_map.hpp: 6-byte deadlines and a due-list). After every change
 // to a hash, hash_changed() re-indexes it by its new earliest deadline (an O(1) query) or
-// deletes the key if it is empty. The members live in this base class of ExpiringStore,
-// chosen by the value type, so that stores of other values have none of them; the base is a
-// friend of the store and reaches it through CRTP.
+// deletes the key if it is empty. The members live in this layer between the engine
+// (detail/engine.hpp) and the store's face, chosen by the value type, so that stores of other
+// values have none of them; it uses the engine's protected API by inheritance, and is no
+// friend of anything.
 #pragma once
 
 #include <algorithm>
@@ -116,11 +117,17 @@ inline bool parse_strict_i64(const std::string& s, std::int64_t& out) {
   return r.ec == std::errc() && r.ptr == e;
 }
 
-template <class Store, class V, bool = hash_value_traits<V>::enabled>
-class HashFieldOps {};  // the value is not a hash: no hash members
+// The layer between the engine and the store's face: for a store of hashes, the hash
+// members below, written against the engine's protected API (detail/engine.hpp); for any
+// other value, nothing but the engine.
+template <class Engine, class V, bool = hash_value_traits<V>::enabled>
+class HashFieldOps : public Engine {  // the value is not a hash: no hash members
+ protected:
+  using Engine::Engine;
+};
 
-template <class Store, class V>
-class HashFieldOps<Store, V, true> {
+template <class Engine, class V>
+class HashFieldOps<Engine, V, true> : public Engine {
   using traits = hash_value_traits<V>;
 
  public:
@@ -136,13 +143,13 @@ class HashFieldOps<Store, V, true> {
   // (it may be refused with Errc::out_of_memory, as set() is). Cause `hset`.
   template <class KK, class FF, class VV>
   Result<std::size_t> hset(const KK& key, FF&& field, VV&& value) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     field_value_type v(std::forward<VV>(value));  // before opening the hash (it may point into it)
     Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
     bool added = false;
     change(*r, now, [&](hash_map_type& m) { added = m.assign(std::forward<FF>(field), std::move(v)).second; });
-    self().emit(KeyEventCause::hset, self().ks_.entry(r->i));
+    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(std::size_t{added ? 1u : 0u});
   }
@@ -161,13 +168,13 @@ class HashFieldOps<Store, V, true> {
   // Returns whether it wrote.
   template <class KK, class FF, class VV>
   Result<bool> hsetnx(const KK& key, FF&& field, VV&& value) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     field_value_type v(std::forward<VV>(value));
     Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
     if (map_at(r->i).find(field) != hash_map_type::npos) return finish(false);
     change(*r, now, [&](hash_map_type& m) { m.assign(std::forward<FF>(field), std::move(v)); });
-    self().emit(KeyEventCause::hset, self().ks_.entry(r->i));
+    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(true);
   }
@@ -177,7 +184,7 @@ class HashFieldOps<Store, V, true> {
   // (see expiring_store.hpp, "Pointer validity"). Errc::wrong_type only for redis::Value.
   template <class KK, class FF>
   Result<const field_value_type*> hget(const KK& key, const FF& field) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     Result<std::uint32_t> r = open(key, now, Access::read);
     if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<const field_value_type*>(nullptr) : r.error());
     const hash_map_type& m = map_at(*r);
@@ -189,7 +196,7 @@ class HashFieldOps<Store, V, true> {
   // the number found. `out` must have room for every field.
   template <class KK, class Fields>
   Result<std::size_t> hmget(const KK& key, const Fields& fields, const field_value_type** out) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     Result<std::uint32_t> r = open(key, now, Access::read);
     if (!r.ok()) return finish(r.error());
     std::size_t found = 0, j = 0;
@@ -223,7 +230,7 @@ class HashFieldOps<Store, V, true> {
   // Redis 7.4 counts stale fields it has not reclaimed yet, semantics.md D20). 0 when missing.
   template <class KK>
   Result<std::size_t> hlen(const KK& key) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     Result<std::uint32_t> r = open(key, now, Access::read);
     if (!r.ok()) return finish(r.error());
     return finish(*r == kNoPos ? std::size_t{0} : map_at(*r).size());
@@ -241,7 +248,7 @@ class HashFieldOps<Store, V, true> {
   // particular order. Returns the number of fields. fn must not call the store.
   template <class KK, class Fn>
   Result<std::size_t> hvisit(const KK& key, Fn&& fn) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     Result<std::uint32_t> r = open(key, now, Access::read);
     if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
     const hash_map_type& m = map_at(*r);
@@ -279,7 +286,7 @@ class HashFieldOps<Store, V, true> {
   // otherwise). Errc::overflow when the sum leaves int64 (or the value type). Cause `hset`.
   template <class KK, class FF>
   Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     // Room first (eviction may take this very key, as Redis evicts before a command runs),
     // then the checks on the hash as it is: an error creates nothing.
     const field_value_type probe = from_integer(std::numeric_limits<std::int64_t>::min());  // the longest
@@ -304,7 +311,7 @@ class HashFieldOps<Store, V, true> {
         m.assign(field_type(field), from_integer(sum));
       }
     });
-    self().emit(KeyEventCause::hset, self().ks_.entry(r->i));
+    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(sum);
   }
@@ -451,7 +458,7 @@ class HashFieldOps<Store, V, true> {
   const std::shared_ptr<const field_hasher>& field_hash_function() const noexcept { return field_hash_; }
 
  protected:
-  HashFieldOps() = default;
+  using Engine::Engine;
 
   // ==== For the store ========================================================================
 
@@ -467,7 +474,7 @@ class HashFieldOps<Store, V, true> {
   // its hash by its earliest field deadline. Nothing else changes: a hash placed with stale
   // fields has them reclaimed lazily or by tick().
   void hash_placed(std::uint32_t i, std::int64_t now) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     hash_map_type* m = traits::map(s.ks_.entry(i).value);
     s.ks_.index_hash(i, m == nullptr ? kNoDeadline : m->earliest_deadline(), now);
   }
@@ -479,7 +486,7 @@ class HashFieldOps<Store, V, true> {
   // million fields (expire.c's activeExpirySequence), so that a backlog drains faster.
   template <class TimeLeft>
   void field_cycle(TickReport& report, std::int64_t now, bool fast, TimeLeft&& time_left) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     std::uint64_t quota = std::max<std::uint64_t>(1, 10000 / static_cast<std::uint64_t>(s.options_.hz));
     if (!fast && field_sequence_ > 1000000) quota *= std::min<std::uint64_t>(32, field_sequence_ / 1000000);
     report.field_quota = quota;
@@ -507,18 +514,15 @@ class HashFieldOps<Store, V, true> {
 
 
  private:
-  friend Store;
   enum class TimeQuery { ttl_s, ttl_ms, at_s, at_ms };
 
-  Store& self() noexcept { return static_cast<Store&>(*this); }
-  const Store& self() const noexcept { return static_cast<const Store&>(*this); }
-  hash_map_type& map_at(std::uint32_t i) noexcept { return *traits::map(self().ks_.entry(i).value); }
+  hash_map_type& map_at(std::uint32_t i) noexcept { return *traits::map(this->ks_.entry(i).value); }
 
   // Every member ends here: the events queued by the call are delivered (listeners may use
   // the store), then its result is returned.
   template <class R>
   R finish(R r) {
-    self().flush();
+    this->flush();
     return r;
   }
 
@@ -527,8 +531,8 @@ class HashFieldOps<Store, V, true> {
   // reclaimed first (lazy expiry, D20); a hash that this empties is deleted (kNoPos).
   template <class KK>
   Result<std::uint32_t> open(const KK& key, std::int64_t now, Access access) {
-    Store& s = self();
-    const auto& lk = Store::lookup_key(key);
+    HashFieldOps& s = *this;
+    const auto& lk = Engine::lookup_key(key);
     const auto it = s.lookup(lk, s.ks_.hash_of(lk), now, access);
     if (it == s.ks_.end()) return kNoPos;
     const std::uint32_t i = it->index;
@@ -550,9 +554,9 @@ class HashFieldOps<Store, V, true> {
   };
   template <class FF, class VV>
   bool room_for(std::int64_t now, const FF& field, const VV& value) {
-    Store& s = self();
-    return !s.tracking_ || s.make_room(now, Store::template predicted_heap_bytes<field_type>(field) +
-                                                Store::template predicted_heap_bytes<field_value_type>(value) +
+    HashFieldOps& s = *this;
+    return !s.tracking_ || s.make_room(now, Engine::template predicted_heap_bytes<field_type>(field) +
+                                                Engine::template predicted_heap_bytes<field_value_type>(value) +
                                                 sizeof(field_type) + sizeof(field_value_type));
   }
   template <class KK, class FF, class VV>
@@ -562,11 +566,11 @@ class HashFieldOps<Store, V, true> {
   }
   template <class KK>
   Result<Opened> create_or_open(const KK& key, std::int64_t now) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     Result<std::uint32_t> r = open(key, now, Access::write);
     if (!r.ok()) return r.error();
     if (*r != kNoPos) return Opened{*r, false};
-    const auto& lk = Store::lookup_key(key);
+    const auto& lk = Engine::lookup_key(key);
     const std::uint64_t h = s.ks_.hash_of(lk);
     if (s.options_.max_entries != 0 && s.ks_.size() >= s.options_.max_entries && !s.room_for_key(lk, h, now)) {
       return Errc::out_of_memory;
@@ -585,14 +589,14 @@ class HashFieldOps<Store, V, true> {
   // for what fn did change, and the exception propagates: the store stays consistent.
   template <class Fn>
   void change(Opened o, std::int64_t now, Fn&& fn) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     s.unaccount(s.ks_.entry(o.i));
     try {
       fn(map_at(o.i));
     } catch (...) {
       s.account(s.ks_.entry(o.i));
       if (o.created && map_at(o.i).empty()) {
-        s.ks_.erase(s.ks_.slot_of(o.i), [&](typename Store::entry_type& e) { s.unaccount(e); });
+        s.ks_.erase(s.ks_.slot_of(o.i), [&](typename Engine::entry_type& e) { s.unaccount(e); });
       } else {
         try {
           hash_changed(o.i, now);
@@ -611,7 +615,7 @@ class HashFieldOps<Store, V, true> {
   // After a change to entry i's hash: an empty hash is deleted (cause `del`), else it is
   // re-indexed by its earliest field deadline.
   void hash_changed(std::uint32_t i, std::int64_t now) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     hash_map_type& m = map_at(i);
     if (m.empty()) {
       s.remove(s.ks_.slot_of(i), KeyEventCause::del);
@@ -624,7 +628,7 @@ class HashFieldOps<Store, V, true> {
   // tick()): one `hexpired` event carrying them, expired_subkeys, then
   // hash_changed(). Returns the number reclaimed.
   std::size_t reclaim_fields(std::uint32_t i, std::int64_t now, std::size_t max) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     std::optional<V> gone;
     hash_map_type* g = nullptr;
     if (s.events_.wants(KeyEventCause::hexpired)) {
@@ -638,7 +642,7 @@ class HashFieldOps<Store, V, true> {
       std::size_t before;
       std::size_t n() const { return before - ops.map_at(i).size(); }
       ~Count() {
-        ops.self().stats_.expired_subkeys += n();
+        ops.stats_.expired_subkeys += n();
       }
     };
     std::size_t n = 0;
@@ -652,7 +656,7 @@ class HashFieldOps<Store, V, true> {
       n = count.n();
     }
     if (n != 0 && g != nullptr) {
-      s.events_.push_removed(KeyEventCause::hexpired, typename Store::key_type(s.ks_.entry(i).key), std::move(gone),
+      s.events_.push_removed(KeyEventCause::hexpired, typename Engine::key_type(s.ks_.entry(i).key), std::move(gone),
                              false);
     }
     if (map_at(i).empty() && s.options_.replica) {
@@ -672,7 +676,7 @@ class HashFieldOps<Store, V, true> {
 
   template <class KK, class It, class End>
   Result<std::size_t> hset_range(const KK& key, It first, End last) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     if (first == last) return finish(std::size_t{0});
     Result<Opened> r = open_for_write(key, now, first->first, first->second);
     if (!r.ok()) return finish(r.error());
@@ -682,14 +686,14 @@ class HashFieldOps<Store, V, true> {
         if (m.assign(first->first, first->second).second) ++added;
       }
     });
-    self().emit(KeyEventCause::hset, self().ks_.entry(r->i));
+    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(added);
   }
 
   template <class KK, class It, class End>
   Result<std::size_t> hdel_range(const KK& key, It first, End last) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     const std::int64_t now = s.now_ms();
     Result<std::uint32_t> r = open(key, now, Access::write);
     if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
@@ -736,7 +740,7 @@ class HashFieldOps<Store, V, true> {
   template <class KK, class Fields>
   Result<void> expire_fields(const KK& key, std::int64_t v, std::int64_t unit, bool absolute, const Fields& fields,
                              ExpireFlags flags, int* out) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     if (has(flags, ExpireFlags::NX) &&
         (has(flags, ExpireFlags::XX) || has(flags, ExpireFlags::GT) || has(flags, ExpireFlags::LT))) {
       return Errc::nx_and_xx_gt_lt;
@@ -785,7 +789,7 @@ class HashFieldOps<Store, V, true> {
 
   template <class KK, class Fields>
   Result<void> field_times(const KK& key, const Fields& fields, TimeQuery q, std::int64_t* out) {
-    const std::int64_t now = self().now_ms();
+    const std::int64_t now = this->now_ms();
     Result<std::uint32_t> r = open(key, now, Access::read);
     if (!r.ok()) return finish(Result<void>(r.error()));
     std::size_t j = 0;
@@ -816,7 +820,7 @@ class HashFieldOps<Store, V, true> {
 
   template <class KK, class Fields>
   Result<void> persist_fields(const KK& key, const Fields& fields, int* out) {
-    Store& s = self();
+    HashFieldOps& s = *this;
     const std::int64_t now = s.now_ms();
     Result<std::uint32_t> r = open(key, now, Access::write);
     if (!r.ok()) return finish(Result<void>(r.error()));
