@@ -486,11 +486,13 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     std::optional<V> out;
     auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
     if (it != ks_.end()) {
-      if (EXPIRING_UNLIKELY(feed_.on())) feed_.record(change_type{ChangeOp::del, &ks_.entry(it).key});
+      if (EXPIRING_UNLIKELY(notify_.recording())) notify_.feed().record(change_type{ChangeOp::del, &ks_.entry(it).key});
       unaccount(ks_.entry(it));
       out.emplace(std::move(ks_.entry(it).value));
       ks_.erase(it, [&](entry_type& e) {
-        if (events_.wants(KeyEventCause::del)) events_.push_removed(KeyEventCause::del, std::move(e.key), out, false);
+        if (notify_.events().wants(KeyEventCause::del)) {
+          notify_.events().push_removed(KeyEventCause::del, std::move(e.key), out, false);
+        }
       });
     }
     flush();
@@ -538,7 +540,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     };
     std::int64_t next = 0;
     if (const V* cur = peek(key); cur != nullptr && !fits(static_cast<std::int64_t>(*cur), next)) return Errc::overflow;
-    const typename detail::ChangeFeed<K, V>::Group unit(feed_);  // a lazy DEL and the SET travel together
+    const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());  // a lazy DEL and the SET travel together
     if (modify(key, [&](V& v) {
           (void)fits(static_cast<std::int64_t>(v), next);
           v = static_cast<V>(next);
@@ -569,7 +571,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // Errc::out_of_memory when eviction cannot make room first. Events: `set` per pair.
   template <class Pairs>
   Result<void> mset(const Pairs& pairs) {
-    const typename detail::ChangeFeed<K, V>::Group unit(feed_);
+    const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());
     return as_one_command([&] {
       for (const auto& kv : pairs) (void)set(kv.first, kv.second);
     });
@@ -587,7 +589,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // DEL k1 k2 ...: the number of live keys removed (a key given twice counts once).
   template <class Keys>
   std::size_t del_many(const Keys& keys) {
-    const typename detail::ChangeFeed<K, V>::Group unit(feed_);
+    const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());
     std::size_t n = 0;
     for (const auto& k : keys) n += del(k) ? std::size_t{1} : std::size_t{0};
     return n;
@@ -877,7 +879,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
 
   // FLUSHDB: removes everything, with no per-key events. Statistics are kept.
   void clear() noexcept {
-    if (EXPIRING_UNLIKELY(feed_.on())) feed_.standalone(change_type{ChangeOp::flushall});
+    if (EXPIRING_UNLIKELY(notify_.recording())) notify_.feed().standalone(change_type{ChangeOp::flushall});
     ks_.clear();
     lazy_.clear();  // FLUSHDB (synchronous): pending lazy-free values go too
     used_ = 0;
@@ -907,7 +909,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   std::optional<K> random_key() {
     const std::int64_t now = now_ms();
     std::optional<K> out;
-    const ArbitraryKeys arbitrary(feed_arbitrary_);
+    const typename detail::Notifier<K, V>::ArbitraryKeys arbitrary(notify_);
     int tries = 100;
     while (ks_.size() != 0) {
       const std::uint32_t i = ks_.random_slot([&] { return next_random(); });
@@ -942,7 +944,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     if (count == 0) count = 1;
     const std::size_t slots = ks_.slot_count();
     pos = ks_.next_occupied(pos);
-    const ArbitraryKeys arbitrary(feed_arbitrary_);
+    const typename detail::Notifier<K, V>::ArbitraryKeys arbitrary(notify_);
     for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
       const auto i = static_cast<std::uint32_t>(pos);
       if (ks_.entry(i).is_stale(now)) {
@@ -1089,7 +1091,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
       ~Restore() { flag = was; }
     } restore{in_command_, in_command_};
     in_command_ = true;
-    const typename detail::ChangeFeed<K, V>::Group unit(feed_);
+    const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());
     std::forward<F>(fn)();
     return r;
   }
@@ -1258,7 +1260,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // ms, PEXPIREAT, PERSIST, DEL/UNLINK, RENAME, FLUSHALL, MULTI/EXEC), synchronously and in
   // order; an empty function removes the feed. The feed must neither call the store nor throw
   // (see change_feed.hpp). Cost without a feed: one test per change.
-  void set_change_feed(change_feed_type feed) { feed_.set(std::move(feed)); }
+  void set_change_feed(change_feed_type feed) { notify_.feed().set(std::move(feed)); }
 
   // Replays one record as the store that made it did, taking every key as valid: nothing is
   // stale to apply(), nothing is evicted or refused for memory, and a deadline already past
@@ -1275,7 +1277,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // replica applying a primary's MULTI). Nested units join the outer one.
   template <class F>
   void as_one_unit(F&& fn) {
-    const typename detail::ChangeFeed<K, V>::Group unit(feed_);
+    const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());
     std::forward<F>(fn)();
   }
 
@@ -1324,7 +1326,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // queue that is delivered before the operation returns. A set() with a TTL raises two events
   // (`set`, `expire`): subscribe to KeyEventCauses::removals() to pay only for removals.
   void set_listener(listener_type listener, KeyEventCauses causes = KeyEventCauses::all()) {
-    events_.set_listener(std::move(listener), causes);
+    notify_.events().set_listener(std::move(listener), causes);
   }
 
   // INFO stats and keyspace figures (semantics.md D12).
@@ -1406,7 +1408,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::flush;
   using engine_type::feed_change;
   using engine_type::deadline_of;
-  using typename engine_type::ArbitraryKeys;
   using engine_type::past_deadline_verb;
   using engine_type::lookup;
   using engine_type::read_probe;
@@ -1450,12 +1451,12 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::has_deadline;
   using engine_type::unaccount_moved;
   using engine_type::clock_;
+  using engine_type::notify_;
   using engine_type::ks_;
   using engine_type::options_;
   using engine_type::stats_;
   using engine_type::active_;
   using engine_type::rng_;
-  using engine_type::events_;
   using engine_type::tracking_;
   using engine_type::bounded_;
   using engine_type::touch_access_;
@@ -1469,9 +1470,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::load_ns_;
   using engine_type::evicted_weight_;
   using engine_type::in_command_;
-  using engine_type::feed_;
-  using engine_type::feed_set_;
-  using engine_type::feed_arbitrary_;
   using engine_type::used_;
   using engine_type::external_;
   using engine_type::weigher_;

@@ -631,7 +631,7 @@ class HashFieldOps<Engine, V, true> : public Engine {
     HashFieldOps& s = *this;
     std::optional<V> gone;
     hash_map_type* g = nullptr;
-    if (s.events_.wants(KeyEventCause::hexpired)) {
+    if (s.notify_.events().wants(KeyEventCause::hexpired)) {
       gone.emplace(traits::make(map_at(i).hash_function()));
       g = traits::map(*gone);
     }
@@ -656,7 +656,7 @@ class HashFieldOps<Engine, V, true> : public Engine {
       n = count.n();
     }
     if (n != 0 && g != nullptr) {
-      s.events_.push_removed(KeyEventCause::hexpired, typename Engine::key_type(s.ks_.entry(i).key), std::move(gone),
+      s.notify_.events().push_removed(KeyEventCause::hexpired, typename Engine::key_type(s.ks_.entry(i).key), std::move(gone),
                              false);
     }
     if (map_at(i).empty() && s.options_.replica) {
@@ -666,9 +666,9 @@ class HashFieldOps<Engine, V, true> : public Engine {
       return n;
     }
     // The change feed: the hash as it now is (an emptied one goes as a DEL, by hash_changed()).
-    if (n != 0 && !map_at(i).empty() && s.feed_.on()) {
+    if (n != 0 && !map_at(i).empty() && s.notify_.recording()) {
       s.feed_change(KeyEventCause::hexpired, s.ks_.entry(i));
-      s.feed_set_ = nullptr;  // the call's own change, if any, is a record of its own
+      s.notify_.forget_set();  // the call's own change, if any, is a record of its own
     }
     hash_changed(i, now);
     return n;

@@ -17,7 +17,7 @@
 //
 // Rooms above it (the hash-field members of hash_fields.hpp, the face) reach it through
 // this protected API, by inheritance: none of them is a friend of another. The hot path
-// (get, set) tests one flag for everything optional: `read_hook_` on reads, `feed_.on()`
+// (get, set) tests one flag for everything optional: `read_hook_` on reads, `notify_.recording()`
 // and `tracking_` on writes.
 #pragma once
 
@@ -45,6 +45,7 @@
 #include "eviction.hpp"
 #include "keyspace.hpp"
 #include "lazyfree.hpp"
+#include "notifier.hpp"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define EXPIRING_NOINLINE __attribute__((noinline))
@@ -180,89 +181,34 @@ class Engine {
     return options_.budget_clock_us ? options_.budget_clock_us() : SteadyMicrosClock{}();
   }
 
-  // ---- events ----
+  // ---- events and change-feed records (the notifier room: detail/notifier.hpp) ----
   // An event about entry e, and its record in the change feed.
   void emit(KeyEventCause cause, const entry_type& e) {
-    events_.push(cause, e.key);
-    if (EXPIRING_UNLIKELY(feed_.on())) feed_change(cause, e);
+    notify_.events().push(cause, e.key);
+    if (EXPIRING_UNLIKELY(notify_.recording())) feed_change(cause, e);
   }
   // RENAME within the store: the two events, one record.
-  void renamed(const entry_type& from, const entry_type& to) {
-    events_.push(KeyEventCause::rename_from, from.key);
-    events_.push(KeyEventCause::rename_to, to.key);
-    if (EXPIRING_UNLIKELY(feed_.on())) {
-      feed_.record(change_type{ChangeOp::rename, &from.key, &to.value, &to.key, 0, ChangeTtl::none, deadline_of(to)});
-    }
-  }
+  void renamed(const entry_type& from, const entry_type& to) { notify_.renamed(from.key, subject(to)); }
   // The end of a call: its feed unit closes, then its events are dispatched.
   void flush() {
-    if (EXPIRING_UNLIKELY(feed_.on())) {
-      feed_set_ = nullptr;
-      feed_.end_unit();
-    }
-    events_.flush([this](V& v) { lazy_free(v); });
+    notify_.end_call([this](V& v) { lazy_free(v); });
   }
-
-  // ---- the change feed (change_feed.hpp, docs/semantics.md D28-D33) ----
-
-  // The record of a change that leaves entry e in place, as Redis 7 propagates it.
+  // The record of a change that leaves entry e in place (out of line: the feed is optional).
   EXPIRING_NOINLINE void feed_change(KeyEventCause cause, const entry_type& e) {
-    const bool vol = ks_.is_volatile(e);
-    const change_type as_is{ChangeOp::set, &e.key, &e.value, nullptr, vol ? e.deadline : 0,
-                            vol ? ChangeTtl::at : ChangeTtl::none, deadline_of(e)};
-    const change_type keep{ChangeOp::set, &e.key, &e.value, nullptr, 0, ChangeTtl::keep, deadline_of(e)};
-    switch (cause) {
-      case KeyEventCause::set:        // SET ... EX/PX/EXAT/PXAT: SET k v PXAT ms
-      case KeyEventCause::copy_to:    // COPY and the other half of a transfer: the copy as it is
-      case KeyEventCause::rename_to:
-        feed_.record(as_is);
-        feed_set_ = &e;  // the `expire` event that follows is part of this record
-        return;
-      case KeyEventCause::expire:
-        if (feed_set_ != &e) feed_.record(change_type{ChangeOp::pexpireat, &e.key, nullptr, nullptr, e.deadline});
-        return;
-      case KeyEventCause::persist:
-        feed_.record(change_type{ChangeOp::persist, &e.key});
-        return;
-      case KeyEventCause::update:  // modify(), incr_by(): SET k v KEEPTTL (an idle TTL moves too)
-        feed_.record(idle_ms_ != 0 ? as_is : keep);
-        return;
-      case KeyEventCause::rename_from:  // the first half of a transfer: the key leaves
-        feed_.record(change_type{ChangeOp::del, &e.key});
-        return;
-      case KeyEventCause::hset:  // a hash's fields changed: the hash as it now is (D32)
-      case KeyEventCause::hdel:
-      case KeyEventCause::hexpire:
-      case KeyEventCause::hpersist:
-      case KeyEventCause::hexpired:
-        if constexpr (kHashes) {
-          // An emptied hash is deleted next: its DEL is the record.
-          const auto* m = hash_value_traits<V>::map(e.value);
-          if (m != nullptr && m->empty()) return;
-        }
-        if (feed_set_ != &e) feed_.record(as_is);  // with its deadline: an idle TTL may be new
-        feed_set_ = &e;
-        return;
-      case KeyEventCause::del:
-      case KeyEventCause::expired:
-      case KeyEventCause::evicted:
-        return;  // removals are recorded by remove() and expire_entry()
+    bool emptied = false;
+    if constexpr (kHashes) {  // an emptied hash is deleted next: its DEL is the record
+      const auto* m = hash_value_traits<V>::map(e.value);
+      emptied = m != nullptr && m->empty();
     }
+    notify_.changed(cause, subject(e), idle_ms_ != 0, emptied);
+  }
+  typename Notifier<K, V>::Subject subject(const entry_type& e) const noexcept {
+    return {e.key, e.value, &e, deadline_of(e)};
   }
   std::optional<std::int64_t> deadline_of(const entry_type& e) const noexcept {
     if (!ks_.is_volatile(e)) return std::nullopt;
     return e.deadline;
   }
-  // scan() and random_key(): their lazy DELs go one by one (restored on the way out, a throw
-  // from scan()'s function included).
-  struct ArbitraryKeys {
-    bool& flag;
-    bool was;
-    explicit ArbitraryKeys(bool& f) noexcept : flag(f), was(std::exchange(f, true)) {}
-    ArbitraryKeys(const ArbitraryKeys&) = delete;
-    ArbitraryKeys& operator=(const ArbitraryKeys&) = delete;
-    ~ArbitraryKeys() { flag = was; }
-  };
   // The verb of a deletion by a deadline already past (EXPIRE family, GETEX, SET ... PXAT):
   // Redis's DEL, or UNLINK under lazyfree-lazy-expire.
   ChangeOp past_deadline_verb() const noexcept {
@@ -331,19 +277,14 @@ class Engine {
   // `lazy`: the value goes to the lazy-free queue (if lazy free is enabled). `verb`: the
   // change feed's record of a removal by the caller (cause `del`): DEL or UNLINK.
   void remove(slot_iterator it, KeyEventCause cause, bool lazy = false, ChangeOp verb = ChangeOp::del) {
-    if (EXPIRING_UNLIKELY(feed_.on())) {
-      const K& key = ks_.entry(it).key;
-      if (cause == KeyEventCause::evicted) {  // Redis: DEL, or UNLINK under lazyfree-lazy-eviction
-        feed_.standalone(change_type{options_.lazyfree_lazy_eviction ? ChangeOp::unlink : ChangeOp::del, &key});
-      } else if (cause != KeyEventCause::expired) {  // expire_entry() records expiries
-        feed_.record(change_type{verb, &key});
-      }
+    if (EXPIRING_UNLIKELY(notify_.recording())) {
+      notify_.removed(cause, ks_.entry(it).key, verb, options_.lazyfree_lazy_eviction);
     }
     lazy = lazy && lazy_.enabled();
     ks_.erase(it, [&](entry_type& e) {
       unaccount(e);
-      if (events_.wants(cause)) {
-        events_.push_removed(cause, std::move(e.key), std::optional<V>(std::move(e.value)), lazy);
+      if (notify_.events().wants(cause)) {
+        notify_.events().push_removed(cause, std::move(e.key), std::optional<V>(std::move(e.value)), lazy);
       } else if (lazy) {
         lazy_free(e.value);
       }
@@ -456,7 +397,7 @@ class Engine {
     if (idle_ms_ != 0 && access == detail::Access::read) {
       refresh_idle(it->index, now);
       const entry_type& e = ks_.entry(it);  // the deadline moved: that is a change to record
-      if (feed_.on()) feed_.record(change_type{ChangeOp::pexpireat, &e.key, nullptr, nullptr, e.deadline});
+      notify_.deadline_moved(e.key, e.deadline);
     }
     return it;
   }
@@ -524,16 +465,10 @@ class Engine {
     auto& h = active ? stats_.expired_lateness.active : stats_.expired_lateness.lazy;
     ++h[static_cast<std::size_t>(LatenessHistogram::bucket_of(late < 0 ? 0 : late))];
     ++stats_.expired_keys;
-    if (EXPIRING_UNLIKELY(feed_.on())) {
-      // Only the primary decides that a key expired: it sends the DEL (UNLINK under
-      // lazyfree-lazy-expire). A lazy expiry waits for the change of the call that found it.
-      const bool unlink = options_.lazyfree_lazy_expire;
-      const K& key = ks_.entry(it).key;
-      if (active || feed_arbitrary_) {
-        feed_.standalone(change_type{unlink ? ChangeOp::unlink : ChangeOp::del, &key});
-      } else {
-        feed_.lazy_delete(key, unlink);
-      }
+    // Only the primary decides that a key expired: it sends the DEL (UNLINK under
+    // lazyfree-lazy-expire).
+    if (EXPIRING_UNLIKELY(notify_.recording())) {
+      notify_.expired(ks_.entry(it).key, active, options_.lazyfree_lazy_expire);
     }
     remove(it, KeyEventCause::expired, options_.lazyfree_lazy_expire);
   }
@@ -599,7 +534,6 @@ class Engine {
   Stats stats_{};
   detail::ActiveExpire active_;  // the active-expire cycle's state
   std::uint64_t rng_ = 0;
-  detail::EventQueue<K, V> events_;
   bool tracking_ = false;      // a memory limit is set: used_ is kept
   bool bounded_ = false;       // a memory limit or an entry bound is set
   bool touch_access_ = false;  // ... and the policy reads the access data
@@ -617,9 +551,7 @@ class Engine {
   std::uint64_t load_ns_ = 0;
   std::uint64_t evicted_weight_ = 0;
   bool in_command_ = false;    // inside as_one_command(): memory was checked already
-  detail::ChangeFeed<K, V> feed_;           // set_change_feed()
-  const entry_type* feed_set_ = nullptr;    // the entry the current call's last `set` record was about
-  bool feed_arbitrary_ = false;             // in scan() or random_key(): lazy DELs go one by one
+  Notifier<K, V> notify_;      // events and change-feed records (set_listener(), set_change_feed())
   std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
   std::size_t external_ = 0;   // set_external_memory(): client buffers and the like
   weigher_type weigher_;
