@@ -781,7 +781,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   template <class KK>
   Result<bool> copy_in(const KK& key, Transfer t, bool replace) {
     const std::int64_t now = now_ms();
-    if (!make_room(now, tracking_ ? incoming_weight(key, t.value) : 0)) return Errc::out_of_memory;
+    if (!make_room(now, incoming_weight(key, t.value))) return Errc::out_of_memory;
     const auto& lk = lookup_key(key);
     if (EXPIRING_UNLIKELY(options_.max_entries != 0) && ks_.size() >= options_.max_entries &&
         !room_for_key(lk, ks_.hash_of(lk), now)) {
@@ -882,8 +882,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     if (EXPIRING_UNLIKELY(notify_.recording())) notify_.feed().standalone(change_type{ChangeOp::flushall});
     ks_.clear();
     lazy_.clear();  // FLUSHDB (synchronous): pending lazy-free values go too
-    used_ = 0;
-    pool_.clear();
+    gov_.clear();
     active_.on_clear();
   }
 
@@ -1059,14 +1058,14 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
 
   // Used memory: the weigher's sum over the entries plus the external memory below. O(1)
   // with a limit set, O(size) without.
-  std::size_t used_memory() const { return (tracking_ ? used_ : weigh_all()) + external_; }
+  std::size_t used_memory() const { return (gov_.tracking() ? gov_.used() : weigh_all()) + gov_.external(); }
   // Memory the store does not hold but that counts against its limit, as Redis counts its
   // clients' query and output buffers in used_memory: a server sets it to the bytes of its
   // client buffers before each command, so that one request carrying a large value is refused
   // (noeviction) or makes room (any other policy) before it is stored. Counted by
   // used_memory() and by every limit check; never evicted. 0 by default.
-  void set_external_memory(std::size_t bytes) noexcept { external_ = bytes; }
-  std::size_t external_memory() const noexcept { return external_; }
+  void set_external_memory(std::size_t bytes) noexcept { gov_.set_external(bytes); }
+  std::size_t external_memory() const noexcept { return gov_.external(); }
   // The check Redis runs before every command that may grow memory (performEvictions):
   // if used memory is above the limit, evicts until it is not. Errc::out_of_memory when the
   // policy cannot free enough. The store's own writes run it themselves; call it before a
@@ -1089,8 +1088,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
       bool& flag;
       bool was;
       ~Restore() { flag = was; }
-    } restore{in_command_, in_command_};
-    in_command_ = true;
+    } restore{gov_.in_command(), gov_.in_command()};
+    gov_.in_command() = true;
     const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());
     std::forward<F>(fn)();
     return r;
@@ -1099,12 +1098,10 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // resets every key's access data to "now"; then keys are evicted at once while used memory
   // is above the limit, if the policy allows (as Redis does).
   void set_maxmemory(std::size_t bytes) {
-    const bool was = tracking_, had_access = touch_access_;
+    const bool had_access = touch_access_;
     options_.maxmemory = bytes;
-    update_eviction_flags();
-    if (tracking_ && !was) used_ = weigh_all();
+    update_eviction_flags();  // counts used memory when the limit turns on
     if (touch_access_ && !had_access) reset_access(now_ms());
-    if (!bounded_) pool_.clear();
     if (over_limit()) {
       (void)evict_to_limit(now_ms());
       flush();
@@ -1116,7 +1113,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     const bool was_lfu = is_lfu(options_.maxmemory_policy), had_access = touch_access_;
     options_.maxmemory_policy = policy;
     update_eviction_flags();
-    pool_.clear();
+    gov_.forget_candidates();
     if (touch_access_ && (!had_access || was_lfu != is_lfu(policy))) reset_access(now_ms());
   }
   // The entry bound (Options::max_entries; 0 = none). Lowering it below size() evicts down to
@@ -1127,7 +1124,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     options_.max_entries = n;
     update_eviction_flags();
     if (touch_access_ && !had_access) reset_access(now_ms());
-    if (!bounded_) pool_.clear();
     if (n != 0 && ks_.size() > n) {
       (void)evict_to_entries(now_ms(), n);
       flush();
@@ -1168,8 +1164,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // and must not throw (a throw calls std::terminate; see "Exceptions" at the top).
   // Recounts used memory (O(size)) when a limit is set.
   void set_weigher(weigher_type w) {
-    weigher_ = std::move(w);
-    if (tracking_) used_ = weigh_all();
+    gov_.set_weigher(std::move(w), [this] { return weigh_all(); });
   }
   // OBJECT FREQ: the key's LFU counter (decayed to now, not stored), without touching it;
   // nullopt if the key is missing. Meaningful while an LFU policy and a limit are set.
@@ -1350,7 +1345,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     c.load_failure_count = load_failed_;
     c.total_load_time_ns = load_ns_;
     c.eviction_count = stats_.evicted_keys;
-    c.eviction_weight = evicted_weight_;
+    c.eviction_weight = gov_.evicted_weight();
     return c;
   }
   // CONFIG RESETSTAT: zeroes the counters (both kinds) and the stale average.
@@ -1359,7 +1354,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     active_.reset_stats();
     lazy_.reset_stats();
     probe_hits_ = probe_misses_ = soft_reloads_ = 0;
-    load_ok_ = load_failed_ = load_ns_ = evicted_weight_ = 0;
+    load_ok_ = load_failed_ = load_ns_ = 0;
+    gov_.reset_evicted_weight();
   }
 
   // ==== Inspection (a quiet side door) ====================================================
@@ -1425,8 +1421,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::unaccount;
   using engine_type::over_limit;
   using engine_type::incoming_weight;
-  using engine_type::call_weigher;
-  using engine_type::as_type;
   using engine_type::predicted_heap_bytes;
   using engine_type::random_unit;
   using engine_type::draw;
@@ -1443,7 +1437,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::room_for_key;
   using engine_type::evict;
   using engine_type::make_room;
-  using engine_type::over_limit_when_empty;
   using engine_type::expire_entry;
   using engine_type::resolve_positive;
   using engine_type::jittered;
@@ -1452,13 +1445,12 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::unaccount_moved;
   using engine_type::clock_;
   using engine_type::notify_;
+  using engine_type::gov_;
   using engine_type::ks_;
   using engine_type::options_;
   using engine_type::stats_;
   using engine_type::active_;
   using engine_type::rng_;
-  using engine_type::tracking_;
-  using engine_type::bounded_;
   using engine_type::touch_access_;
   using engine_type::read_hook_;
   using engine_type::idle_ms_;
@@ -1468,12 +1460,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::load_ok_;
   using engine_type::load_failed_;
   using engine_type::load_ns_;
-  using engine_type::evicted_weight_;
-  using engine_type::in_command_;
-  using engine_type::used_;
-  using engine_type::external_;
-  using engine_type::weigher_;
-  using engine_type::pool_;
   using engine_type::lazy_;
   // A generic member placed a value in entry i: a hash is indexed by its earliest field
   // deadline (hash_fields.hpp). Nothing for other values.
@@ -1668,7 +1654,8 @@ Result<const V*> ExpiringStore<K, V, H, E, C, P>::get_or_load(const KK& key, F&&
     // The write will need room: refuse before loading rather than after. The value is not
     // known yet: count what the default weigher will count at least (a weigher of your own
     // is asked when the loaded value is set).
-    const std::size_t at_least = tracking_ && !weigher_ ? sizeof(K) + sizeof(V) + this->template predicted_heap_bytes<K>(key) : 0;
+    const std::size_t at_least =
+        gov_.tracking() && !gov_.weigher() ? sizeof(K) + sizeof(V) + this->template predicted_heap_bytes<K>(key) : 0;
     // The entry bound likewise: a key that is not there needs room before the loader runs.
     const bool absent = it == ks_.end();
     if (!make_room(now, at_least) || (EXPIRING_UNLIKELY(options_.max_entries != 0) && absent &&
@@ -1823,7 +1810,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::copy_at(const K1& src, const K2& d
   const std::uint64_t hd = ks_.hash_of(ld);
   if (hs == hd && ks_.keys_equal(ls, ld)) return Errc::same_key;  // checked first, as Redis
   std::size_t incoming = 0;  // the copy's weight: the source's value under the new key
-  if (tracking_) {
+  if (gov_.tracking()) {
     if (const entry_type* e = ks_.find_entry(ls, hs); e != nullptr && !e->is_stale(now)) {
       incoming = incoming_weight(dst, e->value);
     }
@@ -1962,10 +1949,10 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   const bool was_volatile = ks_.is_volatile(ks_.entry(s));
   const std::int64_t deadline = ks_.entry(s).deadline;
   ks_.prepare_deadline(deadline);
-  const std::size_t src_weight = tracking_ ? weight(ks_.entry(s)) : 0;
+  const std::size_t src_weight = gov_.tracking() ? weight(ks_.entry(s)) : 0;
   const std::uint32_t d = ks_.try_emplace(ld, hd, dst, std::move(ks_.entry(s).value)).first;
   s = ks_.find_index(ls, hs);  // the insertion may have grown the table, moving src
-  if (tracking_) used_ -= src_weight;
+  gov_.release(src_weight);
   account(ks_.entry(d));
   if (touch_access_) ks_.access(d) = ks_.access(s);
   if (was_volatile) ks_.set_deadline(d, deadline);

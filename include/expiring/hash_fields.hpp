@@ -555,7 +555,7 @@ class HashFieldOps<Engine, V, true> : public Engine {
   template <class FF, class VV>
   bool room_for(std::int64_t now, const FF& field, const VV& value) {
     HashFieldOps& s = *this;
-    return !s.tracking_ || s.make_room(now, Engine::template predicted_heap_bytes<field_type>(field) +
+    return !s.gov_.tracking() || s.make_room(now, Engine::template predicted_heap_bytes<field_type>(field) +
                                                 Engine::template predicted_heap_bytes<field_value_type>(value) +
                                                 sizeof(field_type) + sizeof(field_value_type));
   }

@@ -11,14 +11,14 @@
 //   remove()        a key leaves: events, change-feed record, memory, lazy free
 //   expire_entry()  a stale key is reclaimed, lazily or by the active cycle
 //   emit() flush()  events and change-feed records of the current call, delivered at its end
-//   make_room()     the memory governor: accounting, admission, eviction (evict.c)
+//   make_room()     admission and eviction by the memory governor (detail/memory.hpp)
 //   touched()       access tracking: LRU/LFU data, idle TTLs
 //   jittered() resolve_positive() freshness_of()   TTL arithmetic
 //
 // Rooms above it (the hash-field members of hash_fields.hpp, the face) reach it through
 // this protected API, by inheritance: none of them is a friend of another. The hot path
 // (get, set) tests one flag for everything optional: `read_hook_` on reads, `notify_.recording()`
-// and `tracking_` on writes.
+// and `gov_.tracking()` on writes.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +45,7 @@
 #include "eviction.hpp"
 #include "keyspace.hpp"
 #include "lazyfree.hpp"
+#include "memory.hpp"
 #include "notifier.hpp"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -313,66 +314,26 @@ class Engine {
   }
   // Derives the flags from the options; allocates or frees the access array as needed.
   void update_eviction_flags() {
-    tracking_ = options_.maxmemory != 0;
-    bounded_ = tracking_ || options_.max_entries != 0;
-    const bool want = bounded_ && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
+    gov_.set_limits(options_.maxmemory, options_.max_entries, [this] { return weigh_all(); });
+    const bool want = gov_.bounded() && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
     if (want != touch_access_) ks_.enable_access(want);
     touch_access_ = want;
     read_hook_ = touch_access_ || idle_ms_ != 0;
   }
-  std::size_t weight(const entry_type& e) const noexcept {
-    if (weigher_) return weigher_(e.key, e.value);
-    return sizeof(K) + sizeof(V) + detail::heap_bytes(e.key) + detail::heap_bytes(e.value);
-  }
-  void account(const entry_type& e) {
-    if (tracking_) used_ += weight(e);
-  }
-  void unaccount(const entry_type& e) {
-    if (tracking_) used_ -= weight(e);
-  }
-  // Whether used memory plus `incoming` bytes is above the limit (no overflow: each term is
-  // compared against what is left of the limit).
-  bool over_limit(std::size_t incoming = 0) const noexcept {
-    if (!tracking_) return false;
-    const std::size_t max = options_.maxmemory;
-    return external_ > max || incoming > max - external_ || used_ > max - external_ - incoming;
-  }
-  // The weight of an entry about to be written from (key, value), before it exists: what
-  // weight() will say of it. The default weigher's std::string heap bytes are predicted from
-  // the length (a std::string built from n chars owns n + 1 bytes past its inline buffer); a
-  // weigher of your own sees a K and a V built for it when the arguments are other types.
+  // ---- memory (the governor room: detail/memory.hpp) ----
+  std::size_t weight(const entry_type& e) const noexcept { return gov_.weight(e.key, e.value); }
+  void account(const entry_type& e) noexcept { gov_.account(e.key, e.value); }
+  void unaccount(const entry_type& e) noexcept { gov_.unaccount(e.key, e.value); }
+  // Whether used memory plus `incoming` bytes is above the limit.
+  bool over_limit(std::size_t incoming = 0) const noexcept { return gov_.over_limit(options_.maxmemory, incoming); }
+  // The weight of an entry about to be written from (key, value), before it exists.
   template <class KK, class VV>
   std::size_t incoming_weight(const KK& key, const VV& value) const {
-    if (!tracking_) return 0;
-    if (weigher_) {
-      const auto& k = as_type<K>(key);
-      const auto& v = as_type<V>(value);
-      return call_weigher(k, v);
-    }
-    return sizeof(K) + sizeof(V) + predicted_heap_bytes<K>(key) + predicted_heap_bytes<V>(value);
-  }
-  std::size_t call_weigher(const K& k, const V& v) const noexcept { return weigher_(k, v); }
-  template <class T, class U>
-  static decltype(auto) as_type(const U& u) {
-    if constexpr (std::is_same_v<std::decay_t<U>, T>) {
-      return (u);
-    } else {
-      return T(u);
-    }
+    return gov_.incoming_weight(key, value);
   }
   template <class T, class U>
   static std::size_t predicted_heap_bytes(const U& u) {
-    if constexpr (std::is_same_v<std::decay_t<U>, T>) {
-      return detail::heap_bytes(u);
-    } else if constexpr (detail::has_heap_bytes<T>::value && std::is_convertible_v<const U&, std::string_view>) {
-      const std::size_t n = std::string_view(u).size();
-      static const std::size_t inline_capacity = std::string().capacity();  // T holds or is a std::string
-      return n > inline_capacity ? n + 1 : 0;
-    } else if constexpr (detail::has_heap_bytes<T>::value) {
-      return detail::heap_bytes(T(u));
-    } else {
-      return 0;
-    }
+    return MemoryGovernor<K, V>::template predicted_heap_bytes<T>(u);
   }
   double random_unit() { return static_cast<double>(draw() >> 11) * (1.0 / 9007199254740992.0); }
   std::uint64_t draw() { return options_.random ? options_.random() : next_random(); }
@@ -444,20 +405,16 @@ class Engine {
   }
   void evict(slot_iterator victim) {
     ++stats_.evicted_keys;
-    evicted_weight_ += weight(ks_.entry(victim));
+    gov_.count_evicted(weight(ks_.entry(victim)));
     remove(victim, KeyEventCause::evicted, options_.lazyfree_lazy_eviction);
   }
   // The check before a write that may grow memory by up to `incoming` bytes: evicts until
   // used memory plus `incoming` fits the limit. A write that could not fit even in an empty
   // store (incoming + external memory above the limit) is refused before anything is evicted.
   bool make_room(std::int64_t now, std::size_t incoming = 0) {
-    if (!over_limit(incoming) || in_command_) return true;
-    if (incoming != 0 && over_limit_when_empty(incoming)) return false;
+    if (!over_limit(incoming) || gov_.in_command()) return true;
+    if (incoming != 0 && gov_.over_limit_when_empty(options_.maxmemory, incoming)) return false;
     return evict_to_limit(now, incoming);
-  }
-  bool over_limit_when_empty(std::size_t incoming) const noexcept {
-    const std::size_t max = options_.maxmemory;
-    return external_ > max || incoming > max - external_;
   }
   // Reclaims a stale key (cause `expired`) found at `now`, lazily or by tick() (`active`).
   void expire_entry(slot_iterator it, std::int64_t now, bool active = false) {
@@ -524,18 +481,14 @@ class Engine {
   }
 
   // The value of an entry moved out before its erasure: its weight leaves used memory.
-  void unaccount_moved(const entry_type& e, const V& moved) {
-    if (tracking_) used_ -= weigher_ ? call_weigher(e.key, moved) : sizeof(K) + sizeof(V) + detail::heap_bytes(e.key) +
-                                                                     detail::heap_bytes(moved);
-  }
+  void unaccount_moved(const entry_type& e, const V& moved) noexcept { gov_.unaccount(e.key, moved); }
+
   Clock clock_;
   keyspace_type ks_;
   Options options_;
   Stats stats_{};
   detail::ActiveExpire active_;  // the active-expire cycle's state
   std::uint64_t rng_ = 0;
-  bool tracking_ = false;      // a memory limit is set: used_ is kept
-  bool bounded_ = false;       // a memory limit or an entry bound is set
   bool touch_access_ = false;  // ... and the policy reads the access data
   bool read_hook_ = false;     // touch_access_, or an idle TTL: reads take the slow path
   std::int64_t idle_ms_ = 0;   // Options::expire_after_access in ms (0: off)
@@ -549,13 +502,8 @@ class Engine {
   std::uint64_t load_ok_ = 0;
   std::uint64_t load_failed_ = 0;
   std::uint64_t load_ns_ = 0;
-  std::uint64_t evicted_weight_ = 0;
-  bool in_command_ = false;    // inside as_one_command(): memory was checked already
   Notifier<K, V> notify_;      // events and change-feed records (set_listener(), set_change_feed())
-  std::size_t used_ = 0;       // the weigher's sum over the entries, while tracking_
-  std::size_t external_ = 0;   // set_external_memory(): client buffers and the like
-  weigher_type weigher_;
-  detail::EvictionPool<K> pool_;
+  MemoryGovernor<K, V> gov_;  // maxmemory: accounting, admission, eviction
   detail::LazyFree<V> lazy_;  // values removed lazily, waiting for tick() or the reclaimer
 };
 
@@ -566,14 +514,10 @@ bool Engine<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t inco
   if (options_.replica) return true;  // a replica never evicts (Redis's replica-ignore-maxmemory)
   const EvictionPolicy policy = options_.maxmemory_policy;
   if (policy == EvictionPolicy::noeviction) return false;
-  while (over_limit(incoming)) {
-    const slot_iterator victim = detail::choose_victim(
-        ks_, pool_, policy, options_.maxmemory_samples, [&](std::uint32_t i) { return eviction_score(i, now); },
-        [&] { return draw(); });
-    if (victim == ks_.end()) return false;  // nothing left in the policy's population
-    evict(victim);
-  }
-  return true;
+  return gov_.evict_while(
+      ks_, policy, options_.maxmemory_samples, [&] { return over_limit(incoming); },
+      [&](std::uint32_t i) { return eviction_score(i, now); }, [&] { return draw(); },
+      [&](slot_iterator victim) { evict(victim); });
 }
 
 // Options::max_entries: evicts the policy's best candidates until at most `target` keys are
@@ -582,15 +526,12 @@ template <class K, class V, class H, class E, class C, class P>
 bool Engine<K, V, H, E, C, P>::evict_to_entries(std::int64_t now, std::size_t target) {
   if (options_.replica) return true;  // a replica never evicts (Redis's replica-ignore-maxmemory)
   const EvictionPolicy policy = options_.maxmemory_policy;
-  while (ks_.size() > target) {
-    if (policy == EvictionPolicy::noeviction) return false;
-    const slot_iterator victim = detail::choose_victim(
-        ks_, pool_, policy, options_.maxmemory_samples, [&](std::uint32_t i) { return eviction_score(i, now); },
-        [&] { return draw(); });
-    if (victim == ks_.end()) return false;
-    evict(victim);
-  }
-  return true;
+  if (ks_.size() <= target) return true;
+  if (policy == EvictionPolicy::noeviction) return false;
+  return gov_.evict_while(
+      ks_, policy, options_.maxmemory_samples, [&] { return ks_.size() > target; },
+      [&](std::uint32_t i) { return eviction_score(i, now); }, [&] { return draw(); },
+      [&](slot_iterator victim) { evict(victim); });
 }
 
 }  // namespace detail
