@@ -1,7 +1,9 @@
 // tests/test_compute.cpp: the atomic read-modify-writes of ExpiringStore (compute(),
 // pexpireat_if_equal(), del_if_equal()) and the transfer halves ConcurrentStore's
-// cross-shard RENAME and COPY are made of (rename_out/rename_in, copy_out/copy_in): replies,
+// cross-shard RENAME and COPY are made of (rename_out/rename_in, copy_out/copy_in, members of
+// the shards, detail/shard_store.hpp): replies,
 // TTLs, events, errors that change nothing. Over the suite's TestPolicy.
+#include <expiring/detail/shard_store.hpp>
 #include <expiring/expiring.hpp>
 
 #include <chrono>
@@ -22,6 +24,9 @@ using expiring::ManualClock;
 
 namespace {
 using S = expiring::Store<std::string, std::string, ManualClock, TestPolicy>;
+// A shard of ConcurrentStore: the same store, with the transfer halves.
+using Shard = expiring::detail::ShardStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
+                                           ManualClock, TestPolicy>;
 using C = Computed<std::string>;
 constexpr std::int64_t kT0 = 1'000'000;
 
@@ -139,10 +144,10 @@ TEST_CASE("pexpireat_if_equal and del_if_equal: the lock lease", "[compute][leas
 
 TEST_CASE("transfers: rename_out/rename_in and copy_out/copy_in keep value, TTL and events", "[compute][transfer]") {
   ManualClock clock{kT0};
-  S a{clock}, b{clock};
+  Shard a{clock}, b{clock};
   Events ea, eb;
-  a.set_listener([&](const S::event_type& e) { ea.emplace_back(e.cause, e.key); });
-  b.set_listener([&](const S::event_type& e) { eb.emplace_back(e.cause, e.key); });
+  a.set_listener([&](const Shard::event_type& e) { ea.emplace_back(e.cause, e.key); });
+  b.set_listener([&](const Shard::event_type& e) { eb.emplace_back(e.cause, e.key); });
   REQUIRE(a.set("src", "v", 20s).ok());
   REQUIRE(b.set("dst", "old", 5s).ok());
   ea.clear();

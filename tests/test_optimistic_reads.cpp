@@ -1,5 +1,5 @@
 // tests/test_optimistic_reads.cpp: ConcurrentStore's get() without the shard lock
-// (detail/read_section.hpp, detail/shard_lock.hpp, ExpiringStore::read_racy).
+// (detail/read_section.hpp, detail/shard_lock.hpp, detail::ShardStore::read_racy).
 //
 // * The pieces: the lock's version (odd while held, +2 per critical section, readers validate
 //   against it), Readers::synchronize() waiting for a section that is open, thread ids reused
@@ -43,7 +43,7 @@ using u64 = std::uint64_t;
 constexpr std::int64_t T0 = 1'700'000'000'000;
 
 template <class K, class V, class Eq = std::equal_to<>>
-using Engine = expiring::ExpiringStore<K, V, expiring::Hash<K>, Eq, ManualClock, TestPolicy>;
+using Engine = expiring::detail::ShardStore<K, V, expiring::Hash<K>, Eq, ManualClock, TestPolicy>;
 
 // Which stores read optimistically: trivially copyable values, keys compared as bytes.
 static_assert(Engine<u64, u64>::kRacyReads);

@@ -69,6 +69,7 @@
 #include "detail/quiet_thread.hpp"
 #include "detail/read_section.hpp"
 #include "detail/shard_lock.hpp"
+#include "detail/shard_store.hpp"
 #include "expiring_store.hpp"
 
 namespace expiring {
@@ -95,7 +96,7 @@ using ConcurrentStore = BasicConcurrentStore<K, V, expiring::Hash<K>, std::equal
 template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
 class BasicConcurrentStore {
  public:
-  using engine_type = ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>;
+  using engine_type = detail::ShardStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>;
   using key_type = K;
   using mapped_type = V;
   using event_type = KeyEvent<K, V>;

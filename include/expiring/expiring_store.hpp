@@ -723,131 +723,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   template <class KK, class F>
   Result<bool> compute(const KK& key, F&& fn);
 
-  // ==== Moving entries between stores =====================================================
-  // The halves of RENAME and COPY when source and destination live in different stores
-  // (ConcurrentStore's shards): take the entry out of one, put it into the other. Each half
-  // is what the one-store command does to its own key, with the same events.
-
-  // An entry in transit: its value and absolute deadline (kNoTtl: none).
-  struct Transfer {
-    V value;
-    std::int64_t pexpiretime;
-  };
-  // RENAME's first half: removes the live key `key` and returns its value and TTL (cause
-  // `rename_from`); nullopt if it is missing. A write lookup: no hit or miss is counted.
-  template <class KK>
-  std::optional<Transfer> rename_out(const KK& key) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
-    std::optional<Transfer> out;
-    if (it != ks_.end()) {
-      entry_type& e = ks_.entry(it);
-      out.emplace(Transfer{std::move(e.value), ks_.is_volatile(e) ? e.deadline : kNoTtl});
-      emit(KeyEventCause::rename_from, e);
-      ks_.erase(it, [&](entry_type& gone) { unaccount_moved(gone, out->value); });
-    }
-    flush();
-    return out;
-  }
-  // RENAME's second half: stores t under `key`, replacing a live key and its TTL (cause
-  // `rename_to`). Never refused, as RENAME is not (it moves memory, it does not add it). With
-  // `nx` (RENAMENX) a live key is kept and false returned.
-  template <class KK>
-  bool rename_in(const KK& key, Transfer t, bool nx = false) {
-    const std::int64_t now = now_ms();
-    const bool stored = put_transfer(key, std::move(t), nx ? SetCond::NX : SetCond::Always, now, KeyEventCause::rename_to);
-    flush();
-    return stored;
-  }
-  // COPY's first half: the live value and TTL of `key` (nullopt if missing), counted as a
-  // keyspace hit or miss as COPY's source lookup is.
-  template <class KK>
-  std::optional<Transfer> copy_out(const KK& key) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
-    ++(it != ks_.end() ? probe_hits_ : probe_misses_);
-    std::optional<Transfer> out;
-    if (it != ks_.end()) {
-      const entry_type& e = ks_.entry(it);
-      out.emplace(Transfer{e.value, ks_.is_volatile(e) ? e.deadline : kNoTtl});
-    }
-    flush();
-    return out;
-  }
-  // COPY's second half: stores t under `key` (cause `copy_to`); false when a live key is there
-  // and `replace` is false. Errc::out_of_memory as copy().
-  template <class KK>
-  Result<bool> copy_in(const KK& key, Transfer t, bool replace) {
-    const std::int64_t now = now_ms();
-    if (!make_room(now, incoming_weight(key, t.value))) return Errc::out_of_memory;
-    const auto& lk = lookup_key(key);
-    if (EXPIRING_UNLIKELY(options_.max_entries != 0) && ks_.size() >= options_.max_entries &&
-        !room_for_key(lk, ks_.hash_of(lk), now)) {
-      flush();
-      return Errc::out_of_memory;
-    }
-    const bool stored = put_transfer(key, std::move(t), replace ? SetCond::Always : SetCond::NX, now, KeyEventCause::copy_to);
-    flush();
-    return stored;
-  }
-
-  // ==== Reading without writing (ConcurrentStore's optimistic get) ========================
-  // A lookup that writes nothing, made while writers may be changing the store: it reads
-  // the key, value and deadline as bytes, so they must be trivially copyable and the key
-  // compared bytewise (integers, enums, pointers, with std::equal_to). What it reads may be
-  // torn; the caller rejects that by validating a version (see concurrent_store.hpp and
-  // detail/read_section.hpp) and frees nothing a reader may be in (set_free_hook()).
-
-  static constexpr bool kRacyReads =
-      std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V> &&
-      ((std::is_integral_v<K> && !std::is_same_v<K, bool>) || std::is_enum_v<K> || std::is_pointer_v<K>) &&
-      std::has_unique_object_representations_v<K> &&
-      (std::is_same_v<KeyEqual, std::equal_to<>> || std::is_same_v<KeyEqual, std::equal_to<K>>);
-  enum class RacyRead { hit, hit_unrecorded, miss, torn, locked };
-  // GET of `key` (hash h = hash_from(hash_function()(key))) without writing: `hit` with the
-  // value copied into `out` (bytewise: meaningful only once validated), `hit_unrecorded` the same under an LRU limit (the
-  // access is not recorded: the caller redoes some of these under the lock, so that LRU data
-  // is sampled), `miss` for an absent key, `torn` when valid() said the table's addresses
-  // were read while a writer ran (valid() is called once, after those addresses are read and
-  // before anything is read through them), `locked` when the read must be done under the lock
-  // (the key is stale and must be reclaimed, an LFU counter or an idle TTL is kept). Counts
-  // nothing (the caller counts hits and misses). Only when kRacyReads.
-  template <class Valid>
-  RacyRead read_racy(const K& key, std::uint64_t h, V& out, Valid&& valid) const {
-    static_assert(kRacyReads, "read_racy() needs trivially copyable keys and values");
-    const bool hook = read_hook_;
-    const bool lru_only = idle_ms_ == 0 && !is_lfu(options_.maxmemory_policy);
-    const auto view = ks_.view();
-    if (!valid()) return RacyRead::torn;
-    if (hook && !lru_only) return RacyRead::locked;
-    const entry_type* slots = view.slots;
-    // Keys compared as bytes (a torn or never-written slot is never loaded as a K).
-    const std::uint32_t i = keyspace_type::table_type::find_in(view, h, [&](std::uint32_t j) {
-      return std::memcmp(static_cast<const void*>(&slots[j].key), static_cast<const void*>(&key), sizeof(K)) == 0;
-    });
-    if (i == detail::kNoSlot) return RacyRead::miss;
-    std::int64_t deadline;
-    std::memcpy(&deadline, &slots[i].deadline, sizeof deadline);
-    if (deadline != detail::kNoDeadline && now_ms() > deadline) return RacyRead::locked;
-    std::memcpy(static_cast<void*>(&out), static_cast<const void*>(&slots[i].value), sizeof(V));
-    return hook ? RacyRead::hit_unrecorded : RacyRead::hit;
-  }
-  // get_many()'s prefetch stages for read_racy(): the control group of h (an address from a
-  // possibly torn read: a prefetch cannot fault), then its likely slot, which reads the control
-  // bytes, so only if valid() says the table's addresses were read with no writer running.
-  void prefetch_racy_group(std::uint64_t h) const noexcept { keyspace_type::table_type::prefetch_group_in(ks_.view(), h); }
-  template <class Valid>
-  void prefetch_racy_slot(std::uint64_t h, Valid&& valid) const noexcept {
-    const auto view = ks_.view();
-    if (valid()) keyspace_type::table_type::prefetch_slot_in(view, h);
-  }
-  // The 64-bit hash read_racy() takes, from hash_function()(key).
-  std::uint64_t hash_from(std::uint64_t raw) const noexcept { return ks_.template hash_from<K>(raw); }
-  // fn(ctx) is called before the table frees a block of entries.
-  void set_free_hook(void (*fn)(void*), void* ctx) noexcept { ks_.entries_mut().set_free_hook(fn, ctx); }
-
   // ==== Keyspace ==========================================================================
 
   // RENAME src dst: moves src's value and TTL (or lack of one) to dst, replacing dst and its
@@ -1393,8 +1268,15 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     return true;
   }
 
- private:
-  // The engine's internal API and state (detail/engine.hpp), used by the members above.
+ protected:
+  // A generic member placed a value in entry i: a hash is indexed by its earliest field
+  // deadline (hash_fields.hpp). Nothing for other values.
+  void placed(std::uint32_t i, std::int64_t now) {
+    if constexpr (kHashes) this->hash_placed(i, now);
+  }
+
+  // The engine's internal API and state (detail/engine.hpp), used by the members above and
+  // by ConcurrentStore's shards (detail/shard_store.hpp).
   using engine_type::kTransparent;
   using engine_type::lookup_key;
   using engine_type::next_random;
@@ -1461,12 +1343,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::load_failed_;
   using engine_type::load_ns_;
   using engine_type::lazy_;
-  // A generic member placed a value in entry i: a hash is indexed by its earliest field
-  // deadline (hash_fields.hpp). Nothing for other values.
-  void placed(std::uint32_t i, std::int64_t now) {
-    if constexpr (kHashes) this->hash_placed(i, now);
-  }
 
+ private:
   template <class KK, class VV>
   Result<bool> write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond, std::int64_t now,
                      std::optional<V>* old);
@@ -1483,41 +1361,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
                               ExpireFlags flags, Jitter jitter = {}, bool overflowed = false, Guard guard = {});
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
-  // Stores a transferred entry under `key` (a write lookup; a live key is replaced unless
-  // cond is NX), with its TTL exactly; raises `cause`.
-  template <class KK>
-  bool put_transfer(const KK& key, Transfer t, SetCond cond, std::int64_t now, KeyEventCause cause) {
-    const auto& lk = lookup_key(key);
-    const std::uint64_t h = ks_.hash_of(lk);
-    auto it = lookup(lk, h, now, detail::Access::write);
-    if (it != ks_.end() && cond == SetCond::NX) return false;
-    if (t.pexpiretime != kNoTtl) {
-      if (t.pexpiretime < now) {  // it expired in transit: the key is gone, as a lazy expiry
-        if (it != ks_.end()) remove(it, KeyEventCause::del, false, past_deadline_verb());
-        return true;
-      }
-      ks_.prepare_deadline(t.pexpiretime);
-    }
-    std::uint32_t i = 0;
-    if (it != ks_.end()) {
-      i = it->index;
-      unaccount(ks_.entry(i));
-      replace_value(ks_.entry(i).value, std::move(t.value));
-      account(ks_.entry(i));
-    } else {
-      i = ks_.try_emplace(lk, h, key, std::move(t.value)).first;
-      account(ks_.entry(i));
-      init_access(i, now);
-    }
-    if (t.pexpiretime != kNoTtl) {
-      ks_.set_deadline(i, t.pexpiretime);
-    } else {
-      ks_.clear_deadline(i);
-    }
-    placed(i, now);
-    emit(cause, ks_.entry(i));
-    return true;
-  }
   // PEXPIREAT guarded by the value: one lookup (a stale key is reclaimed as by PEXPIREAT), one
   // clock reading.
   template <class KK, class VV>
