@@ -243,14 +243,14 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     const slot_iterator it = ks_.find(lk, ks_.hash_of(lk));
     if (it != ks_.end()) {
       const entry_type& e = ks_.entry(it);
-      if (e.deadline == detail::kNoDeadline && !read_hook_) {  // alive at any time
+      if (e.deadline == detail::kNoDeadline && !access_.read_hook()) {  // alive at any time
         ++stats_.keyspace_hits;
         return &e.value;
       }
       const std::int64_t now = now_ms();
       if (!e.is_stale(now)) {
         ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(read_hook_)) return &ks_.entry(touched(it, now, detail::Access::read)).value;
+        if (EXPIRING_UNLIKELY(access_.read_hook())) return &ks_.entry(touched(it, now, detail::Access::read)).value;
         return &e.value;
       }
       if (EXPIRING_UNLIKELY(options_.replica)) {  // a replica's read: missing, left in place
@@ -518,7 +518,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
         throw;
       }
       account(e);
-      if (idle_ms_ != 0) refresh_idle(it->index, now);
+      if (access_.idle_ms() != 0) refresh_idle(it->index, now);
       placed(it->index, now);
       emit(KeyEventCause::update, e);
     }
@@ -973,10 +973,10 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // resets every key's access data to "now"; then keys are evicted at once while used memory
   // is above the limit, if the policy allows (as Redis does).
   void set_maxmemory(std::size_t bytes) {
-    const bool had_access = touch_access_;
+    const bool had_access = access_.words();
     options_.maxmemory = bytes;
     update_eviction_flags();  // counts used memory when the limit turns on
-    if (touch_access_ && !had_access) reset_access(now_ms());
+    if (access_.words() && !had_access) reset_access(now_ms());
     if (over_limit()) {
       (void)evict_to_limit(now_ms());
       flush();
@@ -985,20 +985,20 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // CONFIG SET maxmemory-policy. Changing between the LRU and LFU families resets the access
   // data of every key (O(size)); the candidate pool is emptied.
   void set_maxmemory_policy(EvictionPolicy policy) {
-    const bool was_lfu = is_lfu(options_.maxmemory_policy), had_access = touch_access_;
+    const bool was_lfu = is_lfu(options_.maxmemory_policy), had_access = access_.words();
     options_.maxmemory_policy = policy;
     update_eviction_flags();
     gov_.forget_candidates();
-    if (touch_access_ && (!had_access || was_lfu != is_lfu(policy))) reset_access(now_ms());
+    if (access_.words() && (!had_access || was_lfu != is_lfu(policy))) reset_access(now_ms());
   }
   // The entry bound (Options::max_entries; 0 = none). Lowering it below size() evicts down to
   // it at once if the policy allows (with noeviction the keys stay, and adding keys is
   // refused until deletes or expiry bring the count under the bound).
   void set_max_entries(std::size_t n) {
-    const bool had_access = touch_access_;
+    const bool had_access = access_.words();
     options_.max_entries = n;
     update_eviction_flags();
-    if (touch_access_ && !had_access) reset_access(now_ms());
+    if (access_.words() && !had_access) reset_access(now_ms());
     if (n != 0 && ks_.size() > n) {
       (void)evict_to_entries(now_ms(), n);
       flush();
@@ -1013,8 +1013,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     // The sign of the duration itself: -1 us rounds up to 0 ms, which would turn the TTL off.
     if (!ms.ok || idle < std::chrono::duration<Rep, Period>::zero()) return Errc::out_of_range;
     options_.expire_after_access = std::chrono::milliseconds(ms.ms);
-    idle_ms_ = ms.ms;
-    read_hook_ = touch_access_ || idle_ms_ != 0;
+    access_.set_idle_ms(ms.ms);
     return {};
   }
 
@@ -1048,7 +1047,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     const std::int64_t now = now_ms();
     const std::uint32_t i = quiet_index(key, now);
     if (i == detail::kNoPos) return std::nullopt;
-    if (!touch_access_) return 0;
+    if (!access_.words()) return 0;
     return detail::lfu_decayed(ks_.access(i), detail::lfu_minutes(now), options_.lfu_decay_time);
   }
   // OBJECT IDLETIME: ms since the key's last access (in LRU clock resolution), without
@@ -1058,7 +1057,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     const std::int64_t now = now_ms();
     const std::uint32_t i = quiet_index(key, now);
     if (i == detail::kNoPos) return std::nullopt;
-    if (!touch_access_) return 0;
+    if (!access_.words()) return 0;
     const std::uint64_t idle =
         detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms), ks_.access(i) & detail::kLruClockMax);
     return static_cast<std::int64_t>(idle) * options_.lru_clock_resolution_ms;
@@ -1296,7 +1295,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::lazy_free;
   using engine_type::replace_value;
   using engine_type::is_lfu;
-  using engine_type::is_lru;
   using engine_type::update_eviction_flags;
   using engine_type::weight;
   using engine_type::account;
@@ -1309,7 +1307,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::init_access;
   using engine_type::reset_access;
   using engine_type::touched;
-  using engine_type::idle_deadline;
   using engine_type::refresh_idle;
   using engine_type::prepared_idle_deadline;
   using engine_type::touch_access;
@@ -1328,14 +1325,12 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::clock_;
   using engine_type::notify_;
   using engine_type::gov_;
+  using engine_type::access_;
   using engine_type::ks_;
   using engine_type::options_;
   using engine_type::stats_;
   using engine_type::active_;
   using engine_type::rng_;
-  using engine_type::touch_access_;
-  using engine_type::read_hook_;
-  using engine_type::idle_ms_;
   using engine_type::probe_hits_;
   using engine_type::probe_misses_;
   using engine_type::soft_reloads_;
@@ -1403,7 +1398,7 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
   }
   const bool keep_ttl = spec.kind == detail::ExpiryKind::keepttl;
   // expire_after_access: a write without a TTL gives the idle one (no `expire` event).
-  const bool idle = EXPIRING_UNLIKELY(idle_ms_ != 0) && !with_deadline && !keep_ttl;
+  const bool idle = EXPIRING_UNLIKELY(access_.idle_ms() != 0) && !with_deadline && !keep_ttl;
   if (idle) when = prepared_idle_deadline(now);
   const auto& lk = lookup_key(key);
   const std::uint64_t h = ks_.hash_of(lk);
@@ -1429,7 +1424,7 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
         throw;
       }
       account(e);
-      if (touch_access_) touch_access(i, now);
+      if (access_.words()) touch_access(i, now);
     }
     if (with_deadline || idle) {
       ks_.set_deadline(i, when);
@@ -1545,7 +1540,7 @@ Result<void> ExpiringStore<K, V, H, E, C, P>::getex_at(const KK& key, detail::Ex
   const bool option = spec.kind != detail::ExpiryKind::none;
   auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read, option ? detail::Touch::no : detail::Touch::yes);
   if (it == ks_.end()) return {};  // missing: the option is not validated
-  if (option && touch_access_) touch_access(it->index, now);
+  if (option && access_.words()) touch_access(it->index, now);
   std::int64_t when = 0;
   const bool with_deadline = has_deadline(spec);
   if (with_deadline) {
@@ -1775,7 +1770,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
     unaccount(se);
     unaccount(de);
     replace_value(de.value, std::move(se.value));
-    if (touch_access_) ks_.access(d) = ks_.access(s);  // the value keeps its access data, as Redis's rename
+    if (access_.words()) ks_.access(d) = ks_.access(s);  // the value keeps its access data, as Redis's rename
     account(de);
     if (ks_.is_volatile(se)) {
       ks_.set_deadline(d, se.deadline);
@@ -1797,7 +1792,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::rename_at(const K1& src, const K2&
   s = ks_.find_index(ls, hs);  // the insertion may have grown the table, moving src
   gov_.release(src_weight);
   account(ks_.entry(d));
-  if (touch_access_) ks_.access(d) = ks_.access(s);
+  if (access_.words()) ks_.access(d) = ks_.access(s);
   if (was_volatile) ks_.set_deadline(d, deadline);
   placed(d, now);
   renamed(ks_.entry(s), ks_.entry(d));
@@ -1839,7 +1834,7 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::apply(const change_type& c) {
           throw;
         }
         account(e);
-        if (touch_access_) touch_access(i, now);
+        if (access_.words()) touch_access(i, now);
       } else {
         i = ks_.try_emplace(lk, h, *c.key, *c.value).first;
         account(ks_.entry(i));

@@ -575,11 +575,11 @@ class HashFieldOps<Engine, V, true> : public Engine {
     if (s.options_.max_entries != 0 && s.ks_.size() >= s.options_.max_entries && !s.room_for_key(lk, h, now)) {
       return Errc::out_of_memory;
     }
-    if (s.idle_ms_ != 0) s.ks_.prepare_deadline(s.prepared_idle_deadline(now));
+    if (s.access_.idle_ms() != 0) s.ks_.prepare_deadline(s.prepared_idle_deadline(now));
     const std::uint32_t i = s.ks_.try_emplace(lk, h, key, traits::make(field_hash_)).first;
     s.account(s.ks_.entry(i));
     s.init_access(i, now);
-    if (s.idle_ms_ != 0) s.ks_.set_deadline(i, s.prepared_idle_deadline(now));
+    if (s.access_.idle_ms() != 0) s.ks_.set_deadline(i, s.prepared_idle_deadline(now));
     return Opened{i, true};
   }
 

@@ -12,12 +12,12 @@
 //   expire_entry()  a stale key is reclaimed, lazily or by the active cycle
 //   emit() flush()  events and change-feed records of the current call, delivered at its end
 //   make_room()     admission and eviction by the memory governor (detail/memory.hpp)
-//   touched()       access tracking: LRU/LFU data, idle TTLs
+//   touched()       access tracking: LRU/LFU data, idle TTLs (detail/access.hpp)
 //   jittered() resolve_positive() freshness_of()   TTL arithmetic
 //
 // Rooms above it (the hash-field members of hash_fields.hpp, the face) reach it through
 // this protected API, by inheritance: none of them is a friend of another. The hot path
-// (get, set) tests one flag for everything optional: `read_hook_` on reads, `notify_.recording()`
+// (get, set) tests one flag for everything optional: `access_.read_hook()` on reads, `notify_.recording()`
 // and `gov_.tracking()` on writes.
 #pragma once
 
@@ -39,6 +39,7 @@
 #include "../hash.hpp"
 #include "../options.hpp"
 #include "../stats.hpp"
+#include "access.hpp"
 #include "active_expire.hpp"
 #include "arith.hpp"
 #include "event_queue.hpp"
@@ -142,7 +143,7 @@ class Engine {
     if (options_.expire_after_access.count() < 0) {
       throw std::invalid_argument("expiring: expire_after_access must not be negative");
     }
-    idle_ms_ = static_cast<std::int64_t>(options_.expire_after_access.count());
+    access_.set_idle_ms(static_cast<std::int64_t>(options_.expire_after_access.count()));
     update_eviction_flags();
     lazy_.configure(options_.lazyfree_queue_max, options_.lazyfree_background);
     options_.hz = options_.hz < 1 ? 1 : (options_.hz > 500 ? 500 : options_.hz);
@@ -201,7 +202,7 @@ class Engine {
       const auto* m = hash_value_traits<V>::map(e.value);
       emptied = m != nullptr && m->empty();
     }
-    notify_.changed(cause, subject(e), idle_ms_ != 0, emptied);
+    notify_.changed(cause, subject(e), access_.idle_ms() != 0, emptied);
   }
   typename Notifier<K, V>::Subject subject(const entry_type& e) const noexcept {
     return {e.key, e.value, &e, deadline_of(e)};
@@ -228,7 +229,7 @@ class Engine {
     if (it != ks_.end()) {
       if (!ks_.entry(it).is_stale(now)) {
         if (read) ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(read_hook_) && touch == detail::Touch::yes) return touched(it, now, access);
+        if (EXPIRING_UNLIKELY(access_.read_hook()) && touch == detail::Touch::yes) return touched(it, now, access);
         return it;
       }
       if (EXPIRING_UNLIKELY(options_.replica) && read) {  // a replica's read: missing, left in place
@@ -306,19 +307,13 @@ class Engine {
 
   // ---- memory accounting and eviction ----
 
-  static constexpr bool is_lfu(EvictionPolicy p) noexcept {
-    return p == EvictionPolicy::allkeys_lfu || p == EvictionPolicy::volatile_lfu;
-  }
-  static constexpr bool is_lru(EvictionPolicy p) noexcept {
-    return p == EvictionPolicy::allkeys_lru || p == EvictionPolicy::volatile_lru;
-  }
+  static constexpr bool is_lfu(EvictionPolicy p) noexcept { return AccessTracker::is_lfu(p); }
   // Derives the flags from the options; allocates or frees the access array as needed.
   void update_eviction_flags() {
     gov_.set_limits(options_.maxmemory, options_.max_entries, [this] { return weigh_all(); });
-    const bool want = gov_.bounded() && (is_lru(options_.maxmemory_policy) || is_lfu(options_.maxmemory_policy));
-    if (want != touch_access_) ks_.enable_access(want);
-    touch_access_ = want;
-    read_hook_ = touch_access_ || idle_ms_ != 0;
+    const bool want = AccessTracker::wants_words(gov_.bounded(), options_.maxmemory_policy);
+    if (want != access_.words()) ks_.enable_access(want);
+    access_.set_words(want);
   }
   // ---- memory (the governor room: detail/memory.hpp) ----
   std::size_t weight(const entry_type& e) const noexcept { return gov_.weight(e.key, e.value); }
@@ -338,11 +333,10 @@ class Engine {
   double random_unit() { return static_cast<double>(draw() >> 11) * (1.0 / 9007199254740992.0); }
   std::uint64_t draw() { return options_.random ? options_.random() : next_random(); }
 
+  // ---- access tracking (the access room: detail/access.hpp) ----
   // Access data of a new entry: the LRU clock, or LFU_INIT_VAL at this minute.
   void init_access(std::uint32_t i, std::int64_t now) noexcept {
-    if (!touch_access_) return;
-    ks_.access(i) = is_lfu(options_.maxmemory_policy) ? detail::lfu_pack(detail::lfu_minutes(now), detail::kLfuInitVal)
-                                                 : detail::lru_clock(now, options_.lru_clock_resolution_ms);
+    if (access_.words()) ks_.access(i) = AccessTracker::initial_word(options_, now);
   }
   void reset_access(std::int64_t now) noexcept {
     const std::size_t slots = ks_.slot_count();
@@ -354,44 +348,28 @@ class Engine {
   // limit or an idle TTL pays only the flag test (nothing is kept alive across the call).
   // Updates the LRU/LFU access data; a read also moves an idle TTL (expire_after_access).
   EXPIRING_NOINLINE slot_iterator touched(slot_iterator it, std::int64_t now, detail::Access access) {
-    if (touch_access_) touch_access(it->index, now);
-    if (idle_ms_ != 0 && access == detail::Access::read) {
+    if (access_.words()) touch_access(it->index, now);
+    if (access_.idle_ms() != 0 && access == detail::Access::read) {
       refresh_idle(it->index, now);
       const entry_type& e = ks_.entry(it);  // the deadline moved: that is a change to record
       notify_.deadline_moved(e.key, e.deadline);
     }
     return it;
   }
-  // expire_after_access: the deadline a key gets at an access at `now`.
-  std::int64_t idle_deadline(std::int64_t now) const noexcept {
-    return now > detail::kInt64Max - idle_ms_ ? detail::kInt64Max : now + idle_ms_;
-  }
   void refresh_idle(std::uint32_t i, std::int64_t now) { ks_.set_deadline(i, prepared_idle_deadline(now)); }
   EXPIRING_NOINLINE std::int64_t prepared_idle_deadline(std::int64_t now) {
-    const std::int64_t when = idle_deadline(now);
+    const std::int64_t when = access_.idle_deadline(now);
     ks_.prepare_deadline(when);
     return when;
   }
-  // Redis updateLFU() / the LRU clock store of lookupKey().
+  // An access to entry i updates its word (the LFU counter's increment draws a number).
   void touch_access(std::uint32_t i, std::int64_t now) {
-    if (is_lfu(options_.maxmemory_policy)) {
-      const std::uint32_t minutes = detail::lfu_minutes(now);
-      std::uint32_t c = detail::lfu_decayed(ks_.access(i), minutes, options_.lfu_decay_time);
-      c = detail::lfu_log_incr(c, random_unit(), options_.lfu_log_factor);
-      ks_.access(i) = detail::lfu_pack(minutes, c);
-    } else {
-      ks_.access(i) = detail::lru_clock(now, options_.lru_clock_resolution_ms);
-    }
+    const double unit = is_lfu(options_.maxmemory_policy) ? random_unit() : 0.0;
+    ks_.access(i) = AccessTracker::accessed_word(ks_.access(i), options_, now, unit);
   }
-  // The pool's score: higher = better to evict (Redis evictionPoolPopulate's "idle").
+  // The eviction pool's score of entry i: higher = better to evict.
   std::uint64_t eviction_score(std::uint32_t i, std::int64_t now) const noexcept {
-    const EvictionPolicy p = options_.maxmemory_policy;
-    if (is_lru(p)) {
-      return detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms),
-                              ks_.access(i) & detail::kLruClockMax);
-    }
-    if (is_lfu(p)) return 255 - detail::lfu_decayed(ks_.access(i), detail::lfu_minutes(now), options_.lfu_decay_time);
-    return ~detail::biased_ms(ks_.entry(i).deadline);  // volatile-ttl: the nearest deadline scores highest
+    return AccessTracker::score(access_.words() ? ks_.access(i) : 0, ks_.entry(i).deadline, options_, now);
   }
   // Redis performEvictions(): evicts until used memory is within the limit. False when the
   // policy cannot free enough.
@@ -489,9 +467,7 @@ class Engine {
   Stats stats_{};
   detail::ActiveExpire active_;  // the active-expire cycle's state
   std::uint64_t rng_ = 0;
-  bool touch_access_ = false;  // ... and the policy reads the access data
-  bool read_hook_ = false;     // touch_access_, or an idle TTL: reads take the slow path
-  std::int64_t idle_ms_ = 0;   // Options::expire_after_access in ms (0: off)
+  AccessTracker access_;       // LRU/LFU words and the idle TTL: reads take the slow path when on
   // Cache statistics: the lookups counted in keyspace_hits/misses that are not value reads
   // (EXISTS, TOUCH, the TTL queries, COPY's source), and get_or_load()'s soft-TTL reloads
   // (a keyspace hit, a cache miss). cache_stats() derives its counts from these, so that the

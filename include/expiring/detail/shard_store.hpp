@@ -130,8 +130,8 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   template <class Valid>
   RacyRead read_racy(const K& key, std::uint64_t h, V& out, Valid&& valid) const {
     static_assert(kRacyReads, "read_racy() needs trivially copyable keys and values");
-    const bool hook = read_hook_;
-    const bool lru_only = idle_ms_ == 0 && !is_lfu(options_.maxmemory_policy);
+    const bool hook = access_.read_hook();
+    const bool lru_only = access_.idle_ms() == 0 && !is_lfu(options_.maxmemory_policy);
     const auto view = ks_.view();
     if (!valid()) return RacyRead::torn;
     if (hook && !lru_only) return RacyRead::locked;
@@ -208,9 +208,8 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   using engine_type::make_room;
   using engine_type::incoming_weight;
   using engine_type::options_;
+  using engine_type::access_;
   using engine_type::room_for_key;
-  using engine_type::read_hook_;
-  using engine_type::idle_ms_;
   using engine_type::is_lfu;
   using engine_type::remove;
   using engine_type::past_deadline_verb;
