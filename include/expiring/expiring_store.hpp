@@ -253,7 +253,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
         if (EXPIRING_UNLIKELY(access_.read_hook())) return &ks_.entry(touched(it, now, detail::Access::read)).value;
         return &e.value;
       }
-      if (EXPIRING_UNLIKELY(options_.replica)) {  // a replica's read: missing, left in place
+      if (EXPIRING_UNLIKELY(!this->replica().reclaims_on_read())) {  // missing, left in place
         ++stats_.keyspace_misses;
         return nullptr;
       }
@@ -787,11 +787,11 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     int tries = 100;
     while (ks_.size() != 0) {
       const std::uint32_t i = ks_.random_slot([&] { return next_random(); });
-      if (!ks_.entry(i).is_stale(now) || (options_.replica && --tries == 0)) {
+      if (!ks_.entry(i).is_stale(now) || (!this->replica().reclaims_on_read() && --tries == 0)) {
         out.emplace(ks_.entry(i).key);
         break;
       }
-      if (!options_.replica) expire_entry(ks_.slot_of(i), now);
+      if (this->replica().reclaims_on_read()) expire_entry(ks_.slot_of(i), now);
     }
     flush();
     return out;
@@ -822,7 +822,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
       const auto i = static_cast<std::uint32_t>(pos);
       if (ks_.entry(i).is_stale(now)) {
-        if (!options_.replica) expire_entry(ks_.slot_of(i), now);
+        if (this->replica().reclaims_on_read()) expire_entry(ks_.slot_of(i), now);
       } else {
         fn(static_cast<const K&>(ks_.entry(i).key), static_cast<const V&>(ks_.entry(i).value));
       }
@@ -1258,7 +1258,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
       // The last field going deletes a hash's key (hash_changed()); a replica alone keeps an
       // emptied one until the primary's record (D31). Anything else that put one there (an
       // apply() of a record no store writes) is a state the hash members do not expect.
-      if (!options_.replica) {
+      if (!this->replica().keeps_emptied_hashes()) {
         for (const entry_type& e : ks_.entries()) {
           if (detail::is_empty_hash(e.value)) return false;
         }
@@ -1904,7 +1904,7 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   // A clock with an anchor to refresh (TscClock) or a cached reading (CachedClock) is resynced
   // once per tick, before the cycle reads it.
   if constexpr (detail::has_resync<C>::value) clock_.resync();
-  if (options_.active_expire_enabled && !options_.replica) {  // a replica never expires on its own
+  if (options_.active_expire_enabled && this->replica().expires_actively()) {
     std::int64_t cycle_now = 0;  // the cycle's one reading (D7), for the lateness histogram
     active_.run(
         report, ks_, options_, p, fast, stats_, [&] { return cycle_now = now_ms(); }, [&] { return budget_now(); },

@@ -659,7 +659,7 @@ class HashFieldOps<Engine, V, true> : public Engine {
       s.notify_.events().push_removed(KeyEventCause::hexpired, typename Engine::key_type(s.ks_.entry(i).key), std::move(gone),
                              false);
     }
-    if (map_at(i).empty() && s.options_.replica) {
+    if (map_at(i).empty() && s.replica().keeps_emptied_hashes()) {
       // A replica keeps the emptied key (D31): only the primary's DEL removes a key. Its
       // members answer an empty hash as they answer a missing one.
       s.ks_.unindex_hash(i);

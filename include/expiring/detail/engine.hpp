@@ -14,6 +14,7 @@
 //   make_room()     admission and eviction by the memory governor (detail/memory.hpp)
 //   touched()       access tracking: LRU/LFU data, idle TTLs (detail/access.hpp)
 //   jittered() resolve_positive() freshness_of()   TTL arithmetic
+//   replica()       replica mode as a policy: what a replica leaves to its primary
 //
 // Rooms above it (the hash-field members of hash_fields.hpp, the face) reach it through
 // this protected API, by inheritance: none of them is a friend of another. The hot path
@@ -48,6 +49,7 @@
 #include "lazyfree.hpp"
 #include "memory.hpp"
 #include "notifier.hpp"
+#include "replica.hpp"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define EXPIRING_NOINLINE __attribute__((noinline))
@@ -117,6 +119,8 @@ class Engine {
   const std::remove_reference_t<Clock>& clock() const noexcept { return clock_; }
 
  protected:
+  // Replica mode (Options::replica): what the engine does not decide on its own.
+  ReplicaPolicy replica() const noexcept { return ReplicaPolicy(options_.replica); }
   // Throws std::invalid_argument for options out of range (see ExpiringStore's constructor).
   Engine(Clock clk, Options options, Hash hash, KeyEqual eq)
       : clock_(std::forward<Clock>(clk)),
@@ -232,7 +236,7 @@ class Engine {
         if (EXPIRING_UNLIKELY(access_.read_hook()) && touch == detail::Touch::yes) return touched(it, now, access);
         return it;
       }
-      if (EXPIRING_UNLIKELY(options_.replica) && read) {  // a replica's read: missing, left in place
+      if (EXPIRING_UNLIKELY(!replica().reclaims_on_read()) && read) {  // missing, left in place
         ++stats_.keyspace_misses;
         return ks_.end();
       }
@@ -487,7 +491,7 @@ class Engine {
 // until used memory is within the limit.
 template <class K, class V, class H, class E, class C, class P>
 bool Engine<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t incoming) {
-  if (options_.replica) return true;  // a replica never evicts (Redis's replica-ignore-maxmemory)
+  if (!replica().evicts()) return true;
   const EvictionPolicy policy = options_.maxmemory_policy;
   if (policy == EvictionPolicy::noeviction) return false;
   return gov_.evict_while(
@@ -500,7 +504,7 @@ bool Engine<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t inco
 // stored. False when the policy cannot (noeviction; volatile-* with no key with a TTL).
 template <class K, class V, class H, class E, class C, class P>
 bool Engine<K, V, H, E, C, P>::evict_to_entries(std::int64_t now, std::size_t target) {
-  if (options_.replica) return true;  // a replica never evicts (Redis's replica-ignore-maxmemory)
+  if (!replica().evicts()) return true;
   const EvictionPolicy policy = options_.maxmemory_policy;
   if (ks_.size() <= target) return true;
   if (policy == EvictionPolicy::noeviction) return false;
