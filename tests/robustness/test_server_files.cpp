@@ -40,7 +40,7 @@ struct Start {
 // Starts the server with `args` (after the binary) and waits until it exits or `deadline_ms`
 // passes; a server still running then is killed. Collects stdout and stderr together.
 Start start_server(const std::vector<std::string>& args, int deadline_ms) {
-  std::vector<std::string> argv{EXPIRING_RESP_SERVER};
+  std::vector<std::string> argv{EXPIRING_SERVER};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargs;
   for (std::string& a : argv) cargs.push_back(a.data());
