@@ -214,7 +214,7 @@ TEST_CASE("server config: directives fill the configuration and later ones win",
   REQUIRE(c2.settings.size() == 1);
   CHECK(c2.settings[0].origin == "command line");
 
-  const char* legacy[] = {"expiring-server", "6391"};  // the old `resp_server 6391`
+  const char* legacy[] = {"expiring-server", "6391"};  // the old `resp_server 6391` form
   Config c3;
   CHECK(expiring::server::parse_command_line(2, legacy, c3).action == CliAction::run);
   CHECK(c3.port == 6391);

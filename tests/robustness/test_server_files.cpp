@@ -1,4 +1,4 @@
-// tests/robustness/test_server_files.cpp: the resp_server against hostile file names and
+// tests/robustness/test_server_files.cpp: expiring-server against hostile file names and
 // files (issue 30, items 3 and 4; goal H3: no file outside --dir is read or written, and a
 // FIFO, device or symlink is refused at startup with an error within a second).
 //
