@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "expiring/redis/commands.hpp"
+#include "commands_under_test.hpp"
 #include "expiring/snapshot.hpp"
 #include "server_support.hpp"
 #include "stream_support.hpp"
