@@ -222,3 +222,22 @@ TEST_CASE("server config: directives fill the configuration and later ones win",
   Config c4;
   CHECK(expiring::server::parse_command_line(2, bad, c4).action == CliAction::error);
 }
+
+TEST_CASE("expiring-server: the sample server/expiring.conf is valid and states the defaults", "[redis][live][server]") {
+  TempDir dir("expiring-server-conf");
+  live::Process with_file({EXPIRING_SERVER, EXPIRING_SAMPLE_CONF, "--port", "0", "--dir", dir.path}, true);
+  live::Process without({EXPIRING_SERVER, "--port", "0", "--dir", dir.path}, true);
+  const int a = listening_port(with_file);
+  const int b = listening_port(without);
+  REQUIRE(a > 0);
+  REQUIRE(b > 0);
+  live::Conn ca(a), cb(b);
+  for (const char* name : {"maxclients", "dir", "dbfilename", "appendonly", "appendfsync", "appendfilename", "requirepass",
+                           "maxmemory", "maxmemory-policy", "maxmemory-samples", "hz", "active-expire-effort",
+                           "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit",
+                           "repl-timeout", "repl-ping-replica-period"}) {
+    INFO(name);
+    CHECK(ca.raw({"CONFIG", "GET", name}) == cb.raw({"CONFIG", "GET", name}));
+  }
+  CHECK(ca.raw({"INFO", "replication"}).find("role:master") != std::string::npos);
+}
