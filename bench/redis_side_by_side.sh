@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# bench/redis_side_by_side.sh: the resp_server example against Debian's redis-server, in one run.
+# bench/redis_side_by_side.sh: expiring-server against Debian's redis-server, in one run.
 #
 #   bench/redis_side_by_side.sh [BUILD_DIR]
 #
 # BUILD_DIR is a Release build of this project (default: build-release) that contains
-# examples/resp_server. Needs redis-server, redis-benchmark and redis-cli (Debian: redis-server,
+# server/expiring-server. Needs redis-server, redis-benchmark and redis-cli (Debian: redis-server,
 # redis-tools). Prints a markdown table:
 #   * throughput: redis-benchmark, 50 clients, SET key:<rand> val EX 100 and GET key:<rand>,
 #     without and with -P 16 pipelining; the two servers alternate run by run;
 #   * memory, measured first on the fresh servers: 1e6 keys with a TTL loaded into each
-#     (redis-cli --pipe); INFO used_memory (Redis: its allocator's count; resp_server: the
+#     (redis-cli --pipe); INFO used_memory (Redis: its allocator's count; expiring-server: the
 #     store's memory_usage()), its growth per key over the empty server, and the RSS growth.
 # Environment: N_P1 / N_P16 requests per throughput run, KEYS keys for the memory part.
 set -euo pipefail
 
 BUILD_DIR=${1:-build-release}
-RESP_SERVER="$BUILD_DIR/examples/resp_server"
+RESP_SERVER="$BUILD_DIR/server/expiring-server"
 N_P1=${N_P1:-200000}
 N_P16=${N_P16:-1000000}
 KEYS=${KEYS:-1000000}
@@ -39,12 +39,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# resp_server picks a free port itself and prints it.
+# expiring-server picks a free port itself and prints it.
 "$RESP_SERVER" --port 0 >"$WORK/ours.out" 2>"$WORK/ours.err" &
 OURS_PID=$!
 for _ in $(seq 100); do grep -q listening "$WORK/ours.out" 2>/dev/null && break; sleep 0.05; done
 OURS_PORT=$(sed -n 's/.*127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/ours.out" | head -1)
-[ -n "$OURS_PORT" ] || { echo "resp_server did not start" >&2; exit 1; }
+[ -n "$OURS_PORT" ] || { echo "expiring-server did not start" >&2; exit 1; }
 
 # redis-server on a free port (retry on a clash), no persistence.
 for _ in $(seq 20); do
@@ -121,10 +121,10 @@ per_key() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.1f", (b - a) / 
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-echo "Machine: $(nproc) CPUs, ${CPU:-unknown CPU}; redis-server $REDIS_VERSION and resp_server ($BUILD_DIR) on"
+echo "Machine: $(nproc) CPUs, ${CPU:-unknown CPU}; redis-server $REDIS_VERSION and expiring-server ($BUILD_DIR) on"
 echo "127.0.0.1, redis-benchmark with $CLIENTS clients on the same machine; key space $RANGE."
 echo
-echo "| workload | redis-server $REDIS_VERSION | resp_server | resp_server / redis |"
+echo "| workload | redis-server $REDIS_VERSION | expiring-server | expiring-server / redis |"
 echo "|---|---:|---:|---:|"
 for p in 1 16; do
   for w in set get; do

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-SCANNED_DIRS = ("include", "tests", "examples", "bench", "scripts", "cmake", "docs")
+SCANNED_DIRS = ("include", "server", "tests", "examples", "bench", "scripts", "cmake", "docs")
 SCANNED_FILES = ("README.md", "CHANGELOG.md", "CMakeLists.txt")
 EXTENSIONS = (".hpp", ".h", ".cpp", ".md", ".txt", ".cmake", ".py", ".sh")
 

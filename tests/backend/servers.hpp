@@ -10,10 +10,10 @@
 // Linux only (fork/exec). Each call opens its own connection: no state is shared between calls.
 #pragma once
 
-// redis_live.hpp's RespServer names the resp_server example by this macro, which only the
-// tests/redis live target defines; the backend tests do not use RespServer.
-#ifndef EXPIRING_RESP_SERVER
-#define EXPIRING_RESP_SERVER ""
+// redis_live.hpp's RespServer names expiring-server's binary by this macro, which only the
+// tests/redis live and robustness targets define; the backend tests do not use RespServer.
+#ifndef EXPIRING_SERVER
+#define EXPIRING_SERVER ""
 #endif
 #include "redis/redis_live.hpp"
 

@@ -1,5 +1,5 @@
 // tests/redis/frames.hpp: the catalogue of raw request frames (protocol errors, inline
-// requests, pipelines, oversized lines and lengths) that the live tests send to the resp_server
+// requests, pipelines, oversized lines and lengths) that the live tests send to expiring-server
 // and to redis-server and compare byte for byte. Shared by the differential test and the
 // server robustness tests.
 #pragma once

@@ -451,17 +451,17 @@ class RedisServer {
   std::unique_ptr<Process> proc_;
 };
 
-// The resp_server example, started with --port 0 (it prints the port it bound).
+// expiring-server (server/), started with --port 0 (it prints the port it bound).
 class RespServer {
  public:
   // `nofile` > 0 starts it under that open file limit (see Process).
   explicit RespServer(Argv extra = {}, long nofile = 0) {
-    Argv argv{EXPIRING_RESP_SERVER, "--port", "0"};
+    Argv argv{EXPIRING_SERVER, "--port", "0"};
     for (std::string& a : extra) argv.push_back(std::move(a));
     proc_ = std::make_unique<Process>(argv, true, nofile);
     const std::optional<std::string> line = proc_->read_line(10000);
-    const std::string prefix = "resp_server: listening on 127.0.0.1:";
-    if (!line || line->rfind(prefix, 0) != 0) throw std::runtime_error("resp_server did not start");
+    const std::string prefix = "expiring-server: listening on 127.0.0.1:";
+    if (!line || line->rfind(prefix, 0) != 0) throw std::runtime_error("expiring-server did not start");
     port_ = std::stoi(line->substr(prefix.size()));
   }
   int port() const noexcept { return port_; }

@@ -1,4 +1,4 @@
-// tests/redis/test_redis_cli.cpp: the real redis-cli binary against the resp_server example:
+// tests/redis/test_redis_cli.cpp: the real redis-cli binary against expiring-server:
 // one-shot commands (checked against fixed output, and against redis-server's output when it is
 // installed), commands on stdin, --pipe mode, --scan, -r repeats, --bigkeys, and SHUTDOWN.
 #include <algorithm>
@@ -164,7 +164,7 @@ TEST_CASE("redis-cli: SHUTDOWN stops the server cleanly", "[redis][live][cli]") 
   CHECK(WEXITSTATUS(*status) == 0);
 }
 
-TEST_CASE("resp_server: SIGTERM and SIGINT stop it cleanly", "[redis][live]") {
+TEST_CASE("expiring-server: SIGTERM and SIGINT stop it cleanly", "[redis][live]") {
   for (int sig : {SIGTERM, SIGINT}) {
     live::RespServer ours;
     live::Conn c(ours.port());
@@ -177,7 +177,7 @@ TEST_CASE("resp_server: SIGTERM and SIGINT stop it cleanly", "[redis][live]") {
   }
 }
 
-TEST_CASE("resp_server: many clients, pipelining and maxclients", "[redis][live]") {
+TEST_CASE("expiring-server: many clients, pipelining and maxclients", "[redis][live]") {
   live::RespServer ours({"--maxclients", "40"});
   std::vector<std::unique_ptr<live::Conn>> conns;
   for (int i = 0; i < 40; ++i) conns.push_back(std::make_unique<live::Conn>(ours.port()));

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "expiring/redis/commands.hpp"
+#include "commands_under_test.hpp"
 #include "text.hpp"
 
 using expiring::ManualClock;

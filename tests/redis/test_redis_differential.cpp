@@ -1,4 +1,4 @@
-// tests/redis/test_redis_differential.cpp: the resp_server example against Debian's real
+// tests/redis/test_redis_differential.cpp: expiring-server against Debian's real
 // redis-server 7.0.x, side by side over TCP.
 //
 // Both servers get the same command streams: the semantics.md §5 catalogue cases that need no fake

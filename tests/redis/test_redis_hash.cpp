@@ -1,5 +1,5 @@
 // tests/redis/test_redis_hash.cpp: the command layer's hash commands with Redis 7.4 hash field
-// expiration (include/expiring/redis/commands.hpp "==== Hashes", value.hpp, hash_fields.hpp),
+// expiration (include/expiring/redis/cmd_hashes.hpp, value.hpp, hash_fields.hpp),
 // on a ManualClock store, as exact RESP replies.
 //
 // Covers: the catalogue of docs/design/hash_fields_research.md §6 (cases H1-H86, each cited
@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "expiring/redis/commands.hpp"
+#include "commands_under_test.hpp"
 #include "text.hpp"
 
 namespace {

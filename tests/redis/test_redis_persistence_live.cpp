@@ -1,4 +1,4 @@
-// tests/redis/test_redis_persistence_live.cpp: the resp_server example's persistence and
+// tests/redis/test_redis_persistence_live.cpp: expiring-server's persistence and
 // replication over real TCP: SAVE / BGSAVE / LASTSAVE / DEBUG RELOAD and a restart that loads
 // the snapshot; the append-only log under appendfsync always surviving SIGKILL, and
 // BGREWRITEAOF; a primary and a replica on loopback (TTLs equal to the millisecond, stale keys
@@ -51,7 +51,7 @@ std::int64_t integer(const Reply& r) {
 
 }  // namespace
 
-TEST_CASE("resp_server persistence: SAVE, LASTSAVE, BGSAVE, DEBUG RELOAD, and a restart that loads the snapshot",
+TEST_CASE("expiring-server persistence: SAVE, LASTSAVE, BGSAVE, DEBUG RELOAD, and a restart that loads the snapshot",
           "[redis][live][persistence]") {
   TempDir dir;
   const int port = live::free_port();
@@ -89,7 +89,7 @@ TEST_CASE("resp_server persistence: SAVE, LASTSAVE, BGSAVE, DEBUG RELOAD, and a 
   CHECK(integer(c.call({"DBSIZE"})) == 4);
 }
 
-TEST_CASE("resp_server persistence: the append-only log under appendfsync always survives SIGKILL, and BGREWRITEAOF",
+TEST_CASE("expiring-server persistence: the append-only log under appendfsync always survives SIGKILL, and BGREWRITEAOF",
           "[redis][live][persistence][aof]") {
   TempDir dir;
   const Argv args{"--dir", dir.path, "--appendonly", "yes", "--appendfsync", "always"};
@@ -126,7 +126,7 @@ TEST_CASE("resp_server persistence: the append-only log under appendfsync always
   CHECK(integer(c.call({"PEXPIRETIME", "k3"})) == at);
 }
 
-TEST_CASE("resp_server replication: a replica agrees to the millisecond, hides stale keys until the primary's DEL, "
+TEST_CASE("expiring-server replication: a replica agrees to the millisecond, hides stale keys until the primary's DEL, "
           "and reconnects after the primary restarts",
           "[redis][live][replication]") {
   TempDir pdir;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "expiring/redis/commands.hpp"
+#include "commands_under_test.hpp"
 #include "expiring/redis/replication.hpp"
 
 using expiring::ChangeOp;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "catch.hpp"
-#include "expiring/redis/commands.hpp"
+#include "commands_under_test.hpp"
 #include "expiring/snapshot.hpp"
 
 namespace robust {

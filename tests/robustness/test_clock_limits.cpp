@@ -4,7 +4,7 @@
 // The randomized model test covers the same ground more widely ("model: negative and
 // near-limit clocks with TTL jitter on", tests/test_model.cpp).
 #include <expiring/expiring.hpp>
-#include <expiring/redis/commands.hpp>
+#include "commands_under_test.hpp"
 
 #include <cstdint>
 #include <limits>

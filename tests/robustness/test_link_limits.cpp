@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "expiring/redis/commands.hpp"
+#include "commands_under_test.hpp"
 #include "expiring/redis/replication.hpp"
 #include "expiring/snapshot.hpp"
 #include "stream_support.hpp"

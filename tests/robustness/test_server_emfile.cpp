@@ -1,4 +1,4 @@
-// tests/robustness/test_server_emfile.cpp: the resp_server out of file descriptors (issue 10
+// tests/robustness/test_server_emfile.cpp: expiring-server out of file descriptors (issue 10
 // item 4). It used to spin at 100% CPU: accept() failed with EMFILE, the listening socket
 // stayed readable, and the waiting clients got nothing.
 //

@@ -1,4 +1,4 @@
-// tests/robustness/test_server_files.cpp: the resp_server against hostile file names and
+// tests/robustness/test_server_files.cpp: expiring-server against hostile file names and
 // files (issue 30, items 3 and 4; goal H3: no file outside --dir is read or written, and a
 // FIFO, device or symlink is refused at startup with an error within a second).
 //
@@ -40,7 +40,7 @@ struct Start {
 // Starts the server with `args` (after the binary) and waits until it exits or `deadline_ms`
 // passes; a server still running then is killed. Collects stdout and stderr together.
 Start start_server(const std::vector<std::string>& args, int deadline_ms) {
-  std::vector<std::string> argv{EXPIRING_RESP_SERVER};
+  std::vector<std::string> argv{EXPIRING_SERVER};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> cargs;
   for (std::string& a : argv) cargs.push_back(a.data());

@@ -1,11 +1,11 @@
 // tests/robustness/test_server_frames.cpp: malformed and oversized request frames against the
-// resp_server, compared byte for byte with the real redis-server when it is installed.
+// expiring-server, compared byte for byte with the real redis-server when it is installed.
 //
 // The frames are the catalogue the differential test sends (tests/redis/frames.hpp) plus
 // oversized bulk and multibulk lengths, a bulk over proto-max-bulk-len and requests past
 // client-query-buffer-limit (both lowered to 1mb on both servers). Each frame goes on a fresh
 // connection, whole and then in three pieces; the client half-closes and reads until the
-// server closes. Without redis-server the resp_server must still answer every frame without
+// server closes. Without redis-server expiring-server must still answer every frame without
 // dying (a fresh connection gets PONG afterwards), and the comparison is skipped with a
 // warning.
 #include <string>
@@ -33,7 +33,7 @@ std::vector<std::string> oversized_frames() {
       "*2\r\n$4\r\nECHO\r\n$1048576\r\n" + std::string(1024, 'a'),  // at the limit: waits for the rest
       "*2147483647\r\n$4\r\nPING\r\n",               // a huge count is not allocated up front
       "*2\r\n$4\r\nECHO\r\n$3000000\r\n" + mb2,      // over proto-max-bulk-len, with its data
-      // Arguments past client-query-buffer-limit 1mb: the resp_server closes at once (it counts
+      // Arguments past client-query-buffer-limit 1mb: expiring-server closes at once (it counts
       // the arguments assembled so far, Redis 7.0 only its query buffer: it waits); both
       // close without a reply when the client half-closes.
       "*4\r\n$4\r\nECHO\r\n$900000\r\n" + k900 + "\r\n$900000\r\n" + k900 + "\r\n$900000\r\n" + k900.substr(0, 500000),

@@ -1,4 +1,4 @@
-// tests/robustness/test_server_hostile.cpp: the resp_server against hostile clients and a
+// tests/robustness/test_server_hostile.cpp: expiring-server against hostile clients and a
 // hostile primary (issue 30, items 1, 2 and 6), over real TCP on loopback.
 //
 //   * A client that announces `*2147483647` and sends empty arguments is closed at
@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "catch.hpp"
-#include "expiring/redis/commands.hpp"
+#include "commands_under_test.hpp"
 #include "expiring/snapshot.hpp"
 #include "server_support.hpp"
 #include "stream_support.hpp"
@@ -236,7 +236,7 @@ TEST_CASE("server auth: requirepass, AUTH, HELLO AUTH and the bounds before AUTH
   } else {
     WARN(robust::skip_reason());
   }
-  std::vector<std::pair<const char*, int>> servers{{"resp_server", ours.port()}};
+  std::vector<std::pair<const char*, int>> servers{{"expiring-server", ours.port()}};
   if (redis) servers.emplace_back("redis-server", redis->port());
   for (const auto& [name, port] : servers) {
     INFO(name);

@@ -1,4 +1,4 @@
-// tests/robustness/test_server_limits.cpp: the resp_server's memory and client buffer limits
+// tests/robustness/test_server_limits.cpp: expiring-server's memory and client buffer limits
 // (issue 10 items 3, 5, 6), against redis-server where the behaviour is Redis's.
 //
 //   * maxmemory counts client buffers: an MSET carrying more than the limit is refused with
@@ -82,7 +82,7 @@ struct Both {
     }
   }
   std::vector<std::pair<const char*, int>> ports() const {
-    std::vector<std::pair<const char*, int>> v{{"resp_server", ours.port()}};
+    std::vector<std::pair<const char*, int>> v{{"expiring-server", ours.port()}};
     if (redis) v.emplace_back("redis-server", redis->port());
     return v;
   }
@@ -103,7 +103,7 @@ TEST_CASE("server memory: an MSET larger than maxmemory is refused with OOM and 
     CHECK(c.raw({"MSET", "a", v, "b", v, "c", v, "d", v}) == kOom);
     CHECK(c.raw({"DBSIZE"}) == ":0\r\n");
     // The refused request's memory is released (Redis keeps its grown query buffer a while).
-    if (std::string(name) == "resp_server") CHECK(c.raw({"SET", "small", "x"}) == "+OK\r\n");
+    if (std::string(name) == "expiring-server") CHECK(c.raw({"SET", "small", "x"}) == "+OK\r\n");
     CHECK(c.raw({"FLUSHALL"}) == "+OK\r\n");
   }
 }
@@ -120,7 +120,7 @@ TEST_CASE("server memory: another client's unfinished large request counts again
     // 6 MB of an 8 MB argument: buffered, not yet a command.
     big.send_raw("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$" + std::to_string(8 * kMB) + "\r\n" + std::string(6 * kMB, 'b'));
     CHECK(eventually([&] { return c.raw({"SET", "k2", "v"}) == kOom; }));
-    if (std::string(name) == "resp_server") {  // once all 6 MB have been read
+    if (std::string(name) == "expiring-server") {  // once all 6 MB have been read
       CHECK(eventually([&] { return robust::info_number(c, "memory", "mem_clients_normal") >= 6 * kMB; }));
       const std::string mem = c.call({"INFO", "memory"}).str();
       CHECK(std::stoull(robust::info_field(mem, "used_memory")) >= std::stoull(robust::info_field(mem, "mem_clients_normal")));
@@ -139,7 +139,7 @@ TEST_CASE("server output limit: a client that never reads is disconnected at the
   Both s;
   for (const auto& [name, port] : s.ports()) {
     INFO(name);
-    const bool ours = std::string(name) == "resp_server";
+    const bool ours = std::string(name) == "expiring-server";
     live::Conn admin(port);
     CHECK(admin.raw({"CONFIG", "SET", "client-output-buffer-limit", "normal 8mb 4mb 1"}) == "+OK\r\n");
     CHECK(admin.call({"CONFIG", "GET", "client-output-buffer-limit"}).elements().at(1).str() ==
@@ -209,7 +209,7 @@ TEST_CASE("server query limit: a request past client-query-buffer-limit closes t
     (void)c.try_send("*2\r\n$4\r\nECHO\r\n$" + std::to_string(4 * kMB) + "\r\n" + std::string(2 * kMB, 'q'));
     CHECK(c.read_to_close().empty());  // no reply
     CHECK(admin.raw({"PING"}) == "+PONG\r\n");
-    if (std::string(name) == "resp_server") {
+    if (std::string(name) == "expiring-server") {
       CHECK(robust::info_number(admin, "stats", "client_query_buffer_limit_disconnections") == 1);
     }
     // A bulk over proto-max-bulk-len is a protocol error, as Redis.

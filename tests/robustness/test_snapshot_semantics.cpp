@@ -13,7 +13,7 @@
 // writes loads again.
 #include <expiring/append_log.hpp>
 #include <expiring/expiring.hpp>
-#include <expiring/redis/commands.hpp>
+#include "commands_under_test.hpp"
 #include <expiring/redis/replication.hpp>
 #include <expiring/redis/resp.hpp>
 #include <expiring/snapshot.hpp>

@@ -1,7 +1,7 @@
 // expiring/redis/replication.hpp: a ValueStore's change feed as RESP commands, and back.
 //
-// The resp_server example streams these commands from a primary to its replicas after the
-// full sync's snapshot (examples/resp_server.cpp, REPLICAOF), as Redis 7 does: every TTL
+// expiring-server (server/) streams these commands from a primary to its replicas after the
+// full sync's snapshot (server/replication.cpp, REPLICAOF), as Redis 7 does: every TTL
 // absolute, every expiry a DEL sent by the primary (docs/semantics.md §4, D28-D32). A string
 // travels as the command Redis propagates:
 //   SET k v | SET k v PXAT <ms> | SET k v KEEPTTL | PEXPIREAT k <ms> | PERSIST k | DEL k |

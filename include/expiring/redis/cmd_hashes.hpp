@@ -1,0 +1,244 @@
+// expiring/redis/cmd_hashes.hpp: the hash commands and Redis 7.4's hash field expiry: HSET HSETNX HGET HMGET HDEL HLEN
+// HEXISTS HGETALL HKEYS HVALS HINCRBY HEXPIRE HPEXPIRE HEXPIREAT HPEXPIREAT HTTL HPTTL HEXPIRETIME
+// HPEXPIRETIME HPERSIST.
+//
+// The implementations of CommandExecutor's members for this family; the class, its dispatch
+// and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
+// includes this file at its end. Include commands.hpp, not this file.
+#pragma once
+
+#include "commands.hpp"
+
+namespace expiring::redis {
+
+// ==== Hashes ================================================================================
+
+template <class Clock>
+Reply CommandExecutor<Clock>::hash_error(Errc e, const char* cmd) {
+  switch (e) {
+    case Errc::wrong_type: return wrong_type();
+    case Errc::out_of_memory: return oom_error();
+    case Errc::not_an_integer: return Reply::error("ERR hash value is not an integer");
+    case Errc::overflow: return Reply::error("ERR increment or decrement would overflow");
+    case Errc::negative_expire_time: return Reply::error("ERR invalid expire time, must be >= 0");
+    default: return invalid_expire(cmd);
+  }
+}
+
+// The fields of a command, argv[from ..], as views (no copies).
+template <class Clock>
+std::vector<std::string_view> CommandExecutor<Clock>::fields_of(const Args& a, std::size_t from) {
+  return std::vector<std::string_view>(a.begin() + static_cast<std::ptrdiff_t>(from), a.end());
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::integers(const std::vector<int>& v) {
+  Reply r = Reply::array();
+  for (int x : v) r.push(Reply::integer(x));
+  return r;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::integers(const std::vector<std::int64_t>& v) {
+  Reply r = Reply::array();
+  for (std::int64_t x : v) r.push(Reply::integer(x));
+  return r;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hset(const Args& a, Session&) {
+  if (a.size() % 2 != 0) return arity_error(detail::lowercase(a[0]));
+  if (holds_string(a[1], false)) return wrong_type();
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  pairs.reserve((a.size() - 2) / 2);
+  for (std::size_t i = 2; i + 1 < a.size(); i += 2) pairs.emplace_back(a[i], a[i + 1]);
+  Result<std::size_t> r = store_.hset(a[1], pairs);
+  if (!r.ok()) return hash_error(r.error(), "hset");
+  return Reply::integer(static_cast<std::int64_t>(*r));
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hsetnx(const Args& a, Session&) {
+  if (holds_string(a[1], false)) return wrong_type();
+  Result<bool> r = store_.hsetnx(a[1], a[2], a[3]);
+  if (!r.ok()) return hash_error(r.error(), "hsetnx");
+  return Reply::integer(*r ? 1 : 0);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hget(const Args& a, Session&) {
+  Result<const std::string*> r = store_.hget(a[1], std::string_view(a[2]));
+  if (!r.ok()) return hash_error(r.error(), "hget");
+  return bulk_or_nil(*r);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hmget(const Args& a, Session&) {
+  const std::vector<std::string_view> f = fields_of(a, 2);
+  std::vector<const std::string*> out(f.size());
+  Result<std::size_t> r = store_.hmget(a[1], f, out.data());
+  if (!r.ok()) return hash_error(r.error(), "hmget");
+  Reply list = Reply::array();
+  for (const std::string* v : out) list.push(bulk_or_nil(v));
+  return list;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hdel(const Args& a, Session&) {
+  Result<std::size_t> r = store_.hdel(a[1], fields_of(a, 2));
+  if (!r.ok()) return hash_error(r.error(), "hdel");
+  return Reply::integer(static_cast<std::int64_t>(*r));
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hlen(const Args& a, Session&) {
+  Result<std::size_t> r = store_.hlen(a[1]);
+  if (!r.ok()) return hash_error(r.error(), "hlen");
+  return Reply::integer(static_cast<std::int64_t>(*r));
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hexists(const Args& a, Session&) {
+  Result<bool> r = store_.hexists(a[1], std::string_view(a[2]));
+  if (!r.ok()) return hash_error(r.error(), "hexists");
+  return Reply::integer(*r ? 1 : 0);
+}
+
+// HGETALL (names and values), HKEYS, HVALS: one visit.
+template <class Clock>
+Reply CommandExecutor<Clock>::hash_listing(const Args& a, bool names, bool values) {
+  Reply list = Reply::array();
+  Result<std::size_t> r = store_.hvisit(a[1], [&](const std::string& f, const std::string& v) {
+    if (names) list.push(Reply::bulk(f));
+    if (values) list.push(Reply::bulk(v));
+  });
+  if (!r.ok()) return hash_error(r.error(), "hgetall");
+  return list;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hgetall(const Args& a, Session&) { return hash_listing(a, true, true); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hkeys(const Args& a, Session&) { return hash_listing(a, true, false); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hvals(const Args& a, Session&) { return hash_listing(a, false, true); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hincrby(const Args& a, Session&) {
+  std::int64_t delta = 0;
+  if (!to_int(a[3], delta)) return not_integer();  // before the type, as Redis
+  if (holds_string(a[1], false)) return wrong_type();
+  Result<std::int64_t> r = store_.hincrby(a[1], std::string_view(a[2]), delta);
+  if (!r.ok()) return hash_error(r.error(), "hincrby");
+  return Reply::integer(*r);
+}
+
+// numFields as Redis reads it: a long in [1, LONG_MAX].
+template <class Clock>
+bool CommandExecutor<Clock>::field_count(const std::string& s, std::int64_t& n) { return to_int(s, n) && n >= 1; }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::fields_missing() {
+  return Reply::error("ERR Mandatory argument FIELDS is missing or not at the right position");
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::fields_mismatch() {
+  return Reply::error("ERR The `numfields` parameter must match the number of arguments");
+}
+
+// HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT key time [NX|XX|GT|LT] FIELDS numfields field...
+// in Redis 7.4's order (research §1.2): type, time (integer, >= 0, the cap), the condition,
+// FIELDS, numfields, the count, then the store.
+template <class Clock>
+Reply CommandExecutor<Clock>::hexpire_generic(const Args& a, const char* name, std::int64_t unit, bool absolute) {
+  if (holds_string(a[1], false)) return wrong_type();
+  std::int64_t v = 0;
+  if (!to_int(a[2], v)) return not_integer();
+  if (v < 0) return Reply::error("ERR invalid expire time, must be >= 0");
+  constexpr std::int64_t kCap = expiring::detail::kMaxFieldDeadline;
+  if (v > kCap / unit) return invalid_expire(name);
+  const std::int64_t base = absolute ? 0 : store_.now_ms();
+  if (v * unit > expiring::detail::saturating_sub(kCap, base)) return invalid_expire(name);
+  std::size_t at = 3;
+  ExpireFlags flags = ExpireFlags::None;
+  if (detail::is_opt(a[at], "nx")) {
+    flags = ExpireFlags::NX;
+  } else if (detail::is_opt(a[at], "xx")) {
+    flags = ExpireFlags::XX;
+  } else if (detail::is_opt(a[at], "gt")) {
+    flags = ExpireFlags::GT;
+  } else if (detail::is_opt(a[at], "lt")) {
+    flags = ExpireFlags::LT;
+  }
+  if (flags != ExpireFlags::None) ++at;
+  if (at >= a.size() || !detail::is_opt(a[at], "fields")) return fields_missing();
+  std::int64_t n = 0;
+  if (at + 1 >= a.size() || !field_count(a[at + 1], n)) {
+    return Reply::error("ERR Parameter `numFields` should be greater than 0");
+  }
+  if (static_cast<std::uint64_t>(n) != a.size() - at - 2) return fields_mismatch();
+  const std::vector<std::string_view> f = fields_of(a, at + 2);
+  Result<std::vector<int>> r = std::vector<int>{};
+  if (unit == 1000 && !absolute) r = store_.hexpire(a[1], v, f, flags);
+  if (unit == 1 && !absolute) r = store_.hpexpire(a[1], v, f, flags);
+  if (unit == 1000 && absolute) r = store_.hexpireat(a[1], v, f, flags);
+  if (unit == 1 && absolute) r = store_.hpexpireat(a[1], v, f, flags);
+  if (!r.ok()) return hash_error(r.error(), name);
+  return integers(*r);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hexpire(const Args& a, Session&) { return hexpire_generic(a, "hexpire", 1000, false); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hpexpire(const Args& a, Session&) { return hexpire_generic(a, "hpexpire", 1, false); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hexpireat(const Args& a, Session&) { return hexpire_generic(a, "hexpireat", 1000, true); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hpexpireat(const Args& a, Session&) { return hexpire_generic(a, "hpexpireat", 1, true); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::field_query(const Args& a, FieldQuery q) {
+  if (holds_string(a[1], q != FieldQuery::persist)) return wrong_type();
+  if (!detail::is_opt(a[2], "fields")) return fields_missing();
+  std::int64_t n = 0;
+  if (!field_count(a[3], n)) return Reply::error("ERR Number of fields must be a positive integer");
+  if (static_cast<std::uint64_t>(n) != a.size() - 4) return fields_mismatch();
+  const std::vector<std::string_view> f = fields_of(a, 4);
+  if (q == FieldQuery::persist) {
+    Result<std::vector<int>> r = store_.hpersist(a[1], f);
+    if (!r.ok()) return hash_error(r.error(), "hpersist");
+    return integers(*r);
+  }
+  Result<std::vector<std::int64_t>> r = std::vector<std::int64_t>{};
+  switch (q) {
+    case FieldQuery::ttl: r = store_.httl(a[1], f); break;
+    case FieldQuery::pttl: r = store_.hpttl(a[1], f); break;
+    case FieldQuery::expiretime: r = store_.hexpiretime(a[1], f); break;
+    default: r = store_.hpexpiretime(a[1], f); break;
+  }
+  if (!r.ok()) return hash_error(r.error(), "httl");
+  return integers(*r);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_httl(const Args& a, Session&) { return field_query(a, FieldQuery::ttl); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hpttl(const Args& a, Session&) { return field_query(a, FieldQuery::pttl); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hexpiretime(const Args& a, Session&) { return field_query(a, FieldQuery::expiretime); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hpexpiretime(const Args& a, Session&) { return field_query(a, FieldQuery::pexpiretime); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hpersist(const Args& a, Session&) { return field_query(a, FieldQuery::persist); }
+
+}  // namespace expiring::redis

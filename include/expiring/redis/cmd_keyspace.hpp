@@ -1,0 +1,149 @@
+// expiring/redis/cmd_keyspace.hpp: the keyspace commands: DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY KEYS SCAN RANDOMKEY.
+//
+// The implementations of CommandExecutor's members for this family; the class, its dispatch
+// and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
+// includes this file at its end. Include commands.hpp, not this file.
+#pragma once
+
+#include "commands.hpp"
+
+namespace expiring::redis {
+
+// ==== Keyspace ==============================================================================
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_del(const Args& a, Session&) {
+  std::int64_t n = 0;
+  for (std::size_t i = 1; i < a.size(); ++i) n += store_.del(a[i]) ? 1 : 0;
+  return Reply::integer(n);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_unlink(const Args& a, Session&) {
+  std::int64_t n = 0;
+  for (std::size_t i = 1; i < a.size(); ++i) n += store_.unlink(a[i]) ? 1 : 0;
+  return Reply::integer(n);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_exists(const Args& a, Session&) {
+  std::int64_t n = 0;
+  for (std::size_t i = 1; i < a.size(); ++i) n += store_.exists(a[i]) ? 1 : 0;
+  return Reply::integer(n);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_touch(const Args& a, Session&) {
+  std::int64_t n = 0;
+  for (std::size_t i = 1; i < a.size(); ++i) n += store_.touch(a[i]) ? 1 : 0;
+  return Reply::integer(n);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_type(const Args& a, Session&) {
+  if (!store_.exists(a[1])) return Reply::status("none");
+  const Value* v = store_.peek(a[1]);
+  return Reply::status(v == nullptr ? "none" : v->type_name());
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_rename(const Args& a, Session&) {
+  Result<void> r = store_.rename(a[1], a[2]);
+  return r.ok() ? ok() : Reply::error("ERR no such key");
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_renamenx(const Args& a, Session&) {
+  Result<bool> r = store_.renamenx(a[1], a[2]);
+  if (!r.ok()) return Reply::error("ERR no such key");
+  return Reply::integer(*r ? 1 : 0);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_copy(const Args& a, Session&) {
+  bool replace = false;
+  for (std::size_t j = 3; j < a.size(); ++j) {
+    const std::size_t additional = a.size() - j - 1;
+    if (detail::is_opt(a[j], "replace")) {
+      replace = true;
+    } else if (detail::is_opt(a[j], "db") && additional > 0) {
+      std::int64_t db = 0;
+      if (!to_int(a[j + 1], db)) return not_integer();
+      if (db < std::numeric_limits<int>::min() || db > std::numeric_limits<int>::max()) {
+        return Reply::error("ERR value is out of range, value must between -2147483648 and 2147483647");
+      }
+      // One database: any other index is out of range here.
+      if (db != 0) return Reply::error("ERR DB index is out of range");
+      ++j;
+    } else {
+      return syntax_error();
+    }
+  }
+  if (a[1] == a[2]) return Reply::error("ERR source and destination objects are the same");
+  Result<bool> r = store_.copy(a[1], a[2], replace);
+  if (!r.ok()) {
+    if (r.error() == Errc::out_of_memory) return oom_error();
+    return Reply::error("ERR source and destination objects are the same");
+  }
+  return Reply::integer(*r ? 1 : 0);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_keys(const Args& a, Session&) {
+  const std::string& pat = a[1];
+  const bool all = pat.size() == 1 && pat[0] == '*';
+  Reply r = Reply::array();
+  for (std::string& k : store_.keys()) {
+    if (all || glob_match(pat, k)) r.push(Reply::bulk(std::move(k)));
+  }
+  return r;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_scan(const Args& a, Session&) {
+  std::uint64_t cursor = 0;
+  if (!detail::parse_scan_cursor(a[1], cursor)) return Reply::error("ERR invalid cursor");
+  std::int64_t count = 10;
+  const std::string* pattern = nullptr;
+  const std::string* type = nullptr;
+  for (std::size_t i = 2; i < a.size();) {
+    const std::size_t left = a.size() - i;
+    if (detail::is_opt(a[i], "count") && left >= 2) {
+      if (!to_int(a[i + 1], count)) return not_integer();
+      if (count < 1) return syntax_error();
+      i += 2;
+    } else if (detail::is_opt(a[i], "match") && left >= 2) {
+      pattern = &a[i + 1];
+      i += 2;
+    } else if (detail::is_opt(a[i], "type") && left >= 2) {
+      type = &a[i + 1];
+      i += 2;
+    } else {
+      return syntax_error();
+    }
+  }
+  const bool use_pattern = pattern != nullptr && !(pattern->size() == 1 && (*pattern)[0] == '*');
+  std::vector<std::string> keys;
+  const std::uint64_t next =
+      store_.scan(cursor, static_cast<std::size_t>(count), [&](const std::string& k, const Value&) {
+        if (!use_pattern || glob_match(*pattern, k)) keys.push_back(k);
+      });
+  Reply list = Reply::array();
+  for (std::string& k : keys) {
+    if (type != nullptr) {
+      // Redis looks each key up to learn its type (a read: counts a hit).
+      const Value* v = store_.exists(k) ? store_.peek(k) : nullptr;
+      const char* t = v == nullptr ? "none" : v->type_name();
+      if (!detail::iequals(detail::cstr(*type), t)) continue;
+    }
+    list.push(Reply::bulk(std::move(k)));
+  }
+  std::string c;
+  c = std::to_string(next);
+  return Reply::array({Reply::bulk(std::move(c)), std::move(list)});
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_randomkey(const Args&, Session&) { return bulk_or_nil(store_.random_key()); }
+
+}  // namespace expiring::redis

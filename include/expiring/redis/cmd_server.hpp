@@ -1,0 +1,711 @@
+// expiring/redis/cmd_server.hpp: the connection and server/admin commands: PING ECHO QUIT SHUTDOWN AUTH HELLO SELECT TIME DBSIZE
+// FLUSHDB FLUSHALL DEBUG INFO CONFIG (GET/SET/RESETSTAT/HELP) COMMAND (COUNT/INFO/LIST/HELP) OBJECT.
+//
+// The implementations of CommandExecutor's members for this family; the class, its dispatch
+// and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
+// includes this file at its end. Include commands.hpp, not this file.
+#pragma once
+
+#include "commands.hpp"
+
+namespace expiring::redis {
+
+// ==== Connection and server =================================================================
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_ping(const Args& a, Session&) {
+  if (a.size() > 2) return arity_error("ping");
+  return a.size() == 1 ? Reply::status("PONG") : Reply::bulk(a[1]);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_echo(const Args& a, Session&) { return Reply::bulk(a[1]); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_quit(const Args&, Session& s) {
+  s.action = Action::close;
+  return ok();
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_shutdown(const Args& a, Session& s) {
+  bool nosave = false, save = false, abort = false, other = false;
+  for (std::size_t i = 1; i < a.size(); ++i) {
+    if (detail::is_opt(a[i], "nosave")) {
+      nosave = true;
+    } else if (detail::is_opt(a[i], "save")) {
+      save = true;
+    } else if (detail::is_opt(a[i], "now") || detail::is_opt(a[i], "force")) {
+      other = true;
+    } else if (detail::is_opt(a[i], "abort")) {
+      abort = true;
+    } else {
+      return syntax_error();
+    }
+  }
+  if ((abort && (nosave || save || other)) || (nosave && save)) return syntax_error();
+  if (abort) return Reply::error("ERR No shutdown in progress.");
+  s.action = Action::shutdown;
+  return ok();  // not sent: the server stops
+}
+
+// AUTH [username] password, for the one user there is ("default"). Without requirepass the
+// default user takes any password, but a bare AUTH <password> is an error, as in Redis.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_auth(const Args& a, Session& s) {
+  if (a.size() > 3) return syntax_error();
+  if (a.size() == 2 && options_.requirepass.empty()) {
+    return Reply::error(
+        "ERR AUTH <password> called without any password configured for the default user. Are you sure your "
+        "configuration is correct?");
+  }
+  const std::string& user = a.size() == 3 ? a[1] : std::string("default");
+  if (!password_ok(user, a.back())) return wrongpass();
+  s.authenticated = true;
+  return ok();
+}
+
+template <class Clock>
+bool CommandExecutor<Clock>::password_ok(const std::string& user, const std::string& password) const {
+  if (user != "default") return false;
+  if (options_.requirepass.empty()) return true;
+  // Compared in time independent of where they differ (Redis's time_independent_strcmp).
+  const std::string& want = options_.requirepass;
+  unsigned char diff = password.size() == want.size() ? 0 : 1;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>(want[i] ^ (i < password.size() ? password[i] : '\0'));
+  }
+  return diff == 0;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::wrongpass() { return Reply::error("WRONGPASS invalid username-password pair or user is disabled."); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hello(const Args& a, Session& s) {
+  std::size_t next = 1;
+  if (a.size() >= 2) {
+    std::int64_t ver = 0;
+    if (!to_int(a[1], ver)) return Reply::error("ERR Protocol version is not an integer or out of range");
+    // RESP3 is not offered: clients then stay on RESP2, as with an old server.
+    if (ver != 2) return Reply::error("NOPROTO unsupported protocol version");
+    next = 2;
+  }
+  std::size_t auth = 0;  // the index of an AUTH option
+  for (std::size_t j = next; j < a.size(); ++j) {
+    const std::size_t more = a.size() - 1 - j;
+    if (detail::is_opt(a[j], "auth") && more >= 2) {
+      auth = j;
+      j += 2;
+    } else if (detail::is_opt(a[j], "setname") && more >= 1) {
+      ++j;
+    } else {
+      return detail::error_format("Syntax error in HELLO option '" + std::string(detail::cstr(a[j])) + "'");
+    }
+  }
+  if (auth != 0) {
+    if (!password_ok(a[auth + 1], a[auth + 2])) return wrongpass();
+    s.authenticated = true;
+  }
+  if (!s.authenticated) {
+    return Reply::error(
+        "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> "
+        "<pass> option can be used to authenticate the client and select the RESP protocol version at the "
+        "same time");
+  }
+  Reply r = Reply::array();
+  r.push(Reply::bulk("server")).push(Reply::bulk("redis"));
+  r.push(Reply::bulk("version")).push(Reply::bulk(options_.redis_version));
+  r.push(Reply::bulk("proto")).push(Reply::integer(2));
+  r.push(Reply::bulk("id")).push(Reply::integer(static_cast<std::int64_t>(s.id)));
+  r.push(Reply::bulk("mode")).push(Reply::bulk("standalone"));
+  r.push(Reply::bulk("role")).push(Reply::bulk("master"));
+  r.push(Reply::bulk("modules")).push(Reply::array());
+  return r;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_select(const Args& a, Session&) {
+  std::int64_t id = 0;
+  if (!to_int(a[1], id)) return not_integer();
+  if (id < std::numeric_limits<int>::min() || id > std::numeric_limits<int>::max()) {
+    return Reply::error("ERR value is out of range, value must between -2147483648 and 2147483647");
+  }
+  if (id != 0) return Reply::error("ERR DB index is out of range");
+  return ok();
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_time(const Args&, Session&) {
+  std::int64_t sec = 0, usec = 0;
+  if constexpr (std::is_same_v<std::decay_t<Clock>, SystemClock> || std::is_same_v<std::decay_t<Clock>, TscClock>) {
+    using namespace std::chrono;
+    const auto us = duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+    sec = us / 1000000;
+    usec = us % 1000000;
+  } else {
+    const std::int64_t ms = store_.now_ms();
+    sec = ms / 1000;
+    std::int64_t rem = ms % 1000;
+    if (rem < 0) {
+      rem += 1000;
+      --sec;
+    }
+    usec = rem * 1000;
+  }
+  std::string s1, s2;
+  Reply::append_int(s1, sec);
+  Reply::append_int(s2, usec);
+  return Reply::array({Reply::bulk(std::move(s1)), Reply::bulk(std::move(s2))});
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_dbsize(const Args&, Session&) { return Reply::integer(static_cast<std::int64_t>(store_.size())); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_flush(const Args& a, Session&) {
+  if (a.size() > 2) return syntax_error();
+  if (a.size() == 2 && !detail::is_opt(a[1], "sync") && !detail::is_opt(a[1], "async")) return syntax_error();
+  store_.clear();
+  return ok();
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session&) {
+  if (a.size() == 3 && detail::is_opt(a[1], "set-active-expire")) {
+    store_.set_active_expire_enabled(atoi_like(a[2]) != 0);
+    return ok();
+  }
+  if (a.size() == 2 && detail::is_opt(a[1], "help")) {
+    return Reply::array({Reply::status("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                         Reply::status("SET-ACTIVE-EXPIRE <0|1>"),
+                         Reply::status("    Setting it to 0 disables expiring keys in background when they are not"),
+                         Reply::status("    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the"),
+                         Reply::status("    default."),
+                         Reply::status("HELP"),
+                         Reply::status("    Prints this help.")});
+  }
+  return detail::error_format("unknown subcommand or wrong number of arguments for '" +
+                              std::string(detail::cstr(a[1])) + "'. Try DEBUG HELP.");
+}
+
+// C's atoi(): blanks, an optional sign, digits; anything else ends the number.
+template <class Clock>
+long long CommandExecutor<Clock>::atoi_like(std::string_view s) {
+  s = detail::cstr(s);
+  std::size_t i = 0;
+  while (i < s.size() && (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r'))) ++i;
+  bool neg = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
+  long long v = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    if (v < std::numeric_limits<long long>::max() / 10) v = v * 10 + (s[i] - '0');
+  }
+  return neg ? -v : v;
+}
+// ---- INFO ----
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_info(const Args& a, Session&) {
+  // Redis's order; persistence and replication come from a server's hook only.
+  static constexpr const char* kSections[] = {"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"};
+  constexpr int kCount = 7;
+  bool want[kCount] = {};
+  for (bool& w : want) w = a.size() == 1;
+  for (std::size_t i = 1; i < a.size(); ++i) {
+    const std::string s = detail::lowercase(a[i]);
+    if (s == "default" || s == "all" || s == "everything") {
+      for (bool& w : want) w = true;
+    }
+    for (int k = 0; k < kCount; ++k) {
+      if (s == kSections[k]) want[k] = true;
+    }
+  }
+  std::string out;
+  for (int k = 0; k < kCount; ++k) {
+    if (!want[k]) continue;
+    const bool server_only = k == 1 || k == 3 || k == 5;  // clients, persistence, replication
+    if (server_only && !info_hook_) continue;
+    if (!out.empty()) out += "\r\n";
+    info_section(kSections[k], out);
+  }
+  return Reply::bulk(std::move(out));
+}
+
+template <class Clock>
+void CommandExecutor<Clock>::info_section(std::string_view section, std::string& out) {
+  auto line = [&](std::string_view k, const std::string& v) {
+    out.append(k);
+    out += ':';
+    out += v;
+    out += "\r\n";
+  };
+  auto num = [](std::int64_t v) {
+    std::string s;
+    Reply::append_int(s, v);
+    return s;
+  };
+  const Stats st = store_.stats();
+  if (section == "server") {
+    out += "# Server\r\n";
+    line("redis_version", options_.redis_version);
+    line("expiring_version", std::to_string(EXPIRING_VERSION_MAJOR) + "." + std::to_string(EXPIRING_VERSION_MINOR) +
+                                 "." + std::to_string(EXPIRING_VERSION_PATCH));
+    line("redis_mode", "standalone");
+    line("arch_bits", std::to_string(sizeof(void*) * 8));
+    if (info_hook_) info_hook_(section, out);
+    // Saturated: a ManualClock may read anything in the int64 range.
+    const std::int64_t now = store_.now_ms();
+    namespace ed = ::expiring::detail;
+    const std::int64_t usec = now > ed::kInt64Max / 1000 ? ed::kInt64Max : now < ed::kInt64Min / 1000 ? ed::kInt64Min : now * 1000;
+    const std::int64_t up = ed::saturating_sub(now, start_ms_);
+    line("server_time_usec", num(usec));
+    line("uptime_in_seconds", num(up / 1000));
+    line("uptime_in_days", num(up / 86400000));
+    line("hz", num(store_.options().hz));
+    line("configured_hz", num(store_.options().hz));
+  } else if (section == "clients") {
+    out += "# Clients\r\n";
+    if (info_hook_) info_hook_(section, out);
+  } else if (section == "persistence") {
+    out += "# Persistence\r\n";
+    if (info_hook_) info_hook_(section, out);
+  } else if (section == "replication") {
+    out += "# Replication\r\n";
+    if (info_hook_) info_hook_(section, out);
+  } else if (section == "memory") {
+    out += "# Memory\r\n";
+    if (info_hook_) info_hook_(section, out);
+    // The figure the limit is enforced against: the store's used memory, which counts the
+    // server's client buffers (set_external_memory) as Redis's used_memory does.
+    const std::size_t used = store_.used_memory();
+    line("used_memory", num(static_cast<std::int64_t>(used)));
+    line("used_memory_human", detail::bytes_to_human(used));
+    const std::uint64_t limit = store_.options().maxmemory;
+    line("maxmemory", detail::as_signed_decimal(limit));  // Redis prints it with %lld
+    line("maxmemory_human", detail::bytes_to_human(limit));
+    line("maxmemory_policy", to_string(store_.options().maxmemory_policy));
+  } else if (section == "stats") {
+    out += "# Stats\r\n";
+    if (info_hook_) info_hook_(section, out);
+    char perc[32];
+    std::snprintf(perc, sizeof perc, "%.2f", st.expired_stale_perc);
+    line("expired_keys", std::to_string(st.expired_keys));
+    line("expired_subkeys", std::to_string(st.expired_subkeys));
+    line("expired_stale_perc", perc);
+    line("expired_time_cap_reached_count", std::to_string(st.expired_time_cap_reached_count));
+    line("expire_cycle_cpu_milliseconds", std::to_string(st.expire_cycle_cpu_microseconds / 1000));
+    line("evicted_keys", std::to_string(st.evicted_keys));
+    line("keyspace_hits", std::to_string(st.keyspace_hits));
+    line("keyspace_misses", std::to_string(st.keyspace_misses));
+    // Not in Redis: how late expired keys were reclaimed (Stats::expired_lateness), in the
+    // style of Redis 7's latencystats lines; the bounds are the histogram's log2 buckets.
+    auto lateness = [&](const char* name, const std::array<std::uint64_t, LatenessHistogram::kBuckets>& h) {
+      std::uint64_t count = 0;
+      for (std::uint64_t c : h) count += c;
+      line(name, "count=" + std::to_string(count) +
+                     ",p50=" + std::to_string(LatenessHistogram::quantile_ms(h, 0.5)) +
+                     ",p99=" + std::to_string(LatenessHistogram::quantile_ms(h, 0.99)) +
+                     ",p99.9=" + std::to_string(LatenessHistogram::quantile_ms(h, 0.999)));
+    };
+    lateness("expired_lateness_ms_active", st.expired_lateness.active);
+    lateness("expired_lateness_ms_lazy", st.expired_lateness.lazy);
+  } else if (section == "keyspace") {
+    out += "# Keyspace\r\n";
+    if (info_hook_) info_hook_(section, out);
+    if (st.keys != 0) {
+      line("db0", "keys=" + std::to_string(st.keys) + ",expires=" + std::to_string(st.expires) +
+                      ",avg_ttl=" + num(st.avg_ttl) + ",subexpiry=" + std::to_string(st.subexpiry));
+    }
+  }
+}
+// ---- CONFIG ----
+
+template <class Clock>
+auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> {
+  std::vector<ConfigEntry> v;
+  v.push_back({"hz", std::to_string(store_.options().hz)});
+  v.push_back({"active-expire-effort", std::to_string(store_.options().active_expire_effort)});
+  const Options& o = store_.options();
+  v.push_back({"maxmemory", std::to_string(static_cast<std::uint64_t>(o.maxmemory))});
+  v.push_back({"maxmemory-policy", to_string(o.maxmemory_policy)});
+  v.push_back({"maxmemory-samples", std::to_string(shown_samples())});
+  v.push_back({"lfu-log-factor", std::to_string(o.lfu_log_factor)});
+  v.push_back({"lfu-decay-time", std::to_string(o.lfu_decay_time)});
+  v.push_back({"proto-max-bulk-len", std::to_string(options_.proto_max_bulk_len)});
+  v.push_back({"client-query-buffer-limit", std::to_string(options_.client_query_buffer_limit)});
+  std::string obl;
+  static constexpr const char* kClassNames[] = {"normal", "slave", "pubsub"};  // Redis prints "slave"
+  for (int k = 0; k < 3; ++k) {
+    const OutputBufferLimit& l = options_.client_output_buffer_limit[k];
+    obl += (k ? " " : "") + std::string(kClassNames[k]) + " " + std::to_string(l.hard) + " " +
+           std::to_string(l.soft) + " " + std::to_string(l.soft_seconds);
+  }
+  v.push_back({"client-output-buffer-limit", obl});
+  v.push_back({"requirepass", options_.requirepass});
+  v.push_back({"repl-timeout", std::to_string(options_.repl_timeout)});
+  v.push_back({"repl-ping-replica-period", std::to_string(options_.repl_ping_replica_period)});
+  v.push_back({"save", ""});
+  v.push_back({"appendonly", "no"});
+  v.push_back({"databases", "1"});
+  for (const auto& kv : extra_configs_) {  // a server's value replaces a default of the same name
+    auto same = std::find_if(v.begin(), v.end(), [&](const ConfigEntry& e) { return e.name == kv.first; });
+    if (same != v.end()) {
+      same->value = kv.second;
+    } else {
+      v.push_back({kv.first, kv.second});
+    }
+  }
+  return v;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_config_get(const Args& a, Session&) {
+  const std::vector<ConfigEntry> all = config_entries();
+  std::vector<std::pair<std::string, const ConfigEntry*>> matches;
+  auto matched = [&](std::string_view name) {
+    for (const auto& m : matches) {
+      if (detail::iequals(m.first, name)) return true;
+    }
+    return false;
+  };
+  for (std::size_t i = 2; i < a.size(); ++i) {
+    const std::string_view pat = detail::cstr(a[i]);
+    if (pat.find_first_of("[*?") == std::string_view::npos) {
+      if (matched(pat)) continue;
+      for (const ConfigEntry& e : all) {
+        if (detail::iequals(e.name, pat)) {
+          matches.emplace_back(std::string(pat), &e);
+          break;
+        }
+      }
+      continue;
+    }
+    for (const ConfigEntry& e : all) {
+      if (!matched(e.name) && glob_match(pat, e.name, /*nocase=*/true)) matches.emplace_back(e.name, &e);
+    }
+  }
+  Reply r = Reply::array();
+  for (const auto& m : matches) r.push(Reply::bulk(m.first)).push(Reply::bulk(m.second->value));
+  return r;
+}
+
+// CONFIG SET client-output-buffer-limit "<class> <hard> <soft> <soft seconds> ...", as
+// Redis 7.0 reads it: the value split at single spaces (so two spaces make an empty word),
+// groups of four; class normal, replica (or slave) or pubsub, case-insensitive; sizes are
+// memory values; seconds a decimal in 0..INT_MAX (strtoll: a leading '+' or zeros are
+// fine). An empty value changes nothing. "" on success, else the reason for the error.
+template <class Clock>
+std::string CommandExecutor<Clock>::parse_output_limits(std::string_view value, OutputBufferLimit (&limits)[3]) {
+  value = detail::cstr(value);
+  if (value.empty()) return "";
+  std::vector<std::string_view> words;
+  for (std::size_t from = 0;;) {
+    const std::size_t sp = value.find(' ', from);
+    words.push_back(value.substr(from, sp == std::string_view::npos ? std::string_view::npos : sp - from));
+    if (sp == std::string_view::npos) break;
+    from = sp + 1;
+  }
+  if (words.size() % 4 != 0) return "Wrong number of arguments in buffer limit configuration.";
+  OutputBufferLimit next[3] = {limits[0], limits[1], limits[2]};
+  for (std::size_t j = 0; j < words.size(); j += 4) {
+    int k = -1;
+    if (detail::iequals(words[j], "normal")) k = 0;
+    if (detail::iequals(words[j], "replica") || detail::iequals(words[j], "slave")) k = 1;
+    if (detail::iequals(words[j], "pubsub")) k = 2;
+    if (k < 0) return "Invalid client class specified in buffer limit configuration.";
+    std::uint64_t hard = 0, soft = 0;
+    std::int64_t seconds = 0;
+    std::string_view sec = words[j + 3];
+    if (!sec.empty() && sec[0] == '+') sec.remove_prefix(1);
+    while (sec.size() > 1 && sec[0] == '0') sec.remove_prefix(1);
+    if (!detail::parse_memory(words[j + 1], hard) || !detail::parse_memory(words[j + 2], soft) ||
+        !parse_int64(sec, seconds) || seconds < 0 || seconds > kIntMax) {
+      return "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+    }
+    next[k] = {hard, soft, seconds};
+  }
+  for (int k = 0; k < 3; ++k) limits[k] = next[k];
+  return "";
+}
+
+template <class Clock>
+bool CommandExecutor<Clock>::is_memory_param(Param p) noexcept {
+  return p == Param::maxmemory || p == Param::proto_max_bulk_len || p == Param::query_buffer_limit;
+}
+
+template <class Clock>
+std::int64_t CommandExecutor<Clock>::shown_samples() const {
+  const int actual = store_.options().maxmemory_samples;
+  if (samples_config_ && std::min(*samples_config_, kStoreMaxSamples) == actual) return *samples_config_;
+  return actual;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::config_set_failed(const char* name, std::string_view why) {
+  return Reply::error(std::string("ERR CONFIG SET failed (possibly related to argument '") + name + "') - " +
+                      std::string(why));
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
+  if (a.size() % 2 != 0) return syntax_error();
+  struct Change {
+    const ParamSpec* spec;
+    const std::string* arg;
+    std::int64_t number = 0;      // integer settings
+    std::uint64_t bytes = 0;      // memory settings
+    EvictionPolicy policy = EvictionPolicy::noeviction;
+    OutputBufferLimit limits[3] = {};  // client-output-buffer-limit
+  };
+  std::vector<Change> changes;
+  for (std::size_t i = 2; i < a.size(); i += 2) {
+    const ParamSpec* spec = nullptr;
+    for (const ParamSpec& p : kParams) {
+      if (detail::iequals(a[i], p.name)) spec = &p;
+    }
+    if (spec == nullptr) {
+      return detail::error_format("Unknown option or number of arguments for CONFIG SET - '" +
+                                  std::string(detail::cstr(a[i])) + "'");
+    }
+    for (const Change& c : changes) {
+      if (c.spec == spec) {
+        return detail::error_format("CONFIG SET failed (possibly related to argument '" +
+                                    std::string(detail::cstr(a[i])) + "') - duplicate parameter");
+      }
+    }
+    changes.push_back({spec, &a[i + 1]});
+  }
+  // Validate every value, in argument order, before applying any (CONFIG SET is atomic).
+  for (Change& c : changes) {
+    const ParamSpec& p = *c.spec;
+    if (is_memory_param(p.param)) {
+      // Memory values as Redis's memtoull() (C string, units); overflow is an error here.
+      if (!detail::parse_memory(*c.arg, c.bytes) || c.bytes > std::numeric_limits<std::size_t>::max()) {
+        return config_set_failed(p.name, "argument must be a memory value");
+      }
+      if (p.hi != 0 && (c.bytes < static_cast<std::uint64_t>(p.lo) || c.bytes > static_cast<std::uint64_t>(p.hi))) {
+        return config_set_failed(p.name, "argument must be between " + std::to_string(p.lo) + " and " +
+                                             std::to_string(p.hi) + " inclusive");
+      }
+    } else if (p.param == Param::output_buffer_limit) {
+      for (int k = 0; k < 3; ++k) c.limits[k] = options_.client_output_buffer_limit[k];
+      const std::string why = parse_output_limits(*c.arg, c.limits);
+      if (!why.empty()) return config_set_failed(p.name, why);
+    } else if (p.param == Param::requirepass) {
+      // Any string, as Redis's default user password (a NUL included).
+    } else if (p.param == Param::policy) {
+      bool found = false;
+      std::string names;
+      for (EvictionPolicy e : detail::kPolicies) {
+        if (!found && detail::iequals(detail::cstr(*c.arg), to_string(e))) {
+          c.policy = e;
+          found = true;
+        }
+        names += names.empty() ? "" : ", ";
+        names += to_string(e);
+      }
+      if (!found) return config_set_failed(p.name, "argument(s) must be one of the following: " + names);
+    } else {
+      if (!to_int(*c.arg, c.number)) return config_set_failed(p.name, "argument couldn't be parsed into an integer");
+      if (c.number < p.lo || c.number > p.hi) {
+        return config_set_failed(p.name, "argument must be between " + std::to_string(p.lo) + " and " +
+                                             std::to_string(p.hi) + " inclusive");
+      }
+    }
+  }
+  // Apply; maxmemory last, so that the evictions it triggers (as Redis's updateMaxmemory)
+  // use the policy and settings of the same command.
+  const Change* maxmemory = nullptr;
+  for (const Change& c : changes) {
+    const int n = static_cast<int>(c.number);  // within int: checked above
+    switch (c.spec->param) {
+      case Param::hz: store_.set_hz(n); break;
+      case Param::effort: (void)store_.set_active_expire_effort(n); break;
+      case Param::policy: store_.set_maxmemory_policy(c.policy); break;
+      case Param::samples:
+        (void)store_.set_maxmemory_samples(static_cast<int>(std::min(c.number, kStoreMaxSamples)));
+        samples_config_ = c.number;
+        break;
+      case Param::lfu_log_factor: (void)store_.set_lfu_log_factor(n); break;
+      case Param::lfu_decay_time: (void)store_.set_lfu_decay_time(n); break;
+      case Param::maxmemory: maxmemory = &c; break;
+      case Param::proto_max_bulk_len: options_.proto_max_bulk_len = static_cast<std::size_t>(c.bytes); break;
+      case Param::query_buffer_limit: options_.client_query_buffer_limit = static_cast<std::size_t>(c.bytes); break;
+      case Param::output_buffer_limit:
+        for (int k = 0; k < 3; ++k) options_.client_output_buffer_limit[k] = c.limits[k];
+        break;
+      case Param::requirepass: options_.requirepass = *c.arg; break;
+      case Param::repl_timeout: options_.repl_timeout = c.number; break;
+      case Param::repl_ping_period: options_.repl_ping_replica_period = c.number; break;
+    }
+  }
+  if (maxmemory != nullptr) store_.set_maxmemory(static_cast<std::size_t>(maxmemory->bytes));
+  return ok();
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_config_resetstat(const Args&, Session&) {
+  store_.reset_stats();
+  return ok();
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_config_help(const Args&, Session&) {
+  return Reply::array({Reply::status("CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                       Reply::status("GET <pattern>"),
+                       Reply::status("    Return parameters matching the glob-like <pattern> and their values."),
+                       Reply::status("SET <directive> <value>"),
+                       Reply::status("    Set the configuration <directive> to <value>."),
+                       Reply::status("RESETSTAT"),
+                       Reply::status("    Reset statistics reported by the INFO command."),
+                       Reply::status("HELP"),
+                       Reply::status("    Prints this help.")});
+}
+// ---- COMMAND ----
+
+template <class Clock>
+Reply CommandExecutor<Clock>::command_info(const Spec& s) const {
+  Reply flags = Reply::array();
+  std::string_view f = s.flags;
+  while (!f.empty()) {
+    const std::size_t sp = f.find(' ');
+    flags.push(Reply::status(std::string(f.substr(0, sp))));
+    if (sp == std::string_view::npos) break;
+    f.remove_prefix(sp + 1);
+  }
+  return Reply::array({Reply::bulk(s.name), Reply::integer(s.arity), std::move(flags), Reply::integer(s.first_key),
+                       Reply::integer(s.last_key), Reply::integer(s.step), Reply::array(), Reply::array(),
+                       Reply::array(), Reply::array()});
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_command(const Args& a, Session& session) {
+  if (a.size() == 1) {
+    Reply r = Reply::array();
+    for (const Spec& s : table()) r.push(command_info(s));
+    return r;
+  }
+  const std::string sub = detail::lowercase(a[1]);
+  struct Sub {
+    const char* name;
+    int arity;
+    Reply (CommandExecutor::*fn)(const Args&, Session&);
+  };
+  static const Sub subs[] = {
+      {"count", 2, &CommandExecutor::cmd_command_count}, {"info", -2, &CommandExecutor::cmd_command_info},
+      {"list", -2, &CommandExecutor::cmd_command_list},   {"help", 2, &CommandExecutor::cmd_command_help},
+  };
+  // No COMMAND DOCS: redis-cli 7 asks for it at start-up and, on this error, falls back to
+  // its built-in help (as with a Redis 6 server), so `help SET` and the typing hints work;
+  // an empty reply would leave it with no help at all.
+  for (const Sub& s : subs) {
+    if (sub == s.name) {
+      if (!arity_ok(s.arity, a.size())) return arity_error(std::string("command|") + s.name);
+      return (this->*s.fn)(a, session);
+    }
+  }
+  return unknown_subcommand(a);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_command_count(const Args&, Session&) { return Reply::integer(static_cast<std::int64_t>(table().size())); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_command_info(const Args& a, Session&) {
+  Reply r = Reply::array();
+  if (a.size() == 2) {
+    for (const Spec& s : table()) r.push(command_info(s));
+    return r;
+  }
+  for (std::size_t i = 2; i < a.size(); ++i) {
+    auto it = index_.find(detail::lowercase(a[i]));
+    r.push(it == index_.end() ? Reply::nil_array() : command_info(table()[it->second]));
+  }
+  return r;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_command_list(const Args& a, Session&) {
+  if (a.size() != 2) return syntax_error();
+  Reply r = Reply::array();
+  for (const Spec& s : table()) r.push(Reply::bulk(s.name));
+  return r;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_command_help(const Args&, Session&) {
+  return Reply::array({Reply::status("COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                       Reply::status("(no subcommand)"), Reply::status("    Return details about all commands."),
+                       Reply::status("COUNT"), Reply::status("    Return the total number of commands."),
+                       Reply::status("INFO [<command-name> ...]"),
+                       Reply::status("    Return details about the named commands."), Reply::status("LIST"),
+                       Reply::status("    Return the names of all commands."), Reply::status("HELP"),
+                       Reply::status("    Prints this help.")});
+}
+// ---- OBJECT ----
+
+// FREQ and IDLETIME read the key as Redis does (a hit or miss, not an access: nil when
+// missing), then answer from the store's LFU / LRU data. ENCODING and REFCOUNT are not
+// offered (one value type, no shared objects).
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_object(const Args& a, Session&) {
+  const std::string sub = detail::lowercase(a[1]);
+  if (sub == "help") {
+    if (a.size() != 2) return arity_error("object|help");
+    return Reply::array(
+        {Reply::status("OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+         Reply::status("ENCODING <key>"),
+         Reply::status("    Return the kind of internal representation used in order to store the value"),
+         Reply::status("    associated with a <key>."), Reply::status("FREQ <key>"),
+         Reply::status("    Return the access frequency index of the <key>. The returned integer is"),
+         Reply::status("    proportional to the logarithm of the recent access frequency of the key."),
+         Reply::status("IDLETIME <key>"),
+         Reply::status("    Return the idle time of the <key>, that is the approximated number of"),
+         Reply::status("    seconds elapsed since the last access to the key."), Reply::status("REFCOUNT <key>"),
+         Reply::status("    Return the number of references of the value associated with the specified"),
+         Reply::status("    <key>."), Reply::status("HELP"), Reply::status("    Prints this help.")});
+  }
+  if (sub != "freq" && sub != "idletime") return unknown_subcommand(a);
+  if (a.size() != 3) return arity_error("object|" + sub);
+  if (!store_.exists(a[2])) return Reply::nil();
+  const EvictionPolicy policy = store_.options().maxmemory_policy;
+  const bool lfu = policy == EvictionPolicy::allkeys_lfu || policy == EvictionPolicy::volatile_lfu;
+  static constexpr const char* kAdjust =
+      " Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+  if (sub == "freq") {
+    if (!lfu) {
+      return Reply::error(std::string("ERR An LFU maxmemory policy is not selected, access frequency not tracked.") +
+                          kAdjust);
+    }
+    const std::optional<std::uint32_t> freq = store_.object_freq(a[2]);
+    return freq ? Reply::integer(static_cast<std::int64_t>(*freq)) : Reply::nil();
+  }
+  if (lfu) return Reply::error(std::string("ERR An LFU maxmemory policy is selected, idle time not tracked.") + kAdjust);
+  const std::optional<std::int64_t> idle_ms = store_.object_idletime_ms(a[2]);
+  return idle_ms ? Reply::integer(*idle_ms / 1000) : Reply::nil();
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_config(const Args& a, Session& session) {
+  const std::string sub = detail::lowercase(a[1]);
+  if (sub == "get") {
+    if (a.size() < 3) return arity_error("config|get");
+    return cmd_config_get(a, session);
+  }
+  if (sub == "set") {
+    if (a.size() < 4) return arity_error("config|set");
+    return cmd_config_set(a, session);
+  }
+  if (sub == "resetstat") {
+    if (a.size() != 2) return arity_error("config|resetstat");
+    return cmd_config_resetstat(a, session);
+  }
+  if (sub == "help") {
+    if (a.size() != 2) return arity_error("config|help");
+    return cmd_config_help(a, session);
+  }
+  return unknown_subcommand(a);
+}
+
+}  // namespace expiring::redis

@@ -1,0 +1,285 @@
+// expiring/redis/cmd_strings.hpp: the string commands: GET SET SETEX PSETEX SETNX GETSET GETDEL GETEX MGET MSET MSETNX
+// STRLEN APPEND INCR DECR INCRBY DECRBY.
+//
+// The implementations of CommandExecutor's members for this family; the class, its dispatch
+// and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
+// includes this file at its end. Include commands.hpp, not this file.
+#pragma once
+
+#include "commands.hpp"
+
+namespace expiring::redis {
+
+// ==== Strings ===============================================================================
+
+template <class Clock>
+void CommandExecutor<Clock>::write_bulk_or_nil(OutputBuffer& out, const std::string* v) {
+  if (v != nullptr) {
+    Reply::write_bulk(out, *v);
+  } else {
+    Reply::write_nil(out);
+  }
+}
+
+template <class Clock>
+void CommandExecutor<Clock>::write_get(const Args& a, Session&, OutputBuffer& out) {
+  const Value* v = store_.get(a[1]);
+  if (v != nullptr && v->is_hash()) {
+    wrong_type().write_resp(out);
+    return;
+  }
+  write_bulk_or_nil(out, v == nullptr ? nullptr : v->string());
+}
+
+template <class Clock>
+bool CommandExecutor<Clock>::parse_string_opts(const Args& a, std::size_t from, bool get_mode, StrOpts& o) {
+  using K = ExpKind;
+  for (std::size_t j = from; j < a.size(); ++j) {
+    const std::string& opt = a[j];
+    const bool has_next = j + 1 < a.size();
+    const bool any_expire = o.kind != K::none;
+    if (!get_mode && detail::is_opt(opt, "nx") && !o.xx) {
+      o.nx = true;
+    } else if (!get_mode && detail::is_opt(opt, "xx") && !o.nx) {
+      o.xx = true;
+    } else if (!get_mode && detail::is_opt(opt, "get")) {
+      o.get = true;
+    } else if (!get_mode && detail::is_opt(opt, "keepttl") && !o.persist && !any_expire) {
+      o.keepttl = true;
+    } else if (get_mode && detail::is_opt(opt, "persist") && !any_expire && !o.keepttl) {
+      o.persist = true;
+    } else if (has_next && !o.keepttl && !o.persist &&
+               ((detail::is_opt(opt, "ex") && (o.kind == K::none || o.kind == K::ex)) ||
+                (detail::is_opt(opt, "px") && (o.kind == K::none || o.kind == K::px)) ||
+                (detail::is_opt(opt, "exat") && (o.kind == K::none || o.kind == K::exat)) ||
+                (detail::is_opt(opt, "pxat") && (o.kind == K::none || o.kind == K::pxat)))) {
+      const std::string_view t = detail::cstr(opt);
+      o.kind = detail::iequals(t, "ex") ? K::ex : detail::iequals(t, "px") ? K::px : detail::iequals(t, "exat") ? K::exat : K::pxat;
+      o.value = &a[++j];
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_set(const Args& a, Session&) {
+  StrOpts o;
+  if (!parse_string_opts(a, 3, false, o)) return syntax_error();
+  SetExpiry expiry;
+  std::int64_t v = 0;
+  if (o.kind != ExpKind::none) {
+    if (!to_int(*o.value, v)) return not_integer();
+    expiry = *make_expiry<SetExpiry>(o.kind, v);
+  } else if (o.keepttl) {
+    expiry = KeepTtl{};
+  }
+  const SetCond cond = o.nx ? SetCond::NX : o.xx ? SetCond::XX : SetCond::Always;
+  if (o.get) {
+    // The expire argument is refused before GET meets a hash (semantics.md B §2.4).
+    if (o.kind != ExpKind::none && !set_expiry_valid(o.kind, v)) return invalid_expire("set");
+    if (holds_hash(a[1], true)) return wrong_type();
+    Result<std::optional<Value>> r = store_.set_get(a[1], a[2], expiry, cond);
+    if (!r.ok()) return write_error(r.error(), "set");
+    return bulk_or_nil(*r);
+  }
+  Result<bool> r = store_.set(a[1], a[2], expiry, cond);
+  if (!r.ok()) return write_error(r.error(), "set");
+  return *r ? ok() : Reply::nil();
+}
+
+// SET's expire argument as the store validates it (B §2.4 step 1): positive, and its
+// conversion to absolute ms does not overflow.
+template <class Clock>
+bool CommandExecutor<Clock>::set_expiry_valid(ExpKind kind, std::int64_t v) const {
+  if (v <= 0) return false;
+  std::int64_t ms = v;
+  if ((kind == ExpKind::ex || kind == ExpKind::exat) && !expiring::detail::seconds_to_ms(v, ms)) return false;
+  std::int64_t when = 0;
+  return !(kind == ExpKind::ex || kind == ExpKind::px) || expiring::detail::checked_add(ms, store_.now_ms(), when);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_setex_generic(const Args& a, bool ms) {
+  std::int64_t v = 0;
+  if (!to_int(a[2], v)) return not_integer();
+  Result<void> r = ms ? store_.psetex(a[1], v, a[3]) : store_.setex(a[1], v, a[3]);
+  if (!r.ok()) return write_error(r.error(), ms ? "psetex" : "setex");
+  return ok();
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_setex(const Args& a, Session&) { return cmd_setex_generic(a, false); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_psetex(const Args& a, Session&) { return cmd_setex_generic(a, true); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_setnx(const Args& a, Session&) {
+  Result<bool> r = store_.set(a[1], a[2], SetCond::NX);  // setnx() would hide a refusal
+  if (!r.ok()) return oom_error();
+  return Reply::integer(*r ? 1 : 0);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_getset(const Args& a, Session&) {
+  if (holds_hash(a[1], true)) return wrong_type();
+  auto r = store_.getset(a[1], a[2]);
+  if (!r.ok()) return oom_error();
+  return bulk_or_nil(std::move(r).value());
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_getdel(const Args& a, Session&) {
+  if (holds_hash(a[1], true)) return wrong_type();
+  return bulk_or_nil(store_.getdel(a[1]));
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_getex(const Args& a, Session&) {
+  StrOpts o;
+  if (!parse_string_opts(a, 2, true, o)) return syntax_error();
+  if (holds_hash(a[1], true)) return wrong_type();  // after the options, before their numbers (B §2.6)
+  GetExExpiry option;
+  if (o.kind != ExpKind::none) {
+    std::int64_t v = 0;
+    if (!to_int(*o.value, v)) {
+      // Redis looks the key up before it reads the number: a missing key answers nil.
+      Result<std::optional<Value>> cur = store_.getex(a[1]);
+      return cur.ok() && *cur ? not_integer() : Reply::nil();
+    }
+    option = *make_expiry<GetExExpiry>(o.kind, v);
+  } else if (o.persist) {
+    option = Persist{};
+  }
+  Result<std::optional<Value>> r = store_.getex(a[1], option);
+  if (!r.ok()) return invalid_expire("getex");
+  return bulk_or_nil(*r);
+}
+
+// Each value is copied once, from the store into the output buffer (a pointer from get()
+// is not kept past the next read).
+template <class Clock>
+void CommandExecutor<Clock>::write_mget(const Args& a, Session&, OutputBuffer& out) {
+  Reply::write_array_header(out, a.size() - 1);
+  for (std::size_t i = 1; i < a.size(); ++i) {
+    const Value* v = store_.get(a[i]);
+    write_bulk_or_nil(out, v == nullptr ? nullptr : v->string());  // a hash answers nil
+  }
+}
+
+// MSET / MSETNX's writes: one memory check for the whole command, as Redis, so every pair
+// is written or none (Errc::out_of_memory).
+template <class Clock>
+Result<void> CommandExecutor<Clock>::set_pairs(const Args& a) {
+  return store_.as_one_command([&] {
+    for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
+  });
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_mset(const Args& a, Session&) {
+  if (a.size() % 2 == 0) return arity_error("mset");
+  return set_pairs(a).ok() ? ok() : oom_error();
+}
+
+// A write lookup (Redis lookupKeyWrite): whether the key is live, reclaiming it if stale,
+// without counting a hit or miss and without an event. The store has no such member;
+// renamenx(k, k) is exactly that: no_such_key for a missing or stale key, false otherwise.
+template <class Clock>
+bool CommandExecutor<Clock>::exists_for_write(const std::string& key) { return store_.renamenx(key, key).ok(); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_msetnx(const Args& a, Session&) {
+  if (a.size() % 2 == 0) return arity_error("msetnx");
+  for (std::size_t i = 1; i < a.size(); i += 2) {
+    if (exists_for_write(a[i])) return Reply::integer(0);
+  }
+  return set_pairs(a).ok() ? Reply::integer(1) : oom_error();
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_strlen(const Args& a, Session&) {
+  const Value* v = store_.get(a[1]);
+  if (v != nullptr && v->is_hash()) return wrong_type();
+  return Reply::integer(v ? static_cast<std::int64_t>(v->string()->size()) : 0);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_append(const Args& a, Session&) {
+  std::size_t len = 0;
+  bool too_big = false;
+  const std::string& add = a[2];
+  if (holds_hash(a[1], false)) return wrong_type();
+  const bool found = store_.modify(a[1], [&](Value& value) {
+    std::string& v = *value.string();
+    if (v.size() + add.size() > options_.proto_max_bulk_len) {
+      too_big = true;
+      return;
+    }
+    v += add;
+    len = v.size();
+  });
+  if (too_big) return Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+  if (!found) {
+    if (!store_.set(a[1], add).ok()) return oom_error();
+    len = add.size();
+  }
+  return Reply::integer(static_cast<std::int64_t>(len));
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::incr_by(const std::string& key, std::int64_t incr) {
+  enum { kOk, kNotInt, kOverflow } status = kOk;
+  std::int64_t result = 0;
+  if (holds_hash(key, false)) return wrong_type();
+  const bool found = store_.modify(key, [&](Value& value) {
+    std::string& v = *value.string();
+    std::int64_t cur = 0;
+    if (!parse_int64(v, cur)) {
+      status = kNotInt;
+      return;
+    }
+    if ((incr < 0 && cur < 0 && incr < std::numeric_limits<std::int64_t>::min() - cur) ||
+        (incr > 0 && cur > 0 && incr > std::numeric_limits<std::int64_t>::max() - cur)) {
+      status = kOverflow;
+      return;
+    }
+    result = cur + incr;
+    v.clear();
+    Reply::append_int(v, result);
+  });
+  if (status == kNotInt) return not_integer();
+  if (status == kOverflow) return Reply::error("ERR increment or decrement would overflow");
+  if (!found) {
+    result = incr;
+    std::string v;
+    Reply::append_int(v, result);
+    if (!store_.set(key, std::move(v)).ok()) return oom_error();
+  }
+  return Reply::integer(result);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_incr(const Args& a, Session&) { return incr_by(a[1], 1); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_decr(const Args& a, Session&) { return incr_by(a[1], -1); }
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_incrby(const Args& a, Session&) {
+  std::int64_t v = 0;
+  if (!to_int(a[2], v)) return not_integer();
+  return incr_by(a[1], v);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_decrby(const Args& a, Session&) {
+  std::int64_t v = 0;
+  if (!to_int(a[2], v)) return not_integer();
+  if (v == std::numeric_limits<std::int64_t>::min()) return Reply::error("ERR decrement would overflow");
+  return incr_by(a[1], -v);
+}
+
+}  // namespace expiring::redis

@@ -1,0 +1,176 @@
+// server/persistence.cpp: the server's persistence (server.hpp has the design).
+//
+// With Redis's names (docs/semantics.md §4, D28-D33):
+//   * At start: with appendonly yes the append-only log in dir is replayed (a snapshot
+//     dbfilename is loaded first if there is no log yet, and becomes its base); else the
+//     snapshot is loaded if it exists. Keys already expired in a snapshot are skipped.
+//   * SAVE writes the snapshot (snapshot.hpp); BGSAVE forks a child that writes it while the
+//     loop goes on; LASTSAVE; DEBUG RELOAD saves, empties and loads it again. BGREWRITEAOF
+//     starts the log's rewrite, which the loop advances one bounded step per iteration
+//     (append_log.hpp). INFO persistence reports them.
+//   * One change feed serves the log, the replicas' stream and the change counter.
+//   * SYNC (a replica's full sync) and REPLICAOF are added here with the other commands that
+//     need files, processes or sockets; replication.cpp carries them out.
+#include "server.hpp"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include <expiring/snapshot.hpp>
+
+namespace expiring::server {
+
+using expiring::redis::Action;
+using expiring::redis::Reply;
+using expiring::redis::RequestParser;
+
+// ---- Persistence (snapshot.hpp, append_log.hpp) ----
+
+bool Server::file_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+// At start: the log (after the snapshot, if the log does not exist yet), or the snapshot.
+bool Server::load_data() {
+  const bool have_log = file_exists(cfg_.dir + "/" + cfg_.appendfilename + ".manifest");
+  if ((!cfg_.appendonly || !have_log) && file_exists(snapshot_path())) {
+    const auto r = expiring::load(store_, snapshot_path());
+    if (!r.ok()) {
+      std::fprintf(stderr, "expiring-server: cannot load %s: %s\n", snapshot_path().c_str(), r.error().message.c_str());
+      return false;
+    }
+    std::fprintf(stderr, "expiring-server: loaded %llu keys from %s (%llu already expired, skipped)\n",
+                 static_cast<unsigned long long>(r->keys), snapshot_path().c_str(),
+                 static_cast<unsigned long long>(r->expired));
+    lastsave_s_ = unix_seconds();
+  }
+  if (cfg_.appendonly) {
+    expiring::AppendLogOptions o;
+    o.fsync = cfg_.appendfsync;
+    o.name = cfg_.appendfilename;
+    o.attach = false;  // the server's own feed (below) calls it
+    auto r = expiring::AppendLog<Store>::open(store_, cfg_.dir, o);
+    if (!r.ok()) {
+      std::fprintf(stderr, "expiring-server: cannot open the append-only log in %s: %s\n", cfg_.dir.c_str(),
+                   r.error().message.c_str());
+      return false;
+    }
+    aof_ = std::move(*r);
+    std::fprintf(stderr, "expiring-server: append-only log: %llu records replayed, %llu bytes cut off a torn end\n",
+                 static_cast<unsigned long long>(aof_->replayed().records),
+                 static_cast<unsigned long long>(aof_->replayed().truncated_bytes));
+  }
+  // One feed for the log, the replicas and the change counter.
+  store_.set_change_feed([this](const expiring::redis::ValueChange& c) { on_change(c); });
+  return true;
+}
+
+void Server::on_change(const expiring::redis::ValueChange& c) {
+  if (c.op != expiring::ChangeOp::multi && c.op != expiring::ChangeOp::exec) ++dirty_;
+  if (aof_) aof_->on_change(c);
+  if (!replicas_.empty()) expiring::redis::write_change(c, repl_buf_);
+}
+
+// beforeSleep: the stream to the replicas, a step of a log rewrite, a finished BGSAVE.
+void Server::persistence_before_sleep() {
+  propagate_to_replicas();
+  if (aof_ && aof_->rewriting()) {
+    if (aof_->rewrite_step()) {
+      last_rewrite_ok_ = true;
+      std::fprintf(stderr, "expiring-server: append-only log rewritten\n");
+    } else if (!aof_->rewriting()) {
+      last_rewrite_ok_ = false;  // abandoned: the log says why
+    }
+  }
+  if (bgsave_pid_ > 0) {
+    int status = 0;
+    if (::waitpid(bgsave_pid_, &status, WNOHANG) == bgsave_pid_) {
+      last_bgsave_ok_ = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (last_bgsave_ok_) {
+        lastsave_s_ = unix_seconds();
+        dirty_ -= std::min(dirty_, dirty_at_fork_);
+      }
+      std::fprintf(stderr, "expiring-server: background save %s\n", last_bgsave_ok_ ? "done" : "FAILED");
+      bgsave_pid_ = -1;
+    }
+  }
+}
+
+void Server::add_persistence_commands() {
+  using Args = Executor::Args;
+  using Session = expiring::redis::Session;
+  exec_.add_command("save", 1, "admin", [this](const Args&, Session&) {
+    if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
+    const auto r = expiring::save(store_, snapshot_path());
+    if (!r.ok()) return Reply::error("ERR " + r.error().message);
+    dirty_ = 0;
+    lastsave_s_ = unix_seconds();
+    return Reply::ok();
+  });
+  // A forked child writes the snapshot from its copy-on-write view of the store.
+  exec_.add_command("bgsave", -1, "admin", [this](const Args&, Session&) {
+    if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
+    const pid_t pid = ::fork();
+    if (pid < 0) return Reply::error(std::string("ERR fork failed: ") + std::strerror(errno));
+    if (pid == 0) ::_exit(expiring::save(store_, snapshot_path()).ok() ? 0 : 1);
+    bgsave_pid_ = pid;
+    dirty_at_fork_ = dirty_;
+    return Reply::status("Background saving started");
+  });
+  exec_.add_command("lastsave", 1, "fast", [this](const Args&, Session&) { return Reply::integer(lastsave_s_); });
+  exec_.add_command("bgrewriteaof", 1, "admin", [this](const Args&, Session&) {
+    if (!aof_) return Reply::error("ERR the append-only log is off (start with --appendonly yes)");
+    if (aof_->rewriting()) return Reply::error("ERR Background append only file rewriting already in progress");
+    if (!aof_->start_rewrite()) return Reply::error("ERR the rewrite could not start");
+    return Reply::status("Background append only file rewriting started");
+  });
+  exec_.add_command("debug", -2, "admin", [this](const Args& a, Session& s) {
+    if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "reload")) {
+      if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
+      const auto w = expiring::save(store_, snapshot_path());
+      if (!w.ok()) return Reply::error("ERR " + w.error().message);
+      // A replica keeps its stale keys: only the primary's DEL removes them.
+      const auto r = expiring::load(store_, snapshot_path(),
+                                    replica_ ? expiring::LoadAs::replica : expiring::LoadAs::primary);
+      if (!r.ok()) return Reply::error("ERR Error trying to load the RDB dump: " + r.error().message);
+      dirty_ = 0;
+      lastsave_s_ = unix_seconds();
+      return Reply::ok();
+    }
+    return exec_.run_builtin(a, s);
+  });
+  auto replicaof = [this](const Args& a, Session&) {
+    if (expiring::redis::detail::iequals(a[1], "no") && expiring::redis::detail::iequals(a[2], "one")) {
+      stop_replication();
+      return Reply::ok();
+    }
+    std::int64_t port = 0;
+    if (!expiring::redis::parse_int64(a[2], port) || port <= 0 || port > 65535) {
+      return Reply::error("ERR Invalid master port");
+    }
+    start_replication(a[1], static_cast<int>(port));
+    return Reply::ok();
+  };
+  exec_.add_command("replicaof", 3, "admin", replicaof);
+  exec_.add_command("slaveof", 3, "admin", replicaof);
+  // A replica's full sync: the snapshot of this moment, then the stream.
+  exec_.add_command("sync", 1, "admin", [this](const Args&, Session& s) {
+    propagate_to_replicas();  // what the others have not been sent yet is in the snapshot
+    std::ostringstream os;
+    const auto r = expiring::save(store_, os);
+    if (!r.ok()) return Reply::error("ERR " + r.error().message);
+    new_replica_ = s.id;
+    return Reply::bulk(os.str());
+  });
+}
+
+
+}  // namespace expiring::server
