@@ -171,7 +171,7 @@ for c in "${configs[@]}"; do
         run_config fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
           "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DCMAKE_CXX_STANDARD=17 -DEXPIRING_WERROR=ON \
           -DEXPIRING_SANITIZE=OFF -DEXPIRING_BUILD_BENCH=OFF -DEXPIRING_BUILD_EXAMPLES=OFF \
-          -DEXPIRING_TEST_BOTH_POLICIES=OFF -DEXPIRING_TEST_SUITES=OFF -DEXPIRING_FUZZ_SECONDS=8 \
+          -DEXPIRING_TEST_SUITES=OFF -DEXPIRING_FUZZ_SECONDS=8 \
           "${no_config_checks[@]}"
       # Without libFuzzer's runtime the targets are not defined and ctest finds no test
       # (--no-tests=error above): that fails the configuration rather than passing it empty.
