@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <expiring/redis/resp.hpp>
 #include <expiring/version.hpp>
 
 namespace expiring::server {
@@ -21,11 +22,6 @@ std::string lowercase(std::string_view s) {
   std::string r(s);
   for (char& c : r) c = lower(c);
   return r;
-}
-bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  return lower(c) - 'a' + 10;
 }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
@@ -170,73 +166,6 @@ int own_arity(const std::string& name) {
 
 }  // namespace
 
-bool split_args(std::string_view line, std::vector<std::string>& out) {
-  out.clear();
-  std::size_t i = 0;
-  const std::size_t n = line.size();
-  for (;;) {
-    while (i < n && is_space(line[i])) ++i;
-    if (i >= n) return true;
-    std::string cur;
-    bool inq = false, insq = false, done = false;
-    while (!done) {
-      if (inq) {
-        if (i >= n) return false;  // unterminated quotes
-        if (line[i] == '\\' && i + 3 < n && line[i + 1] == 'x' && is_hex(line[i + 2]) && is_hex(line[i + 3])) {
-          cur.push_back(static_cast<char>(hex_value(line[i + 2]) * 16 + hex_value(line[i + 3])));
-          i += 3;
-        } else if (line[i] == '\\' && i + 1 < n) {
-          ++i;
-          char c = line[i];
-          switch (c) {
-            case 'n': c = '\n'; break;
-            case 'r': c = '\r'; break;
-            case 't': c = '\t'; break;
-            case 'b': c = '\b'; break;
-            case 'a': c = '\a'; break;
-            default: break;
-          }
-          cur.push_back(c);
-        } else if (line[i] == '"') {
-          // The closing quote must be followed by a blank or nothing.
-          if (i + 1 < n && !is_space(line[i + 1])) return false;
-          done = true;
-        } else {
-          cur.push_back(line[i]);
-        }
-      } else if (insq) {
-        if (i >= n) return false;
-        if (line[i] == '\\' && i + 1 < n && line[i + 1] == '\'') {
-          ++i;
-          cur.push_back('\'');
-        } else if (line[i] == '\'') {
-          if (i + 1 < n && !is_space(line[i + 1])) return false;
-          done = true;
-        } else {
-          cur.push_back(line[i]);
-        }
-      } else {
-        if (i >= n) {
-          done = true;
-          break;
-        }
-        const char c = line[i];
-        if (is_space(c)) {
-          done = true;
-        } else if (c == '"') {
-          inq = true;
-        } else if (c == '\'') {
-          insq = true;
-        } else {
-          cur.push_back(c);
-        }
-      }
-      if (i < n) ++i;
-    }
-    out.push_back(std::move(cur));
-  }
-}
-
 std::string parse_config_text(std::string_view text, const std::string& source, Config& cfg) {
   std::size_t lineno = 0;
   std::size_t pos = 0;
@@ -252,7 +181,9 @@ std::string parse_config_text(std::string_view text, const std::string& source, 
     while (!line.empty() && is_space(line.back())) line.remove_suffix(1);
     if (line.empty() || line.front() == '#') continue;
     const std::string where = source + ":" + std::to_string(lineno);
-    if (!split_args(line, args)) return where + ": unbalanced quotes in '" + std::string(line) + "'";
+    // A NUL would end the line for redis-server (a C string): refused rather than guessed at.
+    if (line.find('\0') != std::string_view::npos) return where + ": a NUL byte in the line";
+    if (!redis::split_args(line, args)) return where + ": unbalanced quotes in '" + std::string(line) + "'";
     if (args.empty()) continue;
     const std::string name = args.front();
     args.erase(args.begin());

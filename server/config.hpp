@@ -5,8 +5,9 @@
 // and the flags after it, so a flag overrides the file, and a later line overrides an earlier
 // one. The file's syntax is redis.conf's: one directive per line, `name arg...`, `#` starting a
 // comment line, blank lines ignored, arguments split at blanks, double-quoted arguments with
-// Redis's escapes (\n \r \t \b \a \\ \" \xHH), single-quoted ones with \' only
-// (sdssplitargs()).
+// Redis's escapes (\n \r \t \b \a \\ \" \xHH), single-quoted ones with \' only (sdssplitargs():
+// redis::split_args() of resp.hpp, the splitter of inline requests); a line with a NUL byte
+// is refused.
 //
 // Two kinds of settings:
 //   * the server's own (port, maxclients, dir, dbfilename, appendonly, appendfsync,
@@ -60,10 +61,6 @@ struct ParseResult {
   CliAction action = CliAction::run;
   std::string error;  // with CliAction::error: the message, naming the file and line
 };
-
-// Splits one line into arguments as redis-server does (sdssplitargs); false if its quotes
-// are unbalanced or a closing quote is not followed by a blank.
-bool split_args(std::string_view line, std::vector<std::string>& out);
 
 // Reads the directives of `text` (the content of a file called `source`) into `cfg`.
 // "" on success, else "<source>:<line>: <why>".

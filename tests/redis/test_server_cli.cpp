@@ -148,6 +148,7 @@ TEST_CASE("expiring-server: a bad config file is refused with its name and line 
       {"a closing quote not followed by a blank", "requirepass \"a\"b\n", ":4: "},
       {"a directive without its argument", "maxclients\n", ":4: "},
       {"replicaof without a port", "replicaof 127.0.0.1\n", ":4: "},
+      {"a NUL byte in a line", std::string("requirepass a\0b\n", 16), ":4: "},
   };
   for (const Bad& b : cases) {
     INFO(b.what);
@@ -169,13 +170,13 @@ TEST_CASE("expiring-server: a bad config file is refused with its name and line 
 
 TEST_CASE("server config: arguments are split as redis.conf splits them", "[redis][live][server]") {
   std::vector<std::string> a;
-  REQUIRE(expiring::server::split_args("  name  one\ttwo  ", a));
+  REQUIRE(expiring::redis::split_args("  name  one\ttwo  ", a));
   CHECK(a == std::vector<std::string>{"name", "one", "two"});
-  REQUIRE(expiring::server::split_args(R"(x "a b" "\x41\n\"\\" 'it\'s' "")", a));
+  REQUIRE(expiring::redis::split_args(R"(x "a b" "\x41\n\"\\" 'it\'s' "")", a));
   CHECK(a == std::vector<std::string>{"x", "a b", "A\n\"\\", "it's", ""});
-  CHECK_FALSE(expiring::server::split_args(R"(x "open)", a));
-  CHECK_FALSE(expiring::server::split_args(R"(x "a"b)", a));
-  CHECK_FALSE(expiring::server::split_args("x 'open", a));
+  CHECK_FALSE(expiring::redis::split_args(R"(x "open)", a));
+  CHECK_FALSE(expiring::redis::split_args(R"(x "a"b)", a));
+  CHECK_FALSE(expiring::redis::split_args("x 'open", a));
 }
 
 TEST_CASE("server config: directives fill the configuration and later ones win",

@@ -455,6 +455,97 @@ struct ParserLimits {
   bool strict = false;
 };
 
+namespace detail {
+inline bool is_arg_blank(char c) noexcept {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+inline int hex_digit_value(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace detail
+
+// Splits a line as Redis's sdssplitargs does (an inline request; a redis.conf directive):
+// blanks separate arguments; "double quotes" allow \xHH, \n, \r, \t, \b, \a and \<any>
+// escapes; 'single quotes' allow \' only; a closing quote must be followed by a blank or the
+// end. False on unbalanced quotes. The line must hold no NUL (callers refuse or stop at one);
+// its end acts as one.
+inline bool split_args(std::string_view line, std::vector<std::string>& out) {
+  out.clear();
+  const std::size_t n = line.size();
+  auto at = [&](std::size_t i) -> char { return i < n ? line[i] : '\0'; };
+  std::size_t p = 0;
+  for (;;) {
+    while (p < n && detail::is_arg_blank(line[p])) ++p;
+    if (p >= n) return true;
+    std::string cur;
+    bool in_dq = false, in_sq = false, done = false;
+    while (!done) {
+      const char c = at(p);
+      if (in_dq) {
+        const int hi = detail::hex_digit_value(at(p + 2));
+        const int lo = detail::hex_digit_value(at(p + 3));
+        if (c == '\\' && at(p + 1) == 'x' && hi >= 0 && lo >= 0) {
+          cur.push_back(static_cast<char>(hi * 16 + lo));
+          p += 3;
+        } else if (c == '\\' && at(p + 1) != '\0') {
+          ++p;
+          switch (at(p)) {
+            case 'n': cur.push_back('\n'); break;
+            case 'r': cur.push_back('\r'); break;
+            case 't': cur.push_back('\t'); break;
+            case 'b': cur.push_back('\b'); break;
+            case 'a': cur.push_back('\a'); break;
+            default: cur.push_back(at(p)); break;
+          }
+        } else if (c == '"') {
+          if (at(p + 1) != '\0' && !detail::is_arg_blank(at(p + 1))) return false;
+          done = true;
+        } else if (c == '\0') {
+          return false;
+        } else {
+          cur.push_back(c);
+        }
+      } else if (in_sq) {
+        if (c == '\\' && at(p + 1) == '\'') {
+          ++p;
+          cur.push_back('\'');
+        } else if (c == '\'') {
+          if (at(p + 1) != '\0' && !detail::is_arg_blank(at(p + 1))) return false;
+          done = true;
+        } else if (c == '\0') {
+          return false;
+        } else {
+          cur.push_back(c);
+        }
+      } else {
+        switch (c) {
+          case ' ':
+          case '\n':
+          case '\r':
+          case '\t':
+          case '\0':
+            done = true;
+            break;
+          case '"':
+            in_dq = true;
+            break;
+          case '\'':
+            in_sq = true;
+            break;
+          default:
+            cur.push_back(c);
+            break;
+        }
+      }
+      if (at(p) != '\0') ++p;
+    }
+    out.push_back(std::move(cur));
+  }
+}
+
 // What a vector of arguments costs in memory: the vector's slots (string objects) and the
 // arguments' bytes. The query-buffer limit and used_memory count a pending command this way.
 inline std::size_t args_cost(const std::vector<std::string>& args) noexcept {
@@ -616,91 +707,6 @@ class RequestParser {
     return Status::incomplete;
   }
 
-  static bool is_space(char c) noexcept {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-  }
-  static int hex_value(char c) noexcept {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  }
-
-  // Splits an inline request as Redis's sdssplitargs does: blanks separate arguments;
-  // "double quotes" allow \xHH, \n, \r, \t, \b, \a and \<any> escapes; 'single quotes' allow
-  // \' only; a closing quote must be followed by a blank or the end. False on unbalanced
-  // quotes. The line holds no NUL (the caller stops at one); its end acts as one.
-  static bool split_args(std::string_view line, std::vector<std::string>& out) {
-    out.clear();
-    const std::size_t n = line.size();
-    auto at = [&](std::size_t i) -> char { return i < n ? line[i] : '\0'; };
-    std::size_t p = 0;
-    for (;;) {
-      while (p < n && is_space(line[p])) ++p;
-      if (p >= n) return true;
-      std::string cur;
-      bool in_dq = false, in_sq = false, done = false;
-      while (!done) {
-        const char c = at(p);
-        if (in_dq) {
-          if (c == '\\' && at(p + 1) == 'x' && hex_value(at(p + 2)) >= 0 && hex_value(at(p + 3)) >= 0) {
-            cur.push_back(static_cast<char>(hex_value(at(p + 2)) * 16 + hex_value(at(p + 3))));
-            p += 3;
-          } else if (c == '\\' && at(p + 1) != '\0') {
-            ++p;
-            switch (at(p)) {
-              case 'n': cur.push_back('\n'); break;
-              case 'r': cur.push_back('\r'); break;
-              case 't': cur.push_back('\t'); break;
-              case 'b': cur.push_back('\b'); break;
-              case 'a': cur.push_back('\a'); break;
-              default: cur.push_back(at(p)); break;
-            }
-          } else if (c == '"') {
-            if (at(p + 1) != '\0' && !is_space(at(p + 1))) return false;
-            done = true;
-          } else if (c == '\0') {
-            return false;
-          } else {
-            cur.push_back(c);
-          }
-        } else if (in_sq) {
-          if (c == '\\' && at(p + 1) == '\'') {
-            ++p;
-            cur.push_back('\'');
-          } else if (c == '\'') {
-            if (at(p + 1) != '\0' && !is_space(at(p + 1))) return false;
-            done = true;
-          } else if (c == '\0') {
-            return false;
-          } else {
-            cur.push_back(c);
-          }
-        } else {
-          switch (c) {
-            case ' ':
-            case '\n':
-            case '\r':
-            case '\t':
-            case '\0':
-              done = true;
-              break;
-            case '"':
-              in_dq = true;
-              break;
-            case '\'':
-              in_sq = true;
-              break;
-            default:
-              cur.push_back(c);
-              break;
-          }
-        }
-        if (at(p) != '\0') ++p;
-      }
-      out.push_back(std::move(cur));
-    }
-  }
 
   // ---- multibulk requests ----
 
