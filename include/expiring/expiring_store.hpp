@@ -1276,14 +1276,12 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
 
   // The engine's internal API and state (detail/engine.hpp), used by the members above and
   // by ConcurrentStore's shards (detail/shard_store.hpp).
-  using engine_type::kTransparent;
   using engine_type::lookup_key;
   using engine_type::next_random;
   using engine_type::budget_now;
   using engine_type::emit;
   using engine_type::renamed;
   using engine_type::flush;
-  using engine_type::feed_change;
   using engine_type::deadline_of;
   using engine_type::past_deadline_verb;
   using engine_type::lookup;
@@ -1292,7 +1290,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::quiet_index;
   using engine_type::weigh_all;
   using engine_type::remove;
-  using engine_type::lazy_free;
   using engine_type::replace_value;
   using engine_type::is_lfu;
   using engine_type::update_eviction_flags;
@@ -1302,15 +1299,12 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::over_limit;
   using engine_type::incoming_weight;
   using engine_type::predicted_heap_bytes;
-  using engine_type::random_unit;
-  using engine_type::draw;
   using engine_type::init_access;
   using engine_type::reset_access;
   using engine_type::touched;
   using engine_type::refresh_idle;
   using engine_type::prepared_idle_deadline;
   using engine_type::touch_access;
-  using engine_type::eviction_score;
   using engine_type::evict_to_limit;
   using engine_type::evict_to_entries;
   using engine_type::room_for_key;
@@ -1321,7 +1315,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::jittered;
   using engine_type::freshness_of;
   using engine_type::has_deadline;
-  using engine_type::unaccount_moved;
   using engine_type::clock_;
   using engine_type::notify_;
   using engine_type::gov_;
@@ -1330,7 +1323,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::options_;
   using engine_type::stats_;
   using engine_type::active_;
-  using engine_type::rng_;
   using engine_type::probe_hits_;
   using engine_type::probe_misses_;
   using engine_type::soft_reloads_;
