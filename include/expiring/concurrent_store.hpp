@@ -66,6 +66,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/key_commands.hpp"
 #include "detail/quiet_thread.hpp"
 #include "detail/read_section.hpp"
 #include "detail/shard_lock.hpp"
@@ -94,7 +95,10 @@ template <class K, class V, class Clock = TscClock, class ExpiryPolicy = Sampled
 using ConcurrentStore = BasicConcurrentStore<K, V, expiring::Hash<K>, std::equal_to<>, Clock, ExpiryPolicy>;
 
 template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
-class BasicConcurrentStore {
+class BasicConcurrentStore
+    : public api::KeyCommands<BasicConcurrentStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V> {
+  using commands_type = api::KeyCommands<BasicConcurrentStore, V>;
+
  public:
   using engine_type = detail::ShardStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>;
   using key_type = K;
@@ -264,31 +268,13 @@ class BasicConcurrentStore {
   Result<bool> set(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
     return with(key, [&](engine_type& e) { return e.set(std::forward<KK>(key), std::forward<VV>(value), expiry, cond); });
   }
-  template <class KK, class VV>
-  Result<bool> set(KK&& key, VV&& value, SetCond cond) {
-    return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, cond);
-  }
+  // set(key, value, cond), setnx(), setex(), psetex(), getset(): api/key_commands.hpp.
+  using commands_type::set;
   template <class KK, class VV>
   Result<std::optional<V>> set_get(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
     return with(key, [&](engine_type& e) {
       return e.set_get(std::forward<KK>(key), std::forward<VV>(value), expiry, cond);
     });
-  }
-  template <class KK, class VV>
-  Result<std::optional<V>> getset(KK&& key, VV&& value) {
-    return set_get(std::forward<KK>(key), std::forward<VV>(value));
-  }
-  template <class KK, class VV>
-  [[nodiscard]] bool setnx(KK&& key, VV&& value) {
-    return with(key, [&](engine_type& e) { return e.setnx(std::forward<KK>(key), std::forward<VV>(value)); });
-  }
-  template <class KK, class T, class VV>
-  Result<void> setex(KK&& key, T ttl, VV&& value) {
-    return with(key, [&](engine_type& e) { return e.setex(std::forward<KK>(key), ttl, std::forward<VV>(value)); });
-  }
-  template <class KK, class T, class VV>
-  Result<void> psetex(KK&& key, T ttl, VV&& value) {
-    return with(key, [&](engine_type& e) { return e.psetex(std::forward<KK>(key), ttl, std::forward<VV>(value)); });
   }
   template <class KK>
   Result<std::optional<V>> getex(const KK& key, GetExExpiry option = {}) {
@@ -320,29 +306,18 @@ class BasicConcurrentStore {
   bool persist(const KK& key) {
     return with(key, [&](engine_type& e) { return e.persist(key); });
   }
-  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT, every overload of ExpiringStore's.
-  template <class KK, class... Args>
-  Result<bool> expire(const KK& key, Args&&... args) {
-    return with(key, [&](engine_type& e) { return e.expire(key, std::forward<Args>(args)...); });
-  }
-  template <class KK, class... Args>
-  Result<bool> pexpire(const KK& key, Args&&... args) {
-    return with(key, [&](engine_type& e) { return e.pexpire(key, std::forward<Args>(args)...); });
-  }
-  template <class KK, class... Args>
-  Result<bool> expireat(const KK& key, Args&&... args) {
-    return with(key, [&](engine_type& e) { return e.expireat(key, std::forward<Args>(args)...); });
-  }
-  template <class KK, class... Args>
-  Result<bool> pexpireat(const KK& key, Args&&... args) {
-    return with(key, [&](engine_type& e) { return e.pexpireat(key, std::forward<Args>(args)...); });
+  // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT, every overload (api/key_commands.hpp), over:
+  template <class KK>
+  Result<bool> expire_request(const KK& key, const ExpireRequest& r) {
+    return with(key, [&](engine_type& e) { return e.expire_request(key, r); });
   }
 
   // ==== Atomic read-modify-write (see ExpiringStore) =====================================
 
-  template <class KK, class VV, class... Args>
-  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected, Args&&... args) {
-    return with(key, [&](engine_type& e) { return e.pexpireat_if_equal(key, expected, std::forward<Args>(args)...); });
+  // pexpireat_if_equal() (api/key_commands.hpp), over:
+  template <class KK, class VV>
+  Result<bool> expire_request_if_equal(const KK& key, const VV& expected, const ExpireRequest& r) {
+    return with(key, [&](engine_type& e) { return e.expire_request_if_equal(key, expected, r); });
   }
   template <class KK, class VV>
   bool del_if_equal(const KK& key, const VV& expected) {

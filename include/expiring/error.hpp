@@ -10,7 +10,7 @@
 
 #include <cstdint>
 #include <optional>
-#include <ostream>
+#include <iosfwd>  // the stream operators are templates: <ostream> is the caller's
 #include <stdexcept>
 #include <utility>
 
@@ -123,7 +123,10 @@ constexpr const char* to_string(Errc e) noexcept {
   return "unknown error";
 }
 
-inline std::ostream& operator<<(std::ostream& os, Errc e) { return os << to_string(e); }
+template <class Ch, class Tr>
+std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, Errc e) {
+  return os << to_string(e);
+}
 
 // Thrown by Result<T>::value() when the result holds an error: reading a value that is not
 // there is a programming error, not an expected outcome.
@@ -167,20 +170,20 @@ class [[nodiscard]] Result {
   friend bool operator!=(const Result& r, const T& v) { return !(r == v); }
   friend bool operator==(const Result& r, Errc e) { return !r.ok() && r.error_ == e; }
   friend bool operator!=(const Result& r, Errc e) { return !(r == e); }
-  friend std::ostream& operator<<(std::ostream& os, const Result& r) {
+  template <class Ch, class Tr>
+  friend std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, const Result& r) {
     if (!r.ok()) return os << "error(" << r.error_ << ")";
-    return print(os, *r.value_);
+    return print(os, *r.value_, 0);
   }
 
  private:
   void check() const {
     if (!value_) throw BadResultAccess(error_);
   }
-  template <class U>
-  static auto print(std::ostream& os, const U& v, int) -> decltype(os << v) { return os << v; }
-  template <class U>
-  static std::ostream& print(std::ostream& os, const U&, long) { return os << "value"; }
-  static std::ostream& print(std::ostream& os, const T& v) { return print(os, v, 0); }
+  template <class Os, class U>
+  static auto print(Os& os, const U& v, int) -> decltype(os << v) { return os << v; }
+  template <class Os, class U>
+  static Os& print(Os& os, const U&, long) { return os << "value"; }
 
   std::optional<T> value_;
   Errc error_{};
@@ -201,7 +204,8 @@ class [[nodiscard]] Result<void> {
 
   friend bool operator==(const Result& r, Errc e) { return !r.ok_ && r.error_ == e; }
   friend bool operator!=(const Result& r, Errc e) { return !(r == e); }
-  friend std::ostream& operator<<(std::ostream& os, const Result& r) {
+  template <class Ch, class Tr>
+  friend std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, const Result& r) {
     return r.ok_ ? os << "ok" : os << "error(" << r.error_ << ")";
   }
 

@@ -83,7 +83,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -102,6 +101,7 @@
 #include "error.hpp"
 #include "events.hpp"
 #include "hash.hpp"
+#include "api/key_commands.hpp"
 #include "hash_fields.hpp"
 #include "options.hpp"
 #include "stats.hpp"
@@ -177,7 +177,8 @@ struct hashes<H, K, std::enable_if_t<is_complete<H>::value>>
 }  // namespace detail
 
 template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
-class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V> {
+class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V>,
+                      public api::KeyCommands<ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V> {
   static_assert(!detail::is_clock<Hash>::value,
                 "expiring::ExpiringStore: the third template argument is the key hash, and the clock is the fifth; "
                 "write expiring::Store<K, V, Clock> (the clock third), or ExpiringStore<K, V, Hash, KeyEqual, Clock>");
@@ -194,6 +195,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
                 "see clock.hpp for TscClock, SystemClock, CachedClock and ManualClock");
   using engine_type = detail::Engine<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>;
   using base_type = detail::HashFieldOps<engine_type, V>;
+  using commands_type = api::KeyCommands<ExpiringStore, V>;
   using keyspace_type = typename engine_type::keyspace_type;
   using entry_type = typename engine_type::entry_type;
   using slot_iterator = typename engine_type::slot_iterator;
@@ -270,38 +272,10 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // batches, prefetching each batch's slots before it reads them, so that at large sizes the
   // cache misses of a batch overlap. `out` must have room for size(keys) pointers. Every
   // pointer stays valid until the next call that may move entries (see "Pointer validity").
+  // get_many(keys, std::optional<V>* out), by copy, is every store's (api/key_commands.hpp).
+  using commands_type::get_many;
   template <class Keys>
-  std::size_t get_many(const Keys& keys, const V** out) {
-    const std::int64_t now = now_ms();
-    constexpr std::size_t kBatch = 16;
-    std::uint64_t hashes[kBatch];
-    std::size_t hits = 0;
-    std::size_t done = 0;
-    auto it = std::begin(keys);
-    const auto last = std::end(keys);
-    while (it != last) {
-      // Stage 1: hash the batch and prefetch each key's control group.
-      auto first = it;
-      std::size_t n = 0;
-      for (; it != last && n < kBatch; ++it, ++n) {
-        hashes[n] = ks_.hash_of(lookup_key(*it));
-        ks_.prefetch_group(hashes[n]);
-      }
-      // Stage 2: read the groups (now arriving) and prefetch each likely slot.
-      for (std::size_t j = 0; j < n; ++j) ks_.prefetch_slot(hashes[j]);
-      // Stage 3: the lookups proper. Erasure moves no entry, so the pointers of this batch
-      // survive the reclaiming of its stale keys.
-      for (std::size_t j = 0; j < n; ++j, ++first) {
-        const auto& lk = lookup_key(*first);
-        const slot_iterator hit = lookup(lk, hashes[j], now, detail::Access::read);
-        out[done + j] = hit == ks_.end() ? nullptr : &ks_.entry(hit).value;
-        hits += hit == ks_.end() ? 0 : 1;
-      }
-      done += n;
-    }
-    flush();
-    return hits;
-  }
+  std::size_t get_many(const Keys& keys, const V** out);
 
   // GET with freshness (soft TTL, see Options::stale_window_ms): the value (nullptr when
   // missing or expired), whether it is fresh, due for a refresh-ahead, or stale (past its
@@ -400,10 +374,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     flush();
     return r;
   }
-  template <class KK, class VV>
-  Result<bool> set(KK&& key, VV&& value, SetCond cond) {
-    return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, cond);
-  }
+  // set(key, value, cond), setnx(), setex(), psetex(), getset(): api/key_commands.hpp.
+  using commands_type::set;
 
   // SET ... GET: as set(), but returns the previous live value (nullopt if none), whether or
   // not NX/XX let the write happen. Counts a hit or miss for the read, as Redis does.
@@ -415,38 +387,6 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     flush();
     if (!r.ok()) return r.error();
     return old;
-  }
-
-  // SETNX: set only if absent; true if set (false also when refused for memory).
-  template <class KK, class VV>
-  [[nodiscard]] bool setnx(KK&& key, VV&& value) {
-    return set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, SetCond::NX) == true;
-  }
-  // SETEX key seconds value. Errc::invalid_expire_time for seconds <= 0 or overflow.
-  template <class KK, class VV>
-  Result<void> setex(KK&& key, std::int64_t seconds, VV&& value) {
-    return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Ex{seconds}));
-  }
-  // PSETEX key milliseconds value. Errc::invalid_expire_time for ms <= 0 or overflow.
-  template <class KK, class VV>
-  Result<void> psetex(KK&& key, std::int64_t ms, VV&& value) {
-    return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ms}));
-  }
-  // SETEX / PSETEX with a std::chrono duration (`setex(k, 30s, v)`): the same, in ms rounded
-  // up (see Px); a duration beyond the int64 range of ms is Errc::invalid_expire_time.
-  template <class KK, class Rep, class Period, class VV>
-  Result<void> setex(KK&& key, std::chrono::duration<Rep, Period> ttl, VV&& value) {
-    return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ttl}));
-  }
-  template <class KK, class Rep, class Period, class VV>
-  Result<void> psetex(KK&& key, std::chrono::duration<Rep, Period> ttl, VV&& value) {
-    return status_of(set(std::forward<KK>(key), std::forward<VV>(value), Px{ttl}));
-  }
-  // GETSET: stores the value without TTL and returns the previous live value (nullopt if
-  // none). Errc::out_of_memory as set(); then nothing changes.
-  template <class KK, class VV>
-  Result<std::optional<V>> getset(KK&& key, VV&& value) {
-    return set_get(std::forward<KK>(key), std::forward<VV>(value));
   }
 
   // GETEX key [EX|PX|EXAT|PXAT|PERSIST]: returns a copy of the live value (nullopt if
@@ -480,78 +420,20 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
 
   // GETDEL: removes a live key and returns its value (nullopt if missing). Cause `del`.
   template <class KK>
-  std::optional<V> getdel(const KK& key) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    std::optional<V> out;
-    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
-    if (it != ks_.end()) {
-      if (EXPIRING_UNLIKELY(notify_.recording())) notify_.feed().record(change_type{ChangeOp::del, &ks_.entry(it).key});
-      unaccount(ks_.entry(it));
-      out.emplace(std::move(ks_.entry(it).value));
-      ks_.erase(it, [&](entry_type& e) {
-        if (notify_.events().wants(KeyEventCause::del)) {
-          notify_.events().push_removed(KeyEventCause::del, std::move(e.key), out, false);
-        }
-      });
-    }
-    flush();
-    return out;
-  }
+  std::optional<V> getdel(const KK& key);
 
   // In-place update: calls fn(V&) on the live value and keeps its TTL (semantics.md §2.9:
   // "overwrite clears the TTL, update keeps it"; Redis's APPEND/INCR). Returns false if the key is
   // missing. Cause `update`. fn must not call the store.
   template <class KK, class F>
-  bool modify(const KK& key, F&& fn) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
-    bool found = it != ks_.end();
-    if (found) {
-      entry_type& e = ks_.entry(it);
-      unaccount(e);
-      try {
-        std::forward<F>(fn)(e.value);
-      } catch (...) {
-        account(e);
-        throw;
-      }
-      account(e);
-      if (access_.idle_ms() != 0) refresh_idle(it->index, now);
-      placed(it->index, now);
-      emit(KeyEventCause::update, e);
-    }
-    flush();
-    return found;
-  }
+  bool modify(const KK& key, F&& fn);
 
   // INCRBY for integer values: adds `delta` to the live value, keeping its TTL (cause
   // `update`), or stores `delta` without TTL if the key is missing (cause `set`); returns the
   // new value. Errc::overflow, and nothing changes, when the sum does not fit V; a missing key
   // that must be added may also be refused with Errc::out_of_memory as set() is.
   template <class KK>
-  Result<std::int64_t> incr_by(const KK& key, std::int64_t delta) {
-    static_assert(std::is_integral_v<V> && std::is_signed_v<V> && sizeof(V) <= sizeof(std::int64_t),
-                  "incr_by() needs a signed integer value type of at most 64 bits (Redis's INCRBY)");
-    const auto fits = [&](std::int64_t base, std::int64_t& out) {
-      return detail::checked_add(base, delta, out) && out >= static_cast<std::int64_t>(std::numeric_limits<V>::min()) &&
-             out <= static_cast<std::int64_t>(std::numeric_limits<V>::max());
-    };
-    std::int64_t next = 0;
-    if (const V* cur = peek(key); cur != nullptr && !fits(static_cast<std::int64_t>(*cur), next)) return Errc::overflow;
-    const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());  // a lazy DEL and the SET travel together
-    if (modify(key, [&](V& v) {
-          (void)fits(static_cast<std::int64_t>(v), next);
-          v = static_cast<V>(next);
-        })) {
-      return next;
-    }
-    if (!fits(0, next)) return Errc::overflow;
-    const Result<bool> r = set(key, static_cast<V>(next));
-    if (!r.ok()) return r.error();
-    return next;
-  }
+  Result<std::int64_t> incr_by(const KK& key, std::int64_t delta);
 
   // DEL (one key): true if a live key was removed (cause `del`). A stale key is reclaimed as
   // an expiry (cause `expired`, counted in expired_keys) and not counted: false.
@@ -604,105 +486,26 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   //   Errc::nx_and_xx_gt_lt, Errc::gt_and_lt for invalid flag sets;
   //   Errc::invalid_expire_time when the deadline overflows int64.
 
-  // EXPIRE and PEXPIRE apply TTL jitter (Options::ttl_jitter, or the `jitter` argument) to
-  // a positive TTL; GT/LT compare the jittered deadline. Errc::out_of_range for an invalid
-  // per-call Jitter (checked with the flags).
+  // The overloads (integer seconds or ms, std::chrono durations and time points, flags,
+  // jitter) are api/key_commands.hpp's, over this one call:
   template <class KK>
-  Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None,
-                      Jitter jitter = {}) {
-    return expire_generic(key, seconds, detail::TimeUnit::seconds, detail::TimeBase::relative, flags, jitter);
-  }
-  template <class KK>
-  Result<bool> expire(const KK& key, std::int64_t seconds, Jitter jitter) {
-    return expire_generic(key, seconds, detail::TimeUnit::seconds, detail::TimeBase::relative, ExpireFlags::None, jitter);
-  }
-  template <class KK>
-  Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
-    return expire_generic(key, ms, detail::TimeUnit::ms, detail::TimeBase::relative, flags, jitter);
-  }
-  template <class KK>
-  Result<bool> pexpire(const KK& key, std::int64_t ms, Jitter jitter) {
-    return expire_generic(key, ms, detail::TimeUnit::ms, detail::TimeBase::relative, ExpireFlags::None, jitter);
-  }
-  template <class KK>
-  Result<bool> expireat(const KK& key, std::int64_t unix_seconds, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic(key, unix_seconds, detail::TimeUnit::seconds, detail::TimeBase::absolute, flags);
-  }
-  template <class KK>
-  Result<bool> pexpireat(const KK& key, std::int64_t unix_ms, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic(key, unix_ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags);
-  }
-
-  // The same with std::chrono: expire()/pexpire() take a duration (`expire(k, 30min)`; the
-  // two are the same then), expireat()/pexpireat() a system_clock time point. The value is
-  // converted to ms rounded up (1 us is 1 ms); one beyond the int64 range of ms is
-  // Errc::invalid_expire_time (after the flag errors, as Redis orders them).
-  template <class KK, class Rep, class Period>
-  Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
-                      Jitter jitter = {}) {
-    const detail::CheckedMs ms = detail::to_ms(ttl);
-    return expire_generic(key, ms.ms, detail::TimeUnit::ms, detail::TimeBase::relative, flags, jitter, !ms.ok);
-  }
-  template <class KK, class Rep, class Period>
-  Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
-    return expire(key, ttl, ExpireFlags::None, jitter);
-  }
-  template <class KK, class Rep, class Period>
-  Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
-                       Jitter jitter = {}) {
-    return expire(key, ttl, flags, jitter);
-  }
-  template <class KK, class Rep, class Period>
-  Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
-    return expire(key, ttl, ExpireFlags::None, jitter);
-  }
-  template <class KK, class D>
-  Result<bool> expireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
-                        ExpireFlags flags = ExpireFlags::None) {
-    const detail::CheckedMs ms = detail::to_unix_ms(when);
-    return expire_generic(key, ms.ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags, {}, !ms.ok);
-  }
-  template <class KK, class D>
-  Result<bool> pexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
-                         ExpireFlags flags = ExpireFlags::None) {
-    return expireat(key, when, flags);
+  Result<bool> expire_request(const KK& key, const ExpireRequest& r) {
+    return expire_generic(key, r, AnyValue{});
   }
 
   // PERSIST: removes the TTL of a live key; true if it had one (cause `persist`).
   template <class KK>
-  bool persist(const KK& key) {
-    const std::int64_t now = now_ms();
-    const auto& lk = lookup_key(key);
-    auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
-    bool removed = false;
-    if (it != ks_.end()) {
-      const std::uint32_t i = it->index;
-      removed = ks_.clear_deadline(i);
-      if (removed) emit(KeyEventCause::persist, ks_.entry(i));
-    }
-    flush();
-    return removed;
-  }
+  bool persist(const KK& key);
 
   // ==== Atomic read-modify-write ===========================================================
   // One probe-and-decide per key, with nothing in between: what Redis needs a Lua script or
   // WATCH/MULTI for. In ConcurrentStore the same calls are atomic per key across threads.
 
-  // The lock-lease renewal `if GET(k) == expected then PEXPIREAT(k, unix_ms, flags)`: returns
-  // true when the TTL was set (or the key deleted by a deadline at or before now), false when
-  // the key is missing, its value differs or a flag condition failed. Errors as pexpireat(),
-  // checked first (flags, then the number); nothing changes then.
+  // The lock-lease renewal `if GET(k) == expected then PEXPIREAT(...)`: pexpireat_if_equal()
+  // (api/key_commands.hpp), over this one call; one lookup, one clock reading.
   template <class KK, class VV>
-  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms,
-                                  ExpireFlags flags = ExpireFlags::None) {
-    return expire_if_equal(key, expected, unix_ms, flags, false);
-  }
-  template <class KK, class VV, class D>
-  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected,
-                                  std::chrono::time_point<std::chrono::system_clock, D> when,
-                                  ExpireFlags flags = ExpireFlags::None) {
-    const detail::CheckedMs ms = detail::to_unix_ms(when);
-    return expire_if_equal(key, expected, ms.ms, flags, !ms.ok);
+  Result<bool> expire_request_if_equal(const KK& key, const VV& expected, const ExpireRequest& r) {
+    return expire_generic(key, r, [&](const V& v) { return v == expected; });
   }
   // The lock-lease release `if GET(k) == expected then DEL(k)`: true if it was removed.
   template <class KK, class VV>
@@ -780,22 +583,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // tries again, as Redis's dbRandomKey.
   // On a replica (Options::replica) stale keys are skipped, not reclaimed; after 100 stale
   // draws in a row it answers the stale key, as Redis's replica does rather than loop.
-  std::optional<K> random_key() {
-    const std::int64_t now = now_ms();
-    std::optional<K> out;
-    const typename detail::Notifier<K, V>::ArbitraryKeys arbitrary(notify_);
-    int tries = 100;
-    while (ks_.size() != 0) {
-      const std::uint32_t i = ks_.random_slot([&] { return next_random(); });
-      if (!ks_.entry(i).is_stale(now) || (!this->replica().reclaims_on_read() && --tries == 0)) {
-        out.emplace(ks_.entry(i).key);
-        break;
-      }
-      if (this->replica().reclaims_on_read()) expire_entry(ks_.slot_of(i), now);
-    }
-    flush();
-    return out;
-  }
+  std::optional<K> random_key();
 
   // SCAN: visits up to `count` keys in storage order from `cursor` (0 starts a scan), calls
   // fn(const K&, const V&) for each live one, and returns the cursor to continue with (0 when
@@ -807,30 +595,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // layout, then restarts the scan from the beginning. fn must not call the store. O(count)
   // plus the empty slots skipped.
   template <class F>
-  std::uint64_t scan(std::uint64_t cursor, std::size_t count, F&& fn) {
-    const std::int64_t now = now_ms();
-    constexpr int kTagShift = 40;  // positions below 2^40; the layout tag above
-    const std::uint64_t tag = (static_cast<std::uint64_t>(ks_.epoch()) & 0xFFFFFFu) + 1;
-    std::size_t pos = 0;
-    if (cursor != 0 && (cursor >> kTagShift) == tag) {
-      pos = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << kTagShift) - 1));
-    }
-    if (count == 0) count = 1;
-    const std::size_t slots = ks_.slot_count();
-    pos = ks_.next_occupied(pos);
-    const typename detail::Notifier<K, V>::ArbitraryKeys arbitrary(notify_);
-    for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
-      const auto i = static_cast<std::uint32_t>(pos);
-      if (ks_.entry(i).is_stale(now)) {
-        if (this->replica().reclaims_on_read()) expire_entry(ks_.slot_of(i), now);
-      } else {
-        fn(static_cast<const K&>(ks_.entry(i).key), static_cast<const V&>(ks_.entry(i).value));
-      }
-      pos = ks_.next_occupied(pos + 1);
-    }
-    flush();
-    return pos >= slots ? 0 : (tag << kTagShift) | pos;
-  }
+  std::uint64_t scan(std::uint64_t cursor, std::size_t count, F&& fn);
 
   // COPY src dst [REPLACE]: dst gets a copy of src's value and its TTL (or none). Returns
   // false when src is missing, or dst exists and `replace` is false. Errc::same_key when src
@@ -956,19 +721,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // or nothing), and the next write outside brings memory back under the limit.
   // Errc::out_of_memory, and fn is not called, when eviction cannot free enough.
   template <class F>
-  Result<void> as_one_command(F&& fn) {
-    Result<void> r = perform_evictions();
-    if (!r.ok()) return r;
-    struct Restore {
-      bool& flag;
-      bool was;
-      ~Restore() { flag = was; }
-    } restore{gov_.in_command(), gov_.in_command()};
-    gov_.in_command() = true;
-    const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());
-    std::forward<F>(fn)();
-    return r;
-  }
+  Result<void> as_one_command(F&& fn);
   // CONFIG SET maxmemory (0 = no limit). Turning the limit on counts used memory (O(size)) and
   // resets every key's access data to "now"; then keys are evicted at once while used memory
   // is above the limit, if the policy allows (as Redis does).
@@ -1169,23 +922,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // rewrite does, append_log.hpp). Quiet, as the whole-store form; fn must not call the store.
   static constexpr std::uint64_t kRestarted = ~std::uint64_t{0};
   template <class F>
-  std::uint64_t scan_stored(std::uint64_t cursor, std::size_t count, F&& fn) const {
-    constexpr int kTagShift = 40;  // positions below 2^40; the layout tag above (as scan())
-    const std::uint64_t tag = (static_cast<std::uint64_t>(ks_.epoch()) & 0xFFFFFFu) + 1;
-    std::size_t pos = 0;
-    if (cursor != 0) {
-      if ((cursor >> kTagShift) != tag) return kRestarted;
-      pos = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << kTagShift) - 1));
-    }
-    const std::size_t slots = ks_.slot_count();
-    pos = ks_.next_occupied(pos);
-    for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
-      const entry_type& e = ks_.entry(static_cast<std::uint32_t>(pos));
-      fn(static_cast<const K&>(e.key), static_cast<const V&>(e.value), deadline_of(e));
-      pos = ks_.next_occupied(pos + 1);
-    }
-    return pos >= slots ? 0 : (tag << kTagShift) | pos;
-  }
+  std::uint64_t scan_stored(std::uint64_t cursor, std::size_t count, F&& fn) const;
 
   // ==== Events and statistics =============================================================
 
@@ -1252,20 +989,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // The key equality (with hash_function(): how the store tells two keys apart).
   const KeyEqual& key_eq() const noexcept { return ks_.key_eq(); }
   // Verifies the engine's internal invariants (for tests; O(size)).
-  bool check_invariants() const {
-    if (!ks_.check_invariants()) return false;
-    if constexpr (kHashes) {
-      // The last field going deletes a hash's key (hash_changed()); a replica alone keeps an
-      // emptied one until the primary's record (D31). Anything else that put one there (an
-      // apply() of a record no store writes) is a state the hash members do not expect.
-      if (!this->replica().keeps_emptied_hashes()) {
-        for (const entry_type& e : ks_.entries()) {
-          if (detail::is_empty_hash(e.value)) return false;
-        }
-      }
-    }
-    return true;
-  }
+  bool check_invariants() const;
 
  protected:
   // A generic member placed a value in entry i: a hash is indexed by its earliest field
@@ -1343,28 +1067,12 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   struct AnyValue {
     constexpr bool operator()(const V&) const noexcept { return true; }
   };
-  template <class KK, class Guard = AnyValue>
-  Result<bool> expire_generic(const KK& key, std::int64_t v, detail::TimeUnit unit, detail::TimeBase base,
-                              ExpireFlags flags, Jitter jitter = {}, bool overflowed = false, Guard guard = {});
+  template <class KK, class Guard>
+  Result<bool> expire_generic(const KK& key, const ExpireRequest& r, Guard guard);
   template <class K1, class K2>
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
-  // PEXPIREAT guarded by the value: one lookup (a stale key is reclaimed as by PEXPIREAT), one
-  // clock reading.
-  template <class KK, class VV>
-  Result<bool> expire_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms, ExpireFlags flags,
-                               bool overflowed) {
-    return expire_generic(key, unix_ms, detail::TimeUnit::ms, detail::TimeBase::absolute, flags, {}, overflowed,
-                          [&](const V& v) { return v == expected; });
-  }
   template <class K1, class K2>
   Result<bool> rename_at(const K1& src, const K2& dst, SetCond cond, std::int64_t now, bool all_valid = false);
-
-  static Result<void> status_of(const Result<bool>& r) {
-    if (!r.ok()) return r.error();
-    return {};
-  }
-
-
 };
 
 // =========================================================================================
@@ -1581,24 +1289,23 @@ std::int64_t ExpiringStore<K, V, H, E, C, P>::ttl_query(const KK& key, detail::T
 // EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (semantics.md B §2.1, D3, D6).
 template <class K, class V, class H, class E, class C, class P>
 template <class KK, class Guard>
-Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, std::int64_t v, detail::TimeUnit unit,
-                                                          detail::TimeBase base, ExpireFlags flags, Jitter jitter,
-                                                          bool overflowed, Guard guard) {
-  const bool seconds = unit == detail::TimeUnit::seconds, relative = base == detail::TimeBase::relative;
+Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, const ExpireRequest& r, Guard guard) {
+  const bool seconds = r.unit == detail::TimeUnit::seconds, relative = r.base == detail::TimeBase::relative;
+  const ExpireFlags flags = r.flags;
   // 1. Flags, then 2-3. the number: errors win over "missing key".
   const bool nx = has(flags, ExpireFlags::NX), xx = has(flags, ExpireFlags::XX);
   const bool gt = has(flags, ExpireFlags::GT), lt = has(flags, ExpireFlags::LT);
   if (nx && (xx || gt || lt)) return Errc::nx_and_xx_gt_lt;
   if (gt && lt) return Errc::gt_and_lt;
-  if (!jitter.valid()) return Errc::out_of_range;
-  if (overflowed) return Errc::invalid_expire_time;  // a chrono value beyond the int64 range of ms
+  if (!r.jitter.valid()) return Errc::out_of_range;
+  if (r.overflowed) return Errc::invalid_expire_time;  // a chrono value beyond the int64 range of ms
   const std::int64_t now = now_ms();
-  std::int64_t when = v;
+  std::int64_t when = r.amount;
   if (seconds && !detail::seconds_to_ms(when, when)) return Errc::invalid_expire_time;
   const std::int64_t ttl_ms = when;
   if (relative && !detail::checked_add(when, now, when)) return Errc::invalid_expire_time;
   // Jitter only a positive relative TTL: EXPIRE 0 or negative still deletes (D3).
-  if (relative && ttl_ms > 0) when = jittered(when, ttl_ms, now, jitter);
+  if (relative && ttl_ms > 0) when = jittered(when, ttl_ms, now, r.jitter);
 
   // 4. A write lookup.
   const auto& lk = lookup_key(key);
@@ -1919,6 +1626,233 @@ TickReport ExpiringStore<K, V, H, E, C, P>::tick(CycleKind kind) {
   }
   flush();
   return report;
+}
+
+// MGET without copies: hash and prefetch a batch of keys, then read it.
+template <class K, class V, class H, class E, class C, class P>
+template <class Keys>
+std::size_t ExpiringStore<K, V, H, E, C, P>::get_many(const Keys& keys, const V** out) {
+  const std::int64_t now = now_ms();
+  constexpr std::size_t kBatch = 16;
+  std::uint64_t hashes[kBatch];
+  std::size_t hits = 0;
+  std::size_t done = 0;
+  auto it = std::begin(keys);
+  const auto last = std::end(keys);
+  while (it != last) {
+    // Stage 1: hash the batch and prefetch each key's control group.
+    auto first = it;
+    std::size_t n = 0;
+    for (; it != last && n < kBatch; ++it, ++n) {
+      hashes[n] = ks_.hash_of(lookup_key(*it));
+      ks_.prefetch_group(hashes[n]);
+    }
+    // Stage 2: read the groups (now arriving) and prefetch each likely slot.
+    for (std::size_t j = 0; j < n; ++j) ks_.prefetch_slot(hashes[j]);
+    // Stage 3: the lookups proper. Erasure moves no entry, so the pointers of this batch
+    // survive the reclaiming of its stale keys.
+    for (std::size_t j = 0; j < n; ++j, ++first) {
+      const auto& lk = lookup_key(*first);
+      const slot_iterator hit = lookup(lk, hashes[j], now, detail::Access::read);
+      out[done + j] = hit == ks_.end() ? nullptr : &ks_.entry(hit).value;
+      hits += hit == ks_.end() ? 0 : 1;
+    }
+    done += n;
+  }
+  flush();
+  return hits;
+}
+
+// SCAN: a cursor of the table's layout tag and a slot position.
+template <class K, class V, class H, class E, class C, class P>
+template <class F>
+std::uint64_t ExpiringStore<K, V, H, E, C, P>::scan(std::uint64_t cursor, std::size_t count, F&& fn) {
+  const std::int64_t now = now_ms();
+  constexpr int kTagShift = 40;  // positions below 2^40; the layout tag above
+  const std::uint64_t tag = (static_cast<std::uint64_t>(ks_.epoch()) & 0xFFFFFFu) + 1;
+  std::size_t pos = 0;
+  if (cursor != 0 && (cursor >> kTagShift) == tag) {
+    pos = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << kTagShift) - 1));
+  }
+  if (count == 0) count = 1;
+  const std::size_t slots = ks_.slot_count();
+  pos = ks_.next_occupied(pos);
+  const typename detail::Notifier<K, V>::ArbitraryKeys arbitrary(notify_);
+  for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
+    const auto i = static_cast<std::uint32_t>(pos);
+    if (ks_.entry(i).is_stale(now)) {
+      if (this->replica().reclaims_on_read()) expire_entry(ks_.slot_of(i), now);
+    } else {
+      fn(static_cast<const K&>(ks_.entry(i).key), static_cast<const V&>(ks_.entry(i).value));
+    }
+    pos = ks_.next_occupied(pos + 1);
+  }
+  flush();
+  return pos >= slots ? 0 : (tag << kTagShift) | pos;
+}
+
+// In-place update of a live value.
+template <class K, class V, class H, class E, class C, class P>
+template <class KK, class F>
+bool ExpiringStore<K, V, H, E, C, P>::modify(const KK& key, F&& fn) {
+  const std::int64_t now = now_ms();
+  const auto& lk = lookup_key(key);
+  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
+  bool found = it != ks_.end();
+  if (found) {
+    entry_type& e = ks_.entry(it);
+    unaccount(e);
+    try {
+      std::forward<F>(fn)(e.value);
+    } catch (...) {
+      account(e);
+      throw;
+    }
+    account(e);
+    if (access_.idle_ms() != 0) refresh_idle(it->index, now);
+    placed(it->index, now);
+    emit(KeyEventCause::update, e);
+  }
+  flush();
+  return found;
+}
+
+// INCRBY.
+template <class K, class V, class H, class E, class C, class P>
+template <class KK>
+Result<std::int64_t> ExpiringStore<K, V, H, E, C, P>::incr_by(const KK& key, std::int64_t delta) {
+  static_assert(std::is_integral_v<V> && std::is_signed_v<V> && sizeof(V) <= sizeof(std::int64_t),
+                "incr_by() needs a signed integer value type of at most 64 bits (Redis's INCRBY)");
+  const auto fits = [&](std::int64_t base, std::int64_t& out) {
+    return detail::checked_add(base, delta, out) && out >= static_cast<std::int64_t>(std::numeric_limits<V>::min()) &&
+           out <= static_cast<std::int64_t>(std::numeric_limits<V>::max());
+  };
+  std::int64_t next = 0;
+  if (const V* cur = peek(key); cur != nullptr && !fits(static_cast<std::int64_t>(*cur), next)) return Errc::overflow;
+  const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());  // a lazy DEL and the SET travel together
+  if (modify(key, [&](V& v) {
+        (void)fits(static_cast<std::int64_t>(v), next);
+        v = static_cast<V>(next);
+      })) {
+    return next;
+  }
+  if (!fits(0, next)) return Errc::overflow;
+  const Result<bool> r = set(key, static_cast<V>(next));
+  if (!r.ok()) return r.error();
+  return next;
+}
+
+// GETDEL.
+template <class K, class V, class H, class E, class C, class P>
+template <class KK>
+std::optional<V> ExpiringStore<K, V, H, E, C, P>::getdel(const KK& key) {
+  const std::int64_t now = now_ms();
+  const auto& lk = lookup_key(key);
+  std::optional<V> out;
+  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::read);
+  if (it != ks_.end()) {
+    if (EXPIRING_UNLIKELY(notify_.recording())) notify_.feed().record(change_type{ChangeOp::del, &ks_.entry(it).key});
+    unaccount(ks_.entry(it));
+    out.emplace(std::move(ks_.entry(it).value));
+    ks_.erase(it, [&](entry_type& e) {
+      if (notify_.events().wants(KeyEventCause::del)) {
+        notify_.events().push_removed(KeyEventCause::del, std::move(e.key), out, false);
+      }
+    });
+  }
+  flush();
+  return out;
+}
+
+// The quiet scan, stale entries included (snapshots and replication).
+template <class K, class V, class H, class E, class C, class P>
+template <class F>
+std::uint64_t ExpiringStore<K, V, H, E, C, P>::scan_stored(std::uint64_t cursor, std::size_t count, F&& fn) const {
+  constexpr int kTagShift = 40;  // positions below 2^40; the layout tag above (as scan())
+  const std::uint64_t tag = (static_cast<std::uint64_t>(ks_.epoch()) & 0xFFFFFFu) + 1;
+  std::size_t pos = 0;
+  if (cursor != 0) {
+    if ((cursor >> kTagShift) != tag) return kRestarted;
+    pos = static_cast<std::size_t>(cursor & ((std::uint64_t{1} << kTagShift) - 1));
+  }
+  const std::size_t slots = ks_.slot_count();
+  pos = ks_.next_occupied(pos);
+  for (std::size_t visited = 0; pos < slots && visited < count; ++visited) {
+    const entry_type& e = ks_.entry(static_cast<std::uint32_t>(pos));
+    fn(static_cast<const K&>(e.key), static_cast<const V&>(e.value), deadline_of(e));
+    pos = ks_.next_occupied(pos + 1);
+  }
+  return pos >= slots ? 0 : (tag << kTagShift) | pos;
+}
+
+// RANDOMKEY (a replica answers a stale key after 100 stale draws, as Redis's).
+template <class K, class V, class H, class E, class C, class P>
+std::optional<K> ExpiringStore<K, V, H, E, C, P>::random_key() {
+  const std::int64_t now = now_ms();
+  std::optional<K> out;
+  const typename detail::Notifier<K, V>::ArbitraryKeys arbitrary(notify_);
+  int tries = 100;
+  while (ks_.size() != 0) {
+    const std::uint32_t i = ks_.random_slot([&] { return next_random(); });
+    if (!ks_.entry(i).is_stale(now) || (!this->replica().reclaims_on_read() && --tries == 0)) {
+      out.emplace(ks_.entry(i).key);
+      break;
+    }
+    if (this->replica().reclaims_on_read()) expire_entry(ks_.slot_of(i), now);
+  }
+  flush();
+  return out;
+}
+
+// The engine's invariants, for tests.
+template <class K, class V, class H, class E, class C, class P>
+bool ExpiringStore<K, V, H, E, C, P>::check_invariants() const {
+  if (!ks_.check_invariants()) return false;
+  if constexpr (kHashes) {
+    // The last field going deletes a hash's key (hash_changed()); a replica alone keeps an
+    // emptied one until the primary's record (D31). Anything else that put one there (an
+    // apply() of a record no store writes) is a state the hash members do not expect.
+    if (!this->replica().keeps_emptied_hashes()) {
+      for (const entry_type& e : ks_.entries()) {
+        if (detail::is_empty_hash(e.value)) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// MSET's admission: one memory check for a group of writes.
+template <class K, class V, class H, class E, class C, class P>
+template <class F>
+Result<void> ExpiringStore<K, V, H, E, C, P>::as_one_command(F&& fn) {
+  Result<void> r = perform_evictions();
+  if (!r.ok()) return r;
+  struct Restore {
+    bool& flag;
+    bool was;
+    ~Restore() { flag = was; }
+  } restore{gov_.in_command(), gov_.in_command()};
+  gov_.in_command() = true;
+  const typename detail::ChangeFeed<K, V>::Group unit(notify_.feed());
+  std::forward<F>(fn)();
+  return r;
+}
+
+// PERSIST.
+template <class K, class V, class H, class E, class C, class P>
+template <class KK>
+bool ExpiringStore<K, V, H, E, C, P>::persist(const KK& key) {
+  const std::int64_t now = now_ms();
+  const auto& lk = lookup_key(key);
+  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
+  bool removed = false;
+  if (it != ks_.end()) {
+    const std::uint32_t i = it->index;
+    removed = ks_.clear_deadline(i);
+    if (removed) emit(KeyEventCause::persist, ks_.entry(i));
+  }
+  flush();
+  return removed;
 }
 
 }  // namespace expiring

@@ -142,6 +142,9 @@ struct KeepTtl {};
 struct Persist {};
 
 namespace detail {
+// How a time argument or reply is read: relative to now or absolute; in seconds or ms.
+enum class TimeBase : std::uint8_t { relative, absolute };
+enum class TimeUnit : std::uint8_t { seconds, ms };
 enum class ExpiryKind : std::uint8_t { none, ex, px, exat, pxat, keepttl, persist };
 struct ExpirySpec {
   ExpiryKind kind = ExpiryKind::none;

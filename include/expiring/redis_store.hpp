@@ -72,6 +72,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/key_commands.hpp"
 #include "client/codec.hpp"
 #include "client/connection.hpp"
 #include "client/key_slot.hpp"
@@ -134,7 +135,9 @@ struct RedisOptions {
 };
 
 template <class K, class V, class KeyCodec = RedisCodec<K>, class ValueCodec = RedisCodec<V>>
-class RedisStore {
+class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec>, V> {
+  using commands_type = api::KeyCommands<RedisStore, V>;
+
  public:
   using key_type = K;
   using mapped_type = V;
@@ -249,10 +252,8 @@ class RedisStore {
     if (r->type != REDIS_REPLY_STATUS) throw unexpected(*r, c);
     return true;
   }
-  template <class KK, class VV>
-  Result<bool> set(const KK& key, const VV& value, SetCond cond) {
-    return set(key, value, SetExpiry{}, cond);
-  }
+  // set(key, value, cond), setnx(), setex(), psetex(), getset(): api/key_commands.hpp.
+  using commands_type::set;
   // SET ... GET: the previous value (nullopt if none), whether or not NX/XX let the write happen.
   template <class KK, class VV>
   Result<std::optional<V>> set_get(const KK& key, const VV& value, SetExpiry expiry = {},
@@ -267,32 +268,6 @@ class RedisStore {
     if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
     return value_of(*r, c);
   }
-  // SETNX / SETEX / PSETEX / GETSET.
-  template <class KK, class VV>
-  [[nodiscard]] bool setnx(const KK& key, const VV& value) {
-    return set(key, value, SetExpiry{}, SetCond::NX) == true;
-  }
-  template <class KK, class VV>
-  Result<void> setex(const KK& key, std::int64_t seconds, const VV& value) {
-    return status_of(set(key, value, Ex{seconds}));
-  }
-  template <class KK, class VV>
-  Result<void> psetex(const KK& key, std::int64_t ms, const VV& value) {
-    return status_of(set(key, value, Px{ms}));
-  }
-  template <class KK, class Rep, class Period, class VV>
-  Result<void> setex(const KK& key, std::chrono::duration<Rep, Period> ttl, const VV& value) {
-    return status_of(set(key, value, Px(ttl)));
-  }
-  template <class KK, class Rep, class Period, class VV>
-  Result<void> psetex(const KK& key, std::chrono::duration<Rep, Period> ttl, const VV& value) {
-    return status_of(set(key, value, Px(ttl)));
-  }
-  template <class KK, class VV>
-  Result<std::optional<V>> getset(const KK& key, const VV& value) {
-    return set_get(key, value);
-  }
-
   // GETEX key [EX|PX|EXAT|PXAT|PERSIST]: the value (nullopt if missing), then the TTL change.
   template <class KK>
   Result<std::optional<V>> getex(const KK& key, GetExExpiry option = {}) {
@@ -349,61 +324,14 @@ class RedisStore {
   // key deleted by a deadline at or before the server's now), false when the key is missing or
   // a condition failed. Errors (from the server, in Redis's order: flags, then the number):
   // nx_and_xx_gt_lt, gt_and_lt, invalid_expire_time; out_of_range for an invalid Jitter.
+  // Every overload is api/key_commands.hpp's, over this one call.
   template <class KK>
-  Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
-    return expire_generic("EXPIRE", key, seconds, flags, jitter, false);
-  }
-  template <class KK>
-  Result<bool> expire(const KK& key, std::int64_t seconds, Jitter jitter) {
-    return expire_generic("EXPIRE", key, seconds, ExpireFlags::None, jitter, false);
-  }
-  template <class KK>
-  Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
-    return expire_generic("PEXPIRE", key, ms, flags, jitter, false);
-  }
-  template <class KK>
-  Result<bool> pexpire(const KK& key, std::int64_t ms, Jitter jitter) {
-    return expire_generic("PEXPIRE", key, ms, ExpireFlags::None, jitter, false);
-  }
-  template <class KK>
-  Result<bool> expireat(const KK& key, std::int64_t unix_seconds, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic("EXPIREAT", key, unix_seconds, flags, Jitter::none(), false);
-  }
-  template <class KK>
-  Result<bool> pexpireat(const KK& key, std::int64_t unix_ms, ExpireFlags flags = ExpireFlags::None) {
-    return expire_generic("PEXPIREAT", key, unix_ms, flags, Jitter::none(), false);
-  }
-  // The std::chrono forms, as ExpiringStore's (a value beyond the int64 range of ms is
-  // Errc::invalid_expire_time, after the flag errors).
-  template <class KK, class Rep, class Period>
-  Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
-                      Jitter jitter = {}) {
-    const detail::CheckedMs ms = detail::to_ms(ttl);
-    return expire_generic("PEXPIRE", key, ms.ms, flags, jitter, !ms.ok);
-  }
-  template <class KK, class Rep, class Period>
-  Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
-    return expire(key, ttl, ExpireFlags::None, jitter);
-  }
-  template <class KK, class Rep, class Period>
-  Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
-                       Jitter jitter = {}) {
-    return expire(key, ttl, flags, jitter);
-  }
-  template <class KK, class Rep, class Period>
-  Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
-    return expire(key, ttl, ExpireFlags::None, jitter);
-  }
-  template <class KK, class D>
-  Result<bool> expireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
-                        ExpireFlags flags = ExpireFlags::None) {
-    const detail::CheckedMs ms = detail::to_unix_ms(when);
-    return expire_generic("PEXPIREAT", key, ms.ms, flags, Jitter::none(), !ms.ok);
-  }
-  template <class KK, class D>
-  Result<bool> pexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
-                         ExpireFlags flags = ExpireFlags::None) {
-    return expireat(key, when, flags);
+  Result<bool> expire_request(const KK& key, const ExpireRequest& r) {
+    const bool seconds = r.unit == detail::TimeUnit::seconds;
+    if (r.base == detail::TimeBase::relative) {
+      return expire_generic(seconds ? "EXPIRE" : "PEXPIRE", key, r.amount, r.flags, r.jitter, r.overflowed);
+    }
+    return expire_generic(seconds ? "EXPIREAT" : "PEXPIREAT", key, r.amount, r.flags, Jitter::none(), r.overflowed);
   }
   // PERSIST: true if the live key had a TTL.
   template <class KK>
@@ -414,18 +342,19 @@ class RedisStore {
   // ==== Atomic read-modify-write (server-side scripts) =============================================
   // `if GET(k) == expected then PEXPIREAT(k, unix_ms, flags)`, atomically on the server (one
   // EVALSHA; EVAL the first time a node has not seen the script). As ExpiringStore's: errors
-  // (flags, then the number) come first, whether or not the key matches.
+  // (flags, then the number) come first, whether or not the key matches. That is
+  // pexpireat_if_equal() (api/key_commands.hpp), over this call; a request relative to now
+  // (which only the server knows) is Errc::out_of_range, as the script runs PEXPIREAT.
   template <class KK, class VV>
-  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected, std::int64_t unix_ms,
-                                  ExpireFlags flags = ExpireFlags::None) {
-    return expire_if_equal(key, expected, unix_ms, flags, false);
-  }
-  template <class KK, class VV, class D>
-  Result<bool> pexpireat_if_equal(const KK& key, const VV& expected,
-                                  std::chrono::time_point<std::chrono::system_clock, D> when,
-                                  ExpireFlags flags = ExpireFlags::None) {
-    const detail::CheckedMs ms = detail::to_unix_ms(when);
-    return expire_if_equal(key, expected, ms.ms, flags, !ms.ok);
+  Result<bool> expire_request_if_equal(const KK& key, const VV& expected, const ExpireRequest& r) {
+    std::int64_t unix_ms = r.amount;
+    bool overflowed = r.overflowed;
+    if (r.unit == detail::TimeUnit::seconds && !detail::seconds_to_ms(r.amount, unix_ms)) overflowed = true;
+    if (r.base == detail::TimeBase::relative) {
+      if (const std::optional<Errc> e = flag_error(r.flags)) return *e;
+      return Errc::out_of_range;
+    }
+    return expire_if_equal(key, expected, unix_ms, r.flags, overflowed);
   }
   // `if GET(k) == expected then DEL(k)`: true if it was removed.
   template <class KK, class VV>
@@ -855,10 +784,6 @@ class RedisStore {
       throw RedisError(Errc::protocol_error, std::string(c.name()) + ": a stored value does not decode as the value type");
     }
     return v;
-  }
-  static Result<void> status_of(const Result<bool>& r) {
-    if (!r.ok()) return r.error();
-    return {};
   }
 
   RedisOptions o_;

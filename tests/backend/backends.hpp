@@ -184,20 +184,11 @@ auto get(S& s, const KK& key) {
   }
 }
 
-// get_many() as a vector of optionals.
+// get_many() as a vector of optionals: the one convention every store has.
 template <class S>
 std::vector<std::optional<Str>> get_many(S& s, const std::vector<Str>& keys, std::size_t* hits = nullptr) {
   std::vector<std::optional<Str>> out(keys.size());
-  std::size_t h = 0;
-  if constexpr (std::is_same_v<S, InProcess::store_type>) {
-    std::vector<const Str*> p(keys.size());
-    h = s.get_many(keys, p.data());
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (p[i] != nullptr) out[i] = *p[i];
-    }
-  } else {
-    h = s.get_many(keys, out.data());
-  }
+  const std::size_t h = s.get_many(keys, out.data());
   if (hits != nullptr) *hits = h;
   return out;
 }

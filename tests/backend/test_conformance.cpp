@@ -406,6 +406,41 @@ TEMPLATE_TEST_CASE("conformance: MSET, MSETNX, get_many and del_many", "[conform
   CHECK(s.del_many(spread) == 50);
 }
 
+TEMPLATE_TEST_CASE("conformance: the shared overload sets and their primitives", "[conformance]", BACKENDS) {
+  // api/key_commands.hpp: every overload reduces to expire_request() / set() / set_get(), and
+  // get_many() by copy has one signature on every store.
+  BACKEND_SETUP();
+  using expiring::ExpireRequest;
+  CHECK(s.set("k", "v", SetCond::XX) == false);
+  CHECK(s.set("k", "v", SetCond::NX) == true);
+  CHECK(s.expire_request("k", ExpireRequest::expire(100)) == true);
+  CHECK_NEAR_BELOW(s.ttl("k"), 100, 1);
+  CHECK(s.expire_request("k", ExpireRequest::pexpire(50'000, ExpireFlags::GT)) == false);
+  CHECK(s.expire_request("k", ExpireRequest::after(std::chrono::seconds(50), ExpireFlags::LT, {})) == true);
+  CHECK_NEAR_BELOW(s.pttl("k"), 50'000, TestType::kSlackMs);
+  const std::int64_t at = b.now_ms() + 600'000;
+  CHECK(s.expire_request("k", ExpireRequest::pexpireat(at)) == true);
+  CHECK(s.pexpiretime("k") == at);
+  CHECK(s.expire_request("k", ExpireRequest::expireat(at / 1000 + 5, ExpireFlags::NX)) == false);
+  CHECK(s.expire_request("k", ExpireRequest::after(std::chrono::hours::max(), ExpireFlags::None, {})) ==
+        Errc::invalid_expire_time);
+  CHECK(s.expire_request("k", ExpireRequest::expire(1, ExpireFlags::GT | ExpireFlags::LT)) == Errc::gt_and_lt);
+  CHECK(s.pexpiretime("k") == at);
+  CHECK(s.expire_request_if_equal("k", Str("other"), ExpireRequest::pexpireat(at + 1)) == false);
+  CHECK(s.expire_request_if_equal("k", Str("v"), ExpireRequest::pexpireat(at + 1)) == true);
+  CHECK(s.pexpiretime("k") == at + 1);
+  CHECK(s.getset("k", "w") == std::optional<Str>("v"));
+  CHECK(s.ttl("k") == -1);
+  CHECK(s.setex("e", std::chrono::seconds(30), "x").ok());
+  CHECK_NEAR_BELOW(s.pttl("e"), 30'000, TestType::kSlackMs);
+  const std::vector<Str> keys{"k", "missing", "e"};
+  std::optional<Str> out[3];
+  CHECK(s.get_many(keys, out) == 2);
+  CHECK(out[0] == Str("w"));
+  CHECK(out[1] == std::nullopt);
+  CHECK(out[2] == Str("x"));
+}
+
 TEMPLATE_TEST_CASE("conformance: compare-and-extend", "[conformance]", BACKENDS) {
   BACKEND_SETUP();
   const std::int64_t at = b.now_ms() + 300'000;

@@ -90,9 +90,6 @@ struct has_resync : std::false_type {};
 template <class C>
 struct has_resync<C, std::void_t<decltype(std::declval<C&>().resync())>> : std::true_type {};
 
-// How a time argument or reply is read: relative to now or absolute; in seconds or ms.
-enum class TimeBase : std::uint8_t { relative, absolute };
-enum class TimeUnit : std::uint8_t { seconds, ms };
 }  // namespace detail
 
 namespace detail {
