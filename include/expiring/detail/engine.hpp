@@ -376,6 +376,13 @@ class Engine {
   // policy cannot free enough.
   bool evict_to_limit(std::int64_t now, std::size_t incoming = 0);
   bool evict_to_entries(std::int64_t now, std::size_t target);
+  // What the loop evicts down to: memory with `incoming` bytes to come, or `entries` keys.
+  static constexpr std::size_t kNoEntryTarget = ~std::size_t{0};
+  struct EvictionTarget {
+    std::size_t incoming;
+    std::size_t entries;  // kNoEntryTarget: the memory limit
+  };
+  bool evict_until(std::int64_t now, EvictionTarget t);
   // Options::max_entries is reached: whether a write of `lk` may go ahead (the key is present,
   // or eviction made room for it). Out of line, so that the write path keeps one probe's code.
   template <class KK>
@@ -488,25 +495,26 @@ class Engine {
 // until used memory is within the limit.
 template <class K, class V, class H, class E, class C, class P>
 bool Engine<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t incoming) {
-  if (!replica().evicts()) return true;
-  const EvictionPolicy policy = options_.maxmemory_policy;
-  if (policy == EvictionPolicy::noeviction) return false;
-  return gov_.evict_while(
-      ks_, policy, options_.maxmemory_samples, [&] { return over_limit(incoming); },
-      [&](std::uint32_t i) { return eviction_score(i, now); }, [&] { return draw(); },
-      [&](slot_iterator victim) { evict(victim); });
+  return evict_until(now, EvictionTarget{incoming, kNoEntryTarget});
 }
 
 // Options::max_entries: evicts the policy's best candidates until at most `target` keys are
 // stored. False when the policy cannot (noeviction; volatile-* with no key with a TTL).
 template <class K, class V, class H, class E, class C, class P>
 bool Engine<K, V, H, E, C, P>::evict_to_entries(std::int64_t now, std::size_t target) {
+  if (ks_.size() <= target) return true;
+  return evict_until(now, EvictionTarget{0, target});
+}
+
+// The one eviction loop of both bounds (one instantiation of the victim choice per store).
+template <class K, class V, class H, class E, class C, class P>
+EXPIRING_NOINLINE bool Engine<K, V, H, E, C, P>::evict_until(std::int64_t now, EvictionTarget t) {
   if (!replica().evicts()) return true;
   const EvictionPolicy policy = options_.maxmemory_policy;
-  if (ks_.size() <= target) return true;
   if (policy == EvictionPolicy::noeviction) return false;
   return gov_.evict_while(
-      ks_, policy, options_.maxmemory_samples, [&] { return ks_.size() > target; },
+      ks_, policy, options_.maxmemory_samples,
+      [&] { return t.entries == kNoEntryTarget ? over_limit(t.incoming) : ks_.size() > t.entries; },
       [&](std::uint32_t i) { return eviction_score(i, now); }, [&] { return draw(); },
       [&](slot_iterator victim) { evict(victim); });
 }
