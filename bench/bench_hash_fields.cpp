@@ -31,6 +31,7 @@
 #include <vector>
 
 #include <expiring/expiring.hpp>
+#include <expiring/hash_fields.hpp>
 
 #include "bench_common.hpp"
 

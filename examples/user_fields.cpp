@@ -7,6 +7,7 @@
 // time has come, in deadline order. It prints what happened to each kind of field, the
 // hexpired events, and the store's expired_subkeys and subexpiry.
 #include <expiring/expiring.hpp>
+#include <expiring/hash_fields.hpp>
 
 #include <cstdio>
 #include <random>

@@ -5,6 +5,7 @@
 // the expectations read as the catalogue's. The replay tests feed one store's records into
 // another and compare everything stored, stale entries included.
 #include <expiring/expiring.hpp>
+#include <expiring/hash_fields.hpp>
 
 #include <cstdint>
 #include <random>

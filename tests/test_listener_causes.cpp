@@ -3,6 +3,7 @@
 // empty, ==); removal events carry the value; replacing the listener replaces the
 // subscription; an empty function removes it.
 #include <expiring/expiring.hpp>
+#include <expiring/hash_fields.hpp>
 
 #include <optional>
 #include <string>

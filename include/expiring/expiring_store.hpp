@@ -15,7 +15,8 @@
 //
 // A store of hashes (V = FieldMap<F, W>: each field may carry its own deadline, as Redis 7.4)
 // also has Redis's hash commands as members, hset() ... hexpire() ... hpersist(): they are
-// documented in hash_fields.hpp, the base class that provides them.
+// documented in hash_fields.hpp, the base class that provides them (opt-in: include it, or
+// field_map.hpp).
 //
 // Each member below is documented with its Redis analogue, what it returns and what it costs.
 // "One probe" means one hash-table lookup; all operations are O(1) expected except where
@@ -102,7 +103,7 @@
 #include "events.hpp"
 #include "hash.hpp"
 #include "api/key_commands.hpp"
-#include "hash_fields.hpp"
+#include "detail/hash_value.hpp"
 #include "options.hpp"
 #include "stats.hpp"
 

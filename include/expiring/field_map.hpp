@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/hash_value.hpp"
 #include "detail/table.hpp"
 #include "hash.hpp"
 
@@ -292,6 +293,9 @@ class FieldMap {
   std::size_t weighed_bytes() const noexcept {
     return fields_.capacity() * sizeof(Field) + deadlines_.capacity() + index_.bytes();
   }
+  // What a store's memory accounting counts for a hash value (detail/keyspace.hpp's
+  // heap_bytes()): weighed_bytes(), which stays O(1).
+  std::size_t heap_bytes() const noexcept { return weighed_bytes(); }
 
  private:
   struct Due {
@@ -531,14 +535,7 @@ class FieldMap {
   bool small_earliest_known_ = false;
 };
 
-// How a store finds the hash in one of its values: a FieldMap is one; a value type that may
-// hold one (redis::Value, a variant of a string and a hash) specialises this the same way.
-//   map(v)    the hash v holds, or nullptr when v is another type (WRONGTYPE)
-//   make(h)   a value holding an empty hash that hashes its fields with h
-template <class V>
-struct hash_value_traits {
-  static constexpr bool enabled = false;
-};
+// A FieldMap is a hash value (detail/hash_value.hpp).
 template <class F, class W, class H, class E>
 struct hash_value_traits<FieldMap<F, W, H, E>> {
   static constexpr bool enabled = true;
@@ -548,19 +545,8 @@ struct hash_value_traits<FieldMap<F, W, H, E>> {
   static map_type make(std::shared_ptr<const H> h) { return map_type(std::move(h)); }
 };
 
-namespace detail {
-// Whether v is a hash with no field: a state no primary store keeps (the last field going
-// deletes the key), which only a replica holds (D31) and no snapshot or log record carries.
-template <class V>
-bool is_empty_hash(const V& v) noexcept {
-  if constexpr (hash_value_traits<V>::enabled) {
-    const auto* m = hash_value_traits<V>::map(v);
-    return m != nullptr && m->empty();
-  } else {
-    static_cast<void>(v);
-    return false;
-  }
-}
-}  // namespace detail
 
 }  // namespace expiring
+
+// The hash members of a store of FieldMaps come with the type.
+#include "hash_fields.hpp"

@@ -4,7 +4,9 @@
 // Overview
 // --------
 // A store whose value type is a hash (FieldMap<F, V>, or a type that may hold one, such as
-// redis::Value; see hash_value_traits in field_map.hpp) has these members, under Redis's names:
+// redis::Value; see hash_value_traits in detail/hash_value.hpp) has these members, under
+// Redis's names. Opt-in: this header (or field_map.hpp, which includes it) brings them;
+// <expiring/expiring.hpp> does not.
 //
 //   hset hsetnx hget hmget hdel hlen hexists hgetall hvisit hkeys hvals hincrby
 //   hexpire hpexpire hexpireat hpexpireat httl hpttl hexpiretime hpexpiretime hpersist
@@ -117,15 +119,9 @@ inline bool parse_strict_i64(const std::string& s, std::int64_t& out) {
   return r.ec == std::errc() && r.ptr == e;
 }
 
-// The layer between the engine and the store's face: for a store of hashes, the hash
-// members below, written against the engine's protected API (detail/engine.hpp); for any
-// other value, nothing but the engine.
-template <class Engine, class V, bool = hash_value_traits<V>::enabled>
-class HashFieldOps : public Engine {  // the value is not a hash: no hash members
- protected:
-  using Engine::Engine;
-};
-
+// The layer between the engine and the store's face, for a store of hashes: the members
+// below, written against the engine's protected API (detail/engine.hpp). Other values get
+// the empty layer of detail/hash_value.hpp.
 template <class Engine, class V>
 class HashFieldOps<Engine, V, true> : public Engine {
   using traits = hash_value_traits<V>;

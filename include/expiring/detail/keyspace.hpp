@@ -60,10 +60,10 @@
 #include <utility>
 #include <vector>
 
-#include "../field_map.hpp"
 #include "../hash.hpp"
 #include "arith.hpp"
 #include "expiry_index.hpp"
+#include "hash_value.hpp"
 #include "table.hpp"
 
 namespace expiring::detail {
@@ -98,15 +98,6 @@ std::size_t heap_bytes(const std::basic_string<Ch, Tr, Al>& s) noexcept {
   const auto* self = reinterpret_cast<const char*>(&s);
   const bool inline_buffer = data >= self && data < self + sizeof(s);
   return inline_buffer ? 0 : (s.capacity() + 1) * sizeof(Ch);
-}
-
-// A hash: its tables (field_map.hpp's weighed_bytes()); its fields' own heap blocks are not
-// counted, so that weighing stays O(1).
-template <class F, class W, class H, class E>
-struct has_heap_bytes<FieldMap<F, W, H, E>, void> : std::true_type {};
-template <class F, class W, class H, class E>
-std::size_t heap_bytes(const FieldMap<F, W, H, E>& m) noexcept {
-  return m.weighed_bytes();
 }
 
 // One slot's content. Meta is what the expiry index keeps per entry (nothing for the bitmap).
