@@ -493,3 +493,35 @@ TEMPLATE_TEST_CASE("events: removing the listener stops events", "[events][dispa
   CHECK(events.take().empty());
   CHECK(store.size() == 0);
 }
+
+TEST_CASE("events: a copy of a store keeps the listener and the change feed, and the first listener creates the queue",
+          "[events][feed]") {
+  // The event queue and the feed's framing are created by the first listener and feed
+  // (detail/event_queue.hpp, change_feed.hpp): a copy carries its own, with the same functions.
+  expiring::ManualClock clock{1'000'000};
+  expiring::Store<std::string, std::string, expiring::ManualClock&> store(clock);
+  store.set_listener(nullptr);  // no listener yet: nothing to clear
+  (void)store.set("quiet", "v");
+  std::vector<std::pair<Cause, std::string>> seen;
+  std::vector<std::string> records;
+  store.set_listener([&](const expiring::KeyEvent<std::string, std::string>& e) { seen.emplace_back(e.cause, e.key); });
+  store.set_change_feed([&](const expiring::Change<std::string, std::string>& c) {
+    records.push_back(std::string(expiring::to_string(c.op)) + " " + (c.key ? *c.key : std::string()));
+  });
+  (void)store.set("a", "1");
+  auto copy = store;
+  (void)copy.set("b", "2");
+  CHECK(copy.del("a"));
+  CHECK(seen == std::vector<std::pair<Cause, std::string>>{{Cause::set, "a"}, {Cause::set, "b"}, {Cause::del, "a"}});
+  CHECK(records == std::vector<std::string>{"SET a", "SET b", "DEL a"});
+  CHECK(store.exists("a"));  // the original is its own store
+  // Removing both from the original leaves the copy's.
+  store.set_listener(nullptr);
+  store.set_change_feed({});
+  (void)store.set("c", "3");
+  (void)copy.set("d", "4");
+  CHECK(seen.back() == std::pair<Cause, std::string>{Cause::set, "d"});
+  CHECK(records.back() == "SET d");
+  CHECK(seen.size() == 4);
+  CHECK(records.size() == 4);
+}

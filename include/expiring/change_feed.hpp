@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -115,50 +116,46 @@ struct ChangeRecord {
 namespace detail {
 
 // The store's side of the feed: the deferral of lazy deletions and the MULTI/EXEC framing.
+// The framing lives behind the first feed, reached through virtual calls, so that a program
+// that never sets a feed compiles none of it (bench/compile_cost); every member below but
+// set(), on() and Group is called only while on().
 template <class K, class V>
 class ChangeFeed {
  public:
   using change_type = Change<K, V>;
   using function_type = std::function<void(const change_type&)>;
 
+  ChangeFeed() = default;
+  ChangeFeed(const ChangeFeed& o) : depth_(o.depth_), impl_(o.impl_ ? o.impl_->clone() : nullptr) {}
+  ChangeFeed(ChangeFeed&&) noexcept = default;
+  ChangeFeed& operator=(const ChangeFeed& o) {
+    if (this != &o) *this = ChangeFeed(o);
+    return *this;
+  }
+  ChangeFeed& operator=(ChangeFeed&&) noexcept = default;
+  ~ChangeFeed() = default;
+
   // A new feed (or none): it starts between units; an open group stays open (its depth is
   // the store's calls', not the feed's).
   void set(function_type fn) {
-    fn_ = std::move(fn);
-    pending_.clear();
-    multi_ = false;
+    if (!impl_) {
+      if (!fn) return;
+      impl_ = std::make_unique<Framing>();
+    }
+    impl_->reset(std::move(fn));
   }
-  bool on() const noexcept { return static_cast<bool>(fn_); }
+  bool on() const noexcept { return impl_ && impl_->fn; }
 
   // A change made by the current call: the lazy deletions it made first go ahead, in a MULTI.
-  void record(const change_type& c) {
-    if (grouped_() || !pending_.empty()) open();
-    send(c);
-  }
+  void record(const change_type& c) { impl_->record(c, depth_ != 0); }
   // A deletion that is a unit by itself (tick(), eviction, scan()'s lazy expiry): deletions
   // still pending go ahead of it, one by one.
-  void standalone(const change_type& c) {
-    if (!multi_) send_pending();
-    send(c);
-  }
+  void standalone(const change_type& c) { impl_->standalone(c); }
   // A lazy expiry inside the current call: it waits for the call's own change, or its end.
-  void lazy_delete(const K& key, bool unlink) {
-    if (multi_) {
-      send(change_type{unlink ? ChangeOp::unlink : ChangeOp::del, &key});
-    } else {
-      pending_.push_back(Pending{key, unlink});
-    }
-  }
+  void lazy_delete(const K& key, bool unlink) { impl_->lazy_delete(key, unlink); }
   // The end of a call (the store's flush()): closes its MULTI, or sends its lone deletions.
   void end_unit() {
-    if (depth_ != 0) return;
-    if (!multi_ && pending_.size() > 1) open();
-    if (multi_) {
-      multi_ = false;
-      send(change_type{ChangeOp::exec});
-    } else {
-      send_pending();
-    }
+    if (depth_ == 0) impl_->end_unit();
   }
   // A call made of calls (mset(), del_many(), as_one_command()): its changes travel as one
   // MULTI. Nested groups join the outer one.
@@ -176,28 +173,70 @@ class ChangeFeed {
   };
 
  private:
-  struct Pending {
-    K key;
-    bool unlink;
+  struct FramingBase {
+    virtual ~FramingBase() = default;
+    virtual std::unique_ptr<FramingBase> clone() const = 0;
+    virtual void reset(function_type fn) = 0;
+    virtual void record(const change_type& c, bool grouped) = 0;
+    virtual void standalone(const change_type& c) = 0;
+    virtual void lazy_delete(const K& key, bool unlink) = 0;
+    virtual void end_unit() = 0;
+    function_type fn;
   };
-  bool grouped_() const noexcept { return depth_ != 0; }
-  void open() {
-    if (multi_) return;
-    multi_ = true;
-    send(change_type{ChangeOp::multi});
-    send_pending();
-  }
-  void send_pending() {
-    for (const Pending& p : pending_) send(change_type{p.unlink ? ChangeOp::unlink : ChangeOp::del, &p.key});
-    pending_.clear();
-  }
-  // The feed must not throw (the header's contract): noexcept turns a throw into terminate.
-  void send(const change_type& c) noexcept { fn_(c); }
+  struct Framing final : FramingBase {
+    struct Pending {
+      K key;
+      bool unlink;
+    };
+    std::vector<Pending> pending;
+    bool multi = false;
 
-  function_type fn_;
-  std::vector<Pending> pending_;
-  bool multi_ = false;
+    std::unique_ptr<FramingBase> clone() const override { return std::make_unique<Framing>(*this); }
+    void reset(function_type f) override {
+      this->fn = std::move(f);
+      pending.clear();
+      multi = false;
+    }
+    void record(const change_type& c, bool grouped) override {
+      if (grouped || !pending.empty()) open();
+      send(c);
+    }
+    void standalone(const change_type& c) override {
+      if (!multi) send_pending();
+      send(c);
+    }
+    void lazy_delete(const K& key, bool unlink) override {
+      if (multi) {
+        send(change_type{unlink ? ChangeOp::unlink : ChangeOp::del, &key});
+      } else {
+        pending.push_back(Pending{key, unlink});
+      }
+    }
+    void end_unit() override {
+      if (!multi && pending.size() > 1) open();
+      if (multi) {
+        multi = false;
+        send(change_type{ChangeOp::exec});
+      } else {
+        send_pending();
+      }
+    }
+    void open() {
+      if (multi) return;
+      multi = true;
+      send(change_type{ChangeOp::multi});
+      send_pending();
+    }
+    void send_pending() {
+      for (const Pending& p : pending) send(change_type{p.unlink ? ChangeOp::unlink : ChangeOp::del, &p.key});
+      pending.clear();
+    }
+    // The feed must not throw (the header's contract): noexcept turns a throw into terminate.
+    void send(const change_type& c) noexcept { this->fn(c); }
+  };
+
   int depth_ = 0;
+  std::unique_ptr<FramingBase> impl_;
 };
 
 }  // namespace detail

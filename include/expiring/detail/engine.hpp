@@ -68,6 +68,32 @@
 namespace expiring {
 
 namespace detail {
+
+// Throws std::invalid_argument for Options no store can run with (the constructor's check;
+// not a template, so a program compiles it once whatever its stores).
+inline void validate(const Options& o) {
+  if (o.active_expire_effort < 1 || o.active_expire_effort > 10) {
+    throw std::invalid_argument("expiring: active_expire_effort must be between 1 and 10");
+  }
+  if (!o.ttl_jitter.valid()) {
+    throw std::invalid_argument("expiring: ttl_jitter percent must be 0..100 and spread >= 0");
+  }
+  if (o.stale_window_ms < 0 || o.refresh_window_ms < 0) {
+    throw std::invalid_argument("expiring: soft-TTL windows must not be negative");
+  }
+  if (o.maxmemory_samples < 1 || o.maxmemory_samples > 64 || o.lfu_log_factor < 0 || o.lfu_decay_time < 0 ||
+      o.lru_clock_resolution_ms < 1) {
+    throw std::invalid_argument(
+        "expiring: maxmemory_samples must be 1..64, lfu_log_factor and lfu_decay_time >= 0, "
+        "lru_clock_resolution_ms >= 1");
+  }
+  if (o.lazyfree_background && o.lazyfree_queue_max == 0) {
+    throw std::invalid_argument("expiring: lazyfree_background needs lazyfree_queue_max > 0");
+  }
+  if (o.expire_after_access.count() < 0) {
+    throw std::invalid_argument("expiring: expire_after_access must not be negative");
+  }
+}
 template <class T, class = void>
 struct is_transparent : std::false_type {};
 template <class T>
@@ -123,27 +149,7 @@ class Engine {
       : clock_(std::forward<Clock>(clk)),
         ks_(keyed(std::move(hash), options.seed), std::move(eq), options.seed ? *options.seed : detail::random_u64()),
         options_(std::move(options)) {
-    if (options_.active_expire_effort < 1 || options_.active_expire_effort > 10) {
-      throw std::invalid_argument("expiring: active_expire_effort must be between 1 and 10");
-    }
-    if (!options_.ttl_jitter.valid()) {
-      throw std::invalid_argument("expiring: ttl_jitter percent must be 0..100 and spread >= 0");
-    }
-    if (options_.stale_window_ms < 0 || options_.refresh_window_ms < 0) {
-      throw std::invalid_argument("expiring: soft-TTL windows must not be negative");
-    }
-    if (options_.maxmemory_samples < 1 || options_.maxmemory_samples > 64 || options_.lfu_log_factor < 0 ||
-        options_.lfu_decay_time < 0 || options_.lru_clock_resolution_ms < 1) {
-      throw std::invalid_argument(
-          "expiring: maxmemory_samples must be 1..64, lfu_log_factor and lfu_decay_time >= 0, "
-          "lru_clock_resolution_ms >= 1");
-    }
-    if (options_.lazyfree_background && options_.lazyfree_queue_max == 0) {
-      throw std::invalid_argument("expiring: lazyfree_background needs lazyfree_queue_max > 0");
-    }
-    if (options_.expire_after_access.count() < 0) {
-      throw std::invalid_argument("expiring: expire_after_access must not be negative");
-    }
+    validate(options_);
     access_.set_idle_ms(static_cast<std::int64_t>(options_.expire_after_access.count()));
     update_eviction_flags();
     lazy_.configure(options_.lazyfree_queue_max, options_.lazyfree_background);
