@@ -10,6 +10,7 @@
 // what it had. Files go into a directory made per test (mkdtemp) and removed by RAII.
 // expiring-test: one policy (a snapshot does not depend on the expiry index)
 #include <expiring/expiring.hpp>
+#include <expiring/redis/value.hpp>
 #include <expiring/snapshot.hpp>
 
 #include <stdlib.h>

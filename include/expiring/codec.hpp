@@ -24,6 +24,8 @@
 //                     ones included; decoding refuses duplicate names, out-of-range deadlines
 //                     and a count of 0 (a hash with no field is not a stored state)
 //   redis::Value      a tag byte (0: string, 1: hash), then the string or the hash as above
+//                     (its codec is in redis/value.hpp: persistence does not depend on the
+//                     command layer)
 // Fixed width was chosen over zig-zag varints for integers: one store and no branches per
 // value, and every integer key the same size.
 //
@@ -39,7 +41,6 @@
 #include <type_traits>
 
 #include "field_map.hpp"
-#include "redis/value.hpp"
 
 namespace expiring {
 
@@ -250,49 +251,6 @@ struct Codec<FieldMap<F, W, H, E>> {
       if (d != 0) m.set_deadline(pos, static_cast<std::int64_t>(d - 1));
     }
     out = std::move(m);
-    in = rest;
-    return true;
-  }
-};
-
-// The command layer's value: a tag byte (0 string, 1 hash), then the string or the hash.
-template <>
-struct Codec<redis::Value> {
-  static constexpr char kString = 0;
-  static constexpr char kHash = 1;
-  static void encode(const redis::Value& v, std::string& out) {
-    if (const redis::Hash* h = v.hash()) {
-      out.push_back(kHash);
-      Codec<redis::Hash>::encode(*h, out);
-    } else {
-      out.push_back(kString);
-      Codec<std::string>::encode(*v.string(), out);
-    }
-  }
-  // A hash decoded into a Value that holds a hash keeps that hash's field hasher.
-  static bool decode(std::string_view& in, redis::Value& out) {
-    if (in.empty()) return false;
-    std::string_view rest = in.substr(1);
-    if (in[0] == kString) {
-      if (std::string* s = out.string()) {
-        if (!Codec<std::string>::decode(rest, *s)) return false;
-      } else {
-        std::string str;
-        if (!Codec<std::string>::decode(rest, str)) return false;
-        out = redis::Value(std::move(str));
-      }
-    } else if (in[0] == kHash) {
-      const redis::Hash* had = out.hash();
-      redis::Hash h = had != nullptr ? redis::Hash(had->hash_function()) : redis::Hash();
-      if (!Codec<redis::Hash>::decode(rest, h)) return false;
-      if (redis::Hash* mine = out.hash()) {
-        *mine = std::move(h);
-      } else {
-        out = redis::Value(std::move(h));
-      }
-    } else {
-      return false;
-    }
     in = rest;
     return true;
   }

@@ -16,6 +16,7 @@
 #include <utility>
 #include <variant>
 
+#include "../codec.hpp"
 #include "../field_map.hpp"
 
 namespace expiring::redis {
@@ -93,6 +94,49 @@ struct hash_value_traits<redis::Value> {
   static map_type* map(redis::Value& v) noexcept { return v.hash(); }
   static const map_type* map(const redis::Value& v) noexcept { return v.hash(); }
   static redis::Value make(std::shared_ptr<const map_type::hasher> h) { return redis::Value(map_type(std::move(h))); }
+};
+
+// The command layer's value: a tag byte (0 string, 1 hash), then the string or the hash.
+template <>
+struct Codec<redis::Value> {
+  static constexpr char kString = 0;
+  static constexpr char kHash = 1;
+  static void encode(const redis::Value& v, std::string& out) {
+    if (const redis::Hash* h = v.hash()) {
+      out.push_back(kHash);
+      Codec<redis::Hash>::encode(*h, out);
+    } else {
+      out.push_back(kString);
+      Codec<std::string>::encode(*v.string(), out);
+    }
+  }
+  // A hash decoded into a Value that holds a hash keeps that hash's field hasher.
+  static bool decode(std::string_view& in, redis::Value& out) {
+    if (in.empty()) return false;
+    std::string_view rest = in.substr(1);
+    if (in[0] == kString) {
+      if (std::string* s = out.string()) {
+        if (!Codec<std::string>::decode(rest, *s)) return false;
+      } else {
+        std::string str;
+        if (!Codec<std::string>::decode(rest, str)) return false;
+        out = redis::Value(std::move(str));
+      }
+    } else if (in[0] == kHash) {
+      const redis::Hash* had = out.hash();
+      redis::Hash h = had != nullptr ? redis::Hash(had->hash_function()) : redis::Hash();
+      if (!Codec<redis::Hash>::decode(rest, h)) return false;
+      if (redis::Hash* mine = out.hash()) {
+        *mine = std::move(h);
+      } else {
+        out = redis::Value(std::move(h));
+      }
+    } else {
+      return false;
+    }
+    in = rest;
+    return true;
+  }
 };
 
 }  // namespace expiring
