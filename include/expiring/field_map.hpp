@@ -545,7 +545,6 @@ struct hash_value_traits<FieldMap<F, W, H, E>> {
   static map_type make(std::shared_ptr<const H> h) { return map_type(std::move(h)); }
 };
 
-
 }  // namespace expiring
 
 // The hash members of a store of FieldMaps come with the type.

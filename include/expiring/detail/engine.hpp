@@ -94,6 +94,7 @@ inline void validate(const Options& o) {
     throw std::invalid_argument("expiring: expire_after_access must not be negative");
   }
 }
+
 template <class T, class = void>
 struct is_transparent : std::false_type {};
 template <class T>
