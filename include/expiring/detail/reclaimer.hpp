@@ -63,9 +63,9 @@ class Reclaimer {
   }
 
   // Values handed off and not yet destroyed (Redis lazyfree_pending_objects).
-  std::size_t pending() const noexcept { return pending_.load(std::memory_order_relaxed); }
+  std::size_t pending() const noexcept { return pending_.load(std::memory_order_acquire); }
   // Values destroyed by the thread so far (Redis lazyfreed_objects).
-  std::uint64_t freed() const noexcept { return freed_.load(std::memory_order_relaxed); }
+  std::uint64_t freed() const noexcept { return freed_.load(std::memory_order_acquire); }
 
  private:
   void run() {
@@ -78,8 +78,10 @@ class Reclaimer {
       lock.unlock();
       const std::size_t n = batch_.size();
       batch_.clear();  // keeps the reserved room for the next swap
-      freed_.fetch_add(n, std::memory_order_relaxed);
-      pending_.store(0, std::memory_order_relaxed);
+      // Pending first, then freed, both release: whoever reads pending() == 0 sees the
+      // values' destructors done, and whoever sees freed() count them sees pending() at 0.
+      pending_.store(0, std::memory_order_release);
+      freed_.fetch_add(n, std::memory_order_release);
       lock.lock();
       busy_.store(false, std::memory_order_release);
     }
