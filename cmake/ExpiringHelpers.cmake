@@ -28,6 +28,12 @@ function(expiring_target_warnings tgt)
     set(_san -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
     target_compile_options(${tgt} PRIVATE ${_san})
     target_link_options(${tgt} PRIVATE ${_san})
+    # GCC: every ASan check as a call to the runtime rather than inline code (the default does
+    # so only in functions with more than 7000 memory accesses). The same checks, in less
+    # code: a Catch2 test file compiles in about 15 % less CPU (tests/test_set.cpp: 55 -> 47 s).
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      target_compile_options(${tgt} PRIVATE --param=asan-instrumentation-with-call-threshold=0)
+    endif()
   endif()
 endfunction()
 
