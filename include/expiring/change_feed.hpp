@@ -32,6 +32,8 @@
 #include <utility>
 #include <vector>
 
+#include "detail/clone_ptr.hpp"
+
 namespace expiring {
 
 // What a record does, as the Redis command that replays it.
@@ -125,22 +127,12 @@ class ChangeFeed {
   using change_type = Change<K, V>;
   using function_type = std::function<void(const change_type&)>;
 
-  ChangeFeed() = default;
-  ChangeFeed(const ChangeFeed& o) : depth_(o.depth_), impl_(o.impl_ ? o.impl_->clone() : nullptr) {}
-  ChangeFeed(ChangeFeed&&) noexcept = default;
-  ChangeFeed& operator=(const ChangeFeed& o) {
-    if (this != &o) *this = ChangeFeed(o);
-    return *this;
-  }
-  ChangeFeed& operator=(ChangeFeed&&) noexcept = default;
-  ~ChangeFeed() = default;
-
   // A new feed (or none): it starts between units; an open group stays open (its depth is
   // the store's calls', not the feed's).
   void set(function_type fn) {
     if (!impl_) {
       if (!fn) return;
-      impl_ = std::make_unique<Framing>();
+      impl_.template emplace<Framing>();
     }
     impl_->reset(std::move(fn));
   }
@@ -236,7 +228,7 @@ class ChangeFeed {
   };
 
   int depth_ = 0;
-  std::unique_ptr<FramingBase> impl_;
+  ClonePtr<FramingBase> impl_;  // copied with the store (a copy has the same feed)
 };
 
 }  // namespace detail

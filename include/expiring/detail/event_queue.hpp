@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "../events.hpp"
+#include "clone_ptr.hpp"
 
 namespace expiring::detail {
 
@@ -35,22 +36,12 @@ class EventQueue {
   using event_type = KeyEvent<K, V>;
   using listener_type = std::function<void(const event_type&)>;
 
-  EventQueue() = default;
-  EventQueue(const EventQueue& o) : causes_(o.causes_), queue_(o.queue_ ? o.queue_->clone() : nullptr) {}
-  EventQueue(EventQueue&&) noexcept = default;
-  EventQueue& operator=(const EventQueue& o) {
-    if (this != &o) *this = EventQueue(o);
-    return *this;
-  }
-  EventQueue& operator=(EventQueue&&) noexcept = default;
-  ~EventQueue() = default;
-
   // The listener and the causes it receives (an empty function: no listener). The first
   // listener creates the queue: a store that never has one carries no queue's code.
   void set_listener(listener_type listener, KeyEventCauses causes) {
     if (!queue_) {
       if (!listener) return;
-      queue_ = std::make_unique<Queue>();
+      queue_.template emplace<Queue>();
     }
     queue_->listener = std::move(listener);
     causes_ = queue_->listener ? causes : KeyEventCauses{};
@@ -141,7 +132,7 @@ class EventQueue {
   };
 
   KeyEventCauses causes_;
-  std::unique_ptr<QueueBase> queue_;
+  ClonePtr<QueueBase> queue_;  // copied with the store (a copy has the same listener)
 };
 
 }  // namespace expiring::detail
