@@ -43,6 +43,7 @@
 #include "access.hpp"
 #include "active_expire.hpp"
 #include "arith.hpp"
+#include "attributes.hpp"
 #include "event_queue.hpp"
 #include "eviction.hpp"
 #include "keyspace.hpp"
@@ -51,19 +52,6 @@
 #include "notifier.hpp"
 #include "replica.hpp"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define EXPIRING_NOINLINE __attribute__((noinline))
-#define EXPIRING_INLINE inline __attribute__((always_inline))
-#define EXPIRING_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#elif defined(_MSC_VER)
-#define EXPIRING_NOINLINE __declspec(noinline)
-#define EXPIRING_INLINE __forceinline
-#define EXPIRING_UNLIKELY(x) (x)
-#else
-#define EXPIRING_NOINLINE
-#define EXPIRING_INLINE inline
-#define EXPIRING_UNLIKELY(x) (x)
-#endif
 
 namespace expiring {
 
@@ -519,11 +507,28 @@ EXPIRING_NOINLINE bool Engine<K, V, H, E, C, P>::evict_until(std::int64_t now, E
   if (!replica().evicts()) return true;
   const EvictionPolicy policy = options_.maxmemory_policy;
   if (policy == EvictionPolicy::noeviction) return false;
+  // The keyspace as the victim choice sees it (detail/eviction.hpp).
+  struct Source final : EvictionSource {
+    Engine& e;
+    std::int64_t now;
+    Source(Engine& engine, std::int64_t t) : e(engine), now(t) {}
+    std::size_t population(bool allkeys) const override { return allkeys ? e.ks_.size() : e.ks_.expires_size(); }
+    std::uint32_t sample(bool allkeys) override {
+      const EvictionDraw next{this};
+      return allkeys ? e.ks_.random_slot(next) : e.ks_.expiry().sample(next);
+    }
+    std::uint64_t draw() override { return e.draw(); }
+    std::uint64_t score(std::uint32_t i) override { return e.eviction_score(i, now); }
+    std::uint64_t hash_at(std::uint32_t i) const override { return e.ks_.hash_of(e.ks_.entry(i).key); }
+    std::uint32_t locate(std::uint64_t hash, bool allkeys) const override {
+      const std::uint32_t i = e.ks_.find_by_hash(hash);
+      return i != kNoPos && (allkeys || e.ks_.is_volatile(e.ks_.entry(i))) ? i : kNoVictim;
+    }
+  } source(*this, now);
   return gov_.evict_while(
-      ks_, policy, options_.maxmemory_samples,
+      source, policy, options_.maxmemory_samples,
       [&] { return t.entries == kNoEntryTarget ? over_limit(t.incoming) : ks_.size() > t.entries; },
-      [&](std::uint32_t i) { return eviction_score(i, now); }, [&] { return draw(); },
-      [&](slot_iterator victim) { evict(victim); });
+      [&](std::uint32_t victim) { evict(ks_.slot_of(victim)); });
 }
 
 }  // namespace detail

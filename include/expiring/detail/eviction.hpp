@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "../options.hpp"
+#include "attributes.hpp"
 
 namespace expiring::detail {
 
@@ -72,40 +73,74 @@ constexpr std::uint32_t lfu_pack(std::uint32_t now_min, std::uint32_t counter) n
   return (now_min << 8) | counter;
 }
 
+// What the victim choice asks of a keyspace. The engine implements it over its own (an
+// adapter of five small functions per store type), so that the pool and the choice below are
+// compiled once, whatever the key and value types (bench/compile_cost).
+class EvictionSource {
+ public:
+  // The number of keys (allkeys) or of keys with a TTL.
+  virtual std::size_t population(bool allkeys) const = 0;
+  // A random entry of that population (population(allkeys) != 0).
+  virtual std::uint32_t sample(bool allkeys) = 0;
+  // How good a victim entry i is (higher is better): idle time, 255 - LFU counter, or
+  // distance to the deadline, as Redis's pool ranks them.
+  virtual std::uint64_t score(std::uint32_t i) = 0;
+  // The 64-bit hash entry i's key is placed by (keyed with the store's secret).
+  virtual std::uint64_t hash_at(std::uint32_t i) const = 0;
+  // The entry whose key has this hash, if one is still stored and in the population, else
+  // kNoVictim.
+  virtual std::uint32_t locate(std::uint64_t hash, bool allkeys) const = 0;
+  // The store's random source (Options::random, else its own generator).
+  virtual std::uint64_t draw() = 0;
+
+ protected:
+  ~EvictionSource() = default;
+};
+
+inline constexpr std::uint32_t kNoVictim = 0xFFFFFFFFu;
+
+// EvictionSource::draw() as the callable the keyspace's samplers take: one type for every
+// store, so that a sampler that is not a member of the keyspace is compiled once.
+struct EvictionDraw {
+  EvictionSource* src;
+  std::uint64_t operator()() const { return src->draw(); }
+};
+
 // Redis's eviction pool: the 16 best candidates seen so far, sorted by ascending `idle`
-// (the best candidate, highest idle, at the right end). Holds copies of the keys, so an
-// entry evicted or moved meanwhile is detected by looking the key up again (a "ghost").
-template <class K>
+// (the best candidate, highest idle, at the right end). Redis keeps a copy of each
+// candidate's key and looks it up again when the candidate's turn comes, so that a key
+// deleted meanwhile (a "ghost") is skipped; here a candidate is its key's 64-bit keyed hash,
+// looked up the same way (EvictionSource::locate). Two live keys with the same 64-bit hash
+// would make either one the victim, and both are in the population.
 class EvictionPool {
  public:
   struct Candidate {
     std::uint64_t idle;
     std::uint64_t hash;
-    K key;
   };
 
   // Redis evictionPoolPopulate()'s insertion of one sample.
-  void offer(std::uint64_t idle, std::uint64_t hash, const K& key) {
+  void offer(std::uint64_t idle, std::uint64_t hash) noexcept {
     constexpr int n = kEvictionPoolSize;
     int k = 0;
     while (k < n && slots_[k] && slots_[k]->idle < idle) ++k;
     if (k == 0 && slots_[n - 1]) return;  // worse than every candidate, and no room
     if (!(k < n && !slots_[k])) {
       if (!slots_[n - 1]) {
-        for (int j = n - 1; j > k; --j) slots_[j] = std::move(slots_[j - 1]);  // room on the right
+        for (int j = n - 1; j > k; --j) slots_[j] = slots_[j - 1];  // room on the right
       } else {
         --k;  // full: drop the worst (leftmost)
-        for (int j = 0; j < k; ++j) slots_[j] = std::move(slots_[j + 1]);
+        for (int j = 0; j < k; ++j) slots_[j] = slots_[j + 1];
       }
     }
-    slots_[k].emplace(Candidate{idle, hash, key});
+    slots_[k] = Candidate{idle, hash};
   }
 
   // Takes the best candidate out (highest idle), or nullopt when the pool is empty.
-  std::optional<Candidate> pop_best() {
+  std::optional<Candidate> pop_best() noexcept {
     for (int k = kEvictionPoolSize - 1; k >= 0; --k) {
       if (slots_[k]) {
-        std::optional<Candidate> out(std::move(slots_[k]));
+        const std::optional<Candidate> out = slots_[k];
         slots_[k].reset();
         return out;
       }
@@ -128,31 +163,26 @@ class EvictionPool {
 
 // Redis performEvictions()'s choice of one victim (evict.c): for the random policies a random
 // key of the population (all keys, or the volatile ones); for the others, evictionPoolPopulate()
-// (maxmemory_samples random keys of the population compete, by score(slot), for the pool's 16
+// (maxmemory_samples random keys of the population compete, by score, for the pool's 16
 // places) and then the best candidate that still exists and is still in the population
 // (candidates deleted or made persistent meanwhile are ghosts, dropped); repeated while the
-// pool yields none. Returns ks.end() when the population is empty.
-template <class Keyspace, class K, class Score, class Draw>
-typename Keyspace::slot_iterator choose_victim(Keyspace& ks, EvictionPool<K>& pool, EvictionPolicy policy,
-                                               int samples, Score&& score, Draw&& draw) {
+// pool yields none. Returns kNoVictim when the population is empty.
+inline EXPIRING_NOINLINE std::uint32_t choose_victim(EvictionSource& src, EvictionPool& pool, EvictionPolicy policy, int samples) {
   const bool allkeys = policy == EvictionPolicy::allkeys_lru || policy == EvictionPolicy::allkeys_lfu ||
                        policy == EvictionPolicy::allkeys_random;
   const bool random = policy == EvictionPolicy::allkeys_random || policy == EvictionPolicy::volatile_random;
-  auto population = [&] { return allkeys ? ks.size() : ks.expires_size(); };
-  auto sample = [&]() -> std::uint32_t { return allkeys ? ks.random_slot(draw) : ks.expiry().sample(draw); };
-  if (population() == 0) return ks.end();
-  if (random) return ks.slot_of(sample());
+  if (src.population(allkeys) == 0) return kNoVictim;
+  if (random) return src.sample(allkeys);
   for (;;) {
     for (int n = 0; n < samples; ++n) {
-      const std::uint32_t i = sample();
-      const auto& e = ks.entry(i);
-      pool.offer(score(i), ks.hash_of(e.key), e.key);
+      const std::uint32_t i = src.sample(allkeys);
+      pool.offer(src.score(i), src.hash_at(i));
     }
-    while (auto c = pool.pop_best()) {
-      const auto it = ks.find(c->key, c->hash);
-      if (it != ks.end() && (allkeys || ks.is_volatile(ks.entry(it)))) return it;
+    while (const auto c = pool.pop_best()) {
+      const std::uint32_t i = src.locate(c->hash, allkeys);
+      if (i != kNoVictim) return i;
     }
-    if (population() == 0) return ks.end();
+    if (src.population(allkeys) == 0) return kNoVictim;
   }
 }
 

@@ -213,6 +213,11 @@ class Keyspace {
   slot_iterator find(const KK& key, std::uint64_t h) const {
     return SlotRef{table_.find(h, [&](const entry_type& e) { return eq_(e.key, key); })};
   }
+  // The slot of the entry whose key's hash_of() is h, or kNoPos: a lookup by the 64-bit hash
+  // alone (the eviction pool's candidates are hashes; detail/eviction.hpp).
+  std::uint32_t find_by_hash(std::uint64_t h) const {
+    return table_.find(h, [&](const entry_type& e) { return hash_of(e.key) == h; });
+  }
   template <class KK>
   const entry_type* find_entry(const KK& key, std::uint64_t h) const {
     const std::uint32_t i = find(key, h).index;

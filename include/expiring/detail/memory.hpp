@@ -13,8 +13,8 @@
 // even in an empty store is refused before anything is evicted.
 //
 // The governor knows nothing of the keyspace's layout: the engine passes the limit, the
-// policy's candidates (through choose_victim) and what evicting one means (remove it, cause
-// `evicted`). External memory (client buffers of a server) counts against the limit and is
+// policy's candidates (an EvictionSource over its keyspace, for choose_victim) and what
+// evicting one means (remove it, cause `evicted`). External memory (client buffers of a server) counts against the limit and is
 // never evicted. Inside as_one_command() (`in_command`) the writes are neither checked nor
 // refused: the command was admitted as a whole.
 #pragma once
@@ -131,15 +131,13 @@ class MemoryGovernor {
   bool& in_command() noexcept { return in_command_; }
 
   // ---- eviction ----
-  // Evicts the policy's best candidate while `more()`: `score(i)` ranks entry i (higher is
-  // better to evict), `draw()` is the random source, `evict(victim)` removes one. False when
-  // the policy's population runs out first (Redis's performEvictions failing).
-  template <class Keyspace, class More, class Score, class Draw, class Evict>
-  bool evict_while(Keyspace& ks, EvictionPolicy policy, int samples, More&& more, Score&& score, Draw&& draw,
-                   Evict&& evict) {
+  // Evicts the policy's best candidate of `src` while `more()`; `evict(i)` removes entry i.
+  // False when the policy's population runs out first (Redis's performEvictions failing).
+  template <class More, class Evict>
+  bool evict_while(EvictionSource& src, EvictionPolicy policy, int samples, More&& more, Evict&& evict) {
     while (more()) {
-      const auto victim = choose_victim(ks, pool_, policy, samples, score, draw);
-      if (victim == ks.end()) return false;  // nothing left in the policy's population
+      const std::uint32_t victim = choose_victim(src, pool_, policy, samples);
+      if (victim == kNoVictim) return false;  // nothing left in the policy's population
       evict(victim);
     }
     return true;
@@ -165,7 +163,7 @@ class MemoryGovernor {
   std::size_t external_ = 0;    // set_external_memory(): client buffers and the like
   std::uint64_t evicted_weight_ = 0;
   weigher_type weigher_;
-  EvictionPool<K> pool_;
+  EvictionPool pool_;
 };
 
 }  // namespace expiring::detail
