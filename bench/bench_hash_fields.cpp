@@ -21,6 +21,13 @@
 //    uniform over the next 10 s and the rest are an hour away; ticks every 100 ms. Each
 //    reclaimed field's lateness (tick time - deadline, from the hexpired events; the field's
 //    value is its deadline) as p50 / p99 / max, and the CPU of a tick.
+// 4. One operation against the raw design (issue 25, W2): nested absl::flat_hash_map<string,
+//    flat_hash_map<string, {value, deadline}>>, a deadline per field checked on read. hget()
+//    of a live field, hpexpireat() of one field (a deadline an hour away, a different one each
+//    time), hset() of an existing field (which clears its TTL; every field has one before),
+//    in a random order over every (hash, field), at 1e4 x 100 and 100 x 100 (smoke: 100 x
+//    100 only). The contenders run in turns, each turn 65,536 operations; the figure is the
+//    median turn's ns per operation. Goals (W2): hget <= 1.3x, hpexpireat and hset <= 1.5x.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -29,6 +36,11 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include <array>
+#include <string_view>
 
 #include <expiring/expiring.hpp>
 #include <expiring/hash_fields.hpp>
@@ -189,6 +201,104 @@ LatenessRow lateness(std::size_t hashes, std::size_t per, const std::vector<std:
   return row;
 }
 
+// ---- 4. one operation against nested maps ----
+
+struct RawField {
+  std::string value;
+  std::int64_t deadline;  // kNoDeadline: none
+};
+using RawHash = absl::flat_hash_map<std::string, RawField>;
+using RawStore = absl::flat_hash_map<std::string, RawHash>;
+constexpr std::int64_t kNoDeadline = INT64_MAX;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct OpRow {
+  double store_ns[3];  // hget, hpexpireat, hset
+  double raw_ns[3];
+};
+
+OpRow per_op(std::size_t hashes, std::size_t per, const std::vector<std::string>& keys,
+             const std::vector<std::string>& fields, int turns) {
+  expiring::ManualClock clock{kT0};
+  HStore store{clock, options()};
+  RawStore raw;
+  const std::int64_t hour = kT0 + 3'600'000;
+  for (std::size_t h = 0; h < hashes; ++h) {
+    RawHash& rh = raw[keys[h]];
+    for (std::size_t f = 0; f < per; ++f) {
+      (void)store.hset(keys[h], fields[f], std::string("v"));
+      (void)store.hpexpireat(keys[h], hour, std::array<std::string_view, 1>{fields[f]});
+      rh.insert_or_assign(fields[f], RawField{"v", hour});
+    }
+  }
+  constexpr std::size_t kOps = 65536;
+  const std::vector<std::uint32_t> order = bench::random_order(hashes * per, kOps, 7);
+  std::vector<double> samples[6];
+  std::uint64_t sink = 0;
+  std::int64_t when = hour;
+  const auto turn = [&](auto&& op) {
+    const auto t0 = clk::now();
+    for (std::size_t j = 0; j < kOps; ++j) {
+      const std::uint32_t r = order[j];
+      op(keys[r / per], fields[r % per]);
+    }
+    return std::chrono::duration<double, std::nano>(clk::now() - t0).count() / kOps;
+  };
+  for (int t = 0; t < turns; ++t) {
+    const std::int64_t now = kT0;
+    samples[0].push_back(turn([&](const std::string& k, const std::string& f) {
+      const auto v = store.hget(k, f);
+      sink += v.ok() && *v != nullptr;
+    }));
+    samples[3].push_back(turn([&](const std::string& k, const std::string& f) {
+      const auto h = raw.find(k);
+      if (h == raw.end()) return;
+      const auto it = h->second.find(f);
+      sink += it != h->second.end() && now <= it->second.deadline;
+    }));
+    samples[1].push_back(turn([&](const std::string& k, const std::string& f) {
+      int code = 0;
+      (void)store.hpexpireat(k, ++when, std::array<std::string_view, 1>{f}, expiring::ExpireFlags::None, &code);
+      sink += static_cast<std::uint64_t>(code);
+    }));
+    samples[4].push_back(turn([&](const std::string& k, const std::string& f) {
+      const auto h = raw.find(k);
+      if (h == raw.end()) return;
+      const auto it = h->second.find(f);
+      if (it != h->second.end()) it->second.deadline = ++when;
+      sink += it != h->second.end();
+    }));
+    samples[2].push_back(turn([&](const std::string& k, const std::string& f) {
+      sink += store.hset(k, f, std::string_view("w")).value_or(0);
+    }));
+    samples[5].push_back(turn([&](const std::string& k, const std::string& f) {
+      RawHash& h = raw[k];
+      RawField& rf = h[f];
+      rf.value = "w";
+      rf.deadline = kNoDeadline;
+      sink += 1;
+    }));
+    // Every field gets a TTL again for the next turn's hset (outside the timed turns).
+    for (std::size_t h = 0; h < hashes; ++h) {
+      for (std::size_t f = 0; f < per; ++f) {
+        (void)store.hpexpireat(keys[h], hour, std::array<std::string_view, 1>{fields[f]});
+        raw[keys[h]][fields[f]].deadline = hour;
+      }
+    }
+  }
+  if (sink == 0) std::printf("bench_hash_fields: nothing happened in per_op\n");
+  OpRow row{};
+  for (int i = 0; i < 3; ++i) {
+    row.store_ns[i] = median(samples[i]);
+    row.raw_ns[i] = median(samples[i + 3]);
+  }
+  return row;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,5 +338,22 @@ int main(int argc, char** argv) {
   std::printf("%-14s %10llu %10llu %8lld %8lld %8lld %12.1f\n", shape, static_cast<unsigned long long>(l.due),
               static_cast<unsigned long long>(l.reclaimed), static_cast<long long>(l.p50), static_cast<long long>(l.p99),
               static_cast<long long>(l.max), l.us_per_tick);
+
+  std::printf("\n4. one operation against nested absl maps with a deadline per field (ns, median turn)\n");
+  std::printf("%-12s %-11s %9s %9s %8s %6s %s\n", "shape", "op", "store", "raw", "ratio", "goal", "");
+  std::vector<std::size_t> shapes{100};
+  if (cfg.mode != bench::Mode::smoke) shapes.insert(shapes.begin(), total / 100);
+  for (const std::size_t hashes : shapes) {
+    const OpRow o = per_op(hashes, 100, keys, fields, cfg.mode == bench::Mode::smoke ? 3 : 21);
+    const char* names[3] = {"hget", "hpexpireat", "hset"};
+    const double goals[3] = {1.3, 1.5, 1.5};
+    char label[64];
+    std::snprintf(label, sizeof label, "%zu x 100", hashes);
+    for (int i = 0; i < 3; ++i) {
+      const double ratio = o.store_ns[i] / o.raw_ns[i];
+      std::printf("%-12s %-11s %9.1f %9.1f %7.2fx %5.1fx %s\n", label, names[i], o.store_ns[i], o.raw_ns[i], ratio,
+                  goals[i], ratio <= goals[i] ? "pass" : "MISS");
+    }
+  }
   return 0;
 }

@@ -1122,6 +1122,44 @@ TEST_CASE("hash fields: a field at its deadline stays when an earlier one of its
   CHECK(fx.store.check_invariants());
 }
 
+TEST_CASE("hash fields: tick reclaims each field at its own time when the earliest is re-timed later or persisted or deleted",
+          "[hash_fields]") {
+  // A small hash is indexed by a bound at or before its earliest field (FieldMap::
+  // earliest_bound()): a tick that reaches it early finds nothing due and leaves it whole.
+  Hfx fx(kT0);
+  for (const char* f : {"a", "b", "c", "d"}) fx.hset("h", f, f);
+  fx.deadline("h", "a", kT0 + 1000);
+  fx.deadline("h", "b", kT0 + 2000);
+  fx.deadline("h", "c", kT0 + 3000);
+  fx.deadline("h", "d", kT0 + 500);
+  fx.deadline("h", "a", kT0 + 5000);            // the earliest but one, later
+  REQUIRE(ok(fx.store.hpersist("h", {"d"})) == Codes{1});  // the earliest, persisted
+  (void)fx.take();
+  CHECK(fx.subexpiry() == 1);
+  for (const std::int64_t t : {kT0 + 501, kT0 + 1001, kT0 + 1999}) {
+    fx.clock.set(t);
+    CHECK(fx.store.tick().fields_expired == 0);
+    CHECK(fx.stored_size("h") == 4);
+    CHECK(fx.take().empty());
+    CHECK(ok(fx.store.hpexpiretime("h", {"a", "b", "c", "d"})) ==
+          std::vector<std::int64_t>{kT0 + 5000, kT0 + 2000, kT0 + 3000, -1});
+  }
+  fx.clock.set(kT0 + 2001);
+  CHECK(fx.store.tick().fields_expired == 1);
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hexpired, "h", {{"b", "b"}})});
+  REQUIRE(ok(fx.store.hdel("h", {"c"})) == 1);  // the earliest left, deleted
+  (void)fx.take();
+  fx.clock.set(kT0 + 4000);
+  CHECK(fx.store.tick().fields_expired == 0);
+  CHECK(fx.stored_size("h") == 2);
+  fx.clock.set(kT0 + 5001);
+  CHECK(fx.store.tick().fields_expired == 1);
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hexpired, "h", {{"a", "a"}})});
+  CHECK(fx.subexpiry() == 0);  // "d" has no TTL: the hash leaves the field index
+  CHECK(fx.get("h", "d") == "d");
+  CHECK(fx.store.check_invariants());
+}
+
 TEST_CASE("hash fields: tick does not reclaim a field at its deadline (D21)", "[hash_fields]") {
   Hfx fx(kT0);
   fx.hset("h", "f", "v");

@@ -194,12 +194,10 @@ class FieldMap {
     if (before == kNoDeadline) ++volatile_;
     store(pos, when);
     note_retimed(pos);
-    if (small_earliest_known_) {
-      if (when <= small_earliest_) {
-        small_earliest_ = when;
-      } else if (before == small_earliest_) {
-        small_earliest_known_ = false;  // the earliest moved later: find it again
-      }
+    if (when <= small_earliest_) {
+      small_earliest_ = when;  // (still exact if it was)
+    } else if (before == small_earliest_) {
+      small_earliest_known_ = false;  // the earliest moved later: a lower bound now
     }
   }
   // HPERSIST of one field: true if it had a deadline.
@@ -214,6 +212,18 @@ class FieldMap {
   }
 
   // ---- time order ---------------------------------------------------------------------------
+
+  // A deadline at or before every field's, without a scan (kNoDeadline without volatile
+  // fields): a small hash's last known earliest, lowered by every deadline set since (a field
+  // re-timed later, persisted or erased leaves it where it was); a large hash's exact
+  // earliest, from its due-list. The store indexes a hash by it: a hash reached early by
+  // tick() has nothing due, and is then indexed by its exact earliest, found by the reclaim's
+  // own scan. So re-timing a field of a small hash never scans its deadlines.
+  std::int64_t earliest_bound() {
+    if (volatile_ == 0) return kNoDeadline;
+    if (fields_.size() <= kSmall) return small_earliest_;
+    return earliest_deadline();
+  }
 
   // The earliest deadline of any field, kNoDeadline without volatile fields.
   std::int64_t earliest_deadline() {
@@ -530,7 +540,9 @@ class FieldMap {
   std::vector<Due> due_;
   std::size_t due_head_ = 0;
   std::size_t volatile_ = 0;
-  // Small hashes: the earliest deadline, when known (a scan finds it otherwise).
+  // Small hashes: the earliest deadline when small_earliest_known_, else a lower bound of it
+  // (earliest_bound()). Every set_deadline() lowers it, whatever the hash's size, so that it
+  // stays a bound when a large hash shrinks back.
   std::int64_t small_earliest_ = kNoDeadline;
   bool small_earliest_known_ = false;
 };

@@ -472,7 +472,7 @@ class HashFieldOps<Engine, V, true> : public Engine {
   void hash_placed(std::uint32_t i, std::int64_t now) {
     HashFieldOps& s = *this;
     hash_map_type* m = traits::map(s.ks_.entry(i).value);
-    s.ks_.index_hash(i, m == nullptr ? kNoDeadline : m->earliest_deadline(), now);
+    s.ks_.index_hash(i, m == nullptr ? kNoDeadline : m->earliest_bound(), now);
   }
 
   // tick()'s field cycle: pops due hashes in deadline order and reclaims their due fields,
@@ -534,7 +534,8 @@ class HashFieldOps<Engine, V, true> : public Engine {
     const std::uint32_t i = it->index;
     hash_map_type* m = traits::map(s.ks_.entry(i).value);
     if (m == nullptr) return Errc::wrong_type;
-    if (m->volatile_count() != 0 && m->earliest_deadline() < now) {
+    // The bound first: a scan only when some field may be due.
+    if (m->volatile_count() != 0 && m->earliest_bound() < now && m->earliest_deadline() < now) {
       reclaim_fields(i, now, std::numeric_limits<std::size_t>::max());
       if (!s.ks_.occupied(i)) return kNoPos;  // it emptied, and the key went
     }
@@ -609,7 +610,9 @@ class HashFieldOps<Engine, V, true> : public Engine {
   }
 
   // After a change to entry i's hash: an empty hash is deleted (cause `del`), else it is
-  // re-indexed by its earliest field deadline.
+  // re-indexed by its earliest field deadline, or a bound at or before it (FieldMap::
+  // earliest_bound(): tick() reaching the hash early finds nothing due, and re-indexes it by
+  // the exact one its scan found). Unchanged, the index is not touched.
   void hash_changed(std::uint32_t i, std::int64_t now) {
     HashFieldOps& s = *this;
     hash_map_type& m = map_at(i);
@@ -617,7 +620,8 @@ class HashFieldOps<Engine, V, true> : public Engine {
       s.remove(s.ks_.slot_of(i), KeyEventCause::del);
       return;
     }
-    s.ks_.index_hash(i, m.earliest_deadline(), now);
+    const std::int64_t bound = m.earliest_bound();
+    if (bound != s.ks_.hash_deadline(i)) s.ks_.index_hash(i, bound, now);
   }
 
   // Reclaims up to `max` stale fields of entry i's hash in deadline order (lazily, or by

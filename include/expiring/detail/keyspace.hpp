@@ -11,7 +11,7 @@
 //   access_   eviction's access data, one uint32 per slot, only while an LRU/LFU limit is set
 //   fields_   hash values only (V is a FieldMap, or may hold one): the field index, a second
 //             TimerWheel of the hashes that have volatile fields, each by its earliest field
-//             deadline, over a per-slot array of {deadline, wheel position} (16 bytes a slot)
+//             deadline or a bound before it (FieldMap::earliest_bound()), over a per-slot array of {deadline, wheel position} (16 bytes a slot)
 //             allocated with the first volatile field
 //
 // Why this shape:
@@ -27,7 +27,9 @@
 //   limit pays nothing.
 // * The field index is the key index's design again, one level up (docs/design/hash_fields.md):
 //   a hash with volatile fields is one entry, whatever its number of fields, and a tick pops
-//   exactly the hashes whose earliest field is due, in time order, instead of sampling. Each
+//   the hashes whose earliest field may be due, in time order, instead of sampling (a small
+//   hash whose earliest field was re-timed later keeps its old, earlier place until the tick
+//   that reaches it scans it once and moves it to its exact one). Each
 //   hash orders its own fields (field_map.hpp). Why the timer wheel, from the candidates:
 //   the entry's deadline changes whenever the hash's earliest field does (HSET over it, an
 //   HEXPIRE of it, its reclaiming), so the change must be O(1): a heap pays O(log n) and a
