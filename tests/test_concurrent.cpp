@@ -1146,14 +1146,14 @@ TEST_CASE("concurrent: a listener that calls the store on its own key does not d
     }
   });
   const bool finished = finishes_within(
-      [sh, rounds] {
+      [sh, n = rounds] {
         StartLine start(kThreads);
         std::vector<std::thread> threads;
         for (int t = 0; t < kThreads; ++t) {
-          threads.emplace_back([&sh, &start, rounds, t] {
+          threads.emplace_back([&sh, &start, n, t] {
             const std::string k = "own" + std::to_string(t);
             start.arrive_and_wait();
-            for (int i = 0; i < rounds; ++i) {
+            for (int i = 0; i < n; ++i) {
               (void)sh->store.set(k, std::to_string(i));
               (void)sh->store.del(k);
             }
@@ -1190,13 +1190,13 @@ TEST_CASE("concurrent: listeners that write keys of other shards do not deadlock
     }
   });
   const bool finished = finishes_within(
-      [sh, rounds] {
+      [sh, n = rounds] {
         StartLine start(kThreads);
         std::vector<std::thread> threads;
         for (int t = 0; t < kThreads; ++t) {
-          threads.emplace_back([&sh, &start, rounds, t] {
+          threads.emplace_back([&sh, &start, n, t] {
             start.arrive_and_wait();
-            for (int i = 0; i < rounds; ++i) (void)sh->store.set("w" + std::to_string(t) + ":" + std::to_string(i % 8), std::to_string(i));
+            for (int i = 0; i < n; ++i) (void)sh->store.set("w" + std::to_string(t) + ":" + std::to_string(i % 8), std::to_string(i));
           });
         }
         for (std::thread& th : threads) th.join();

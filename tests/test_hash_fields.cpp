@@ -90,7 +90,6 @@ struct Ev {
   friend bool operator==(const Ev& a, const Ev& b) {
     return a.cause == b.cause && a.key == b.key && a.fields == b.fields;
   }
-  friend bool operator!=(const Ev& a, const Ev& b) { return !(a == b); }
   friend bool operator<(const Ev& a, const Ev& b) {
     return std::tie(a.key, a.cause, a.fields) < std::tie(b.key, b.cause, b.fields);
   }
@@ -123,7 +122,6 @@ struct MField {
   std::string value;
   std::int64_t deadline = kNoDl;
   friend bool operator==(const MField& a, const MField& b) { return a.value == b.value && a.deadline == b.deadline; }
-  friend bool operator!=(const MField& a, const MField& b) { return !(a == b); }
 };
 using MHash = std::map<std::string, MField>;
 using MKeys = std::map<std::string, MHash>;
