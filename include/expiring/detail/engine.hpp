@@ -83,6 +83,40 @@ inline void validate(const Options& o) {
   }
 }
 
+// What an engine holds whatever its K and V: the options (checked), the statistics, the
+// active-expire cycle's state, the random source, access tracking and the cache counters.
+// Not a template: its constructor is compiled once per program whatever the stores.
+class EngineState {
+ protected:
+  // Throws std::invalid_argument for options out of range (see ExpiringStore's constructor).
+  EXPIRING_NOINLINE explicit EngineState(Options&& options) : options_(std::move(options)) {
+    validate(options_);
+    access_.set_idle_ms(static_cast<std::int64_t>(options_.expire_after_access.count()));
+    options_.hz = options_.hz < 1 ? 1 : (options_.hz > 500 ? 500 : options_.hz);
+    rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : random_u64();
+  }
+  // The keyspace's seed: Options::seed, or a random one.
+  EXPIRING_NOINLINE std::uint64_t table_seed() const noexcept {
+    return options_.seed ? *options_.seed : random_u64();
+  }
+
+  Options options_;
+  Stats stats_{};
+  ActiveExpire active_;  // the active-expire cycle's state
+  std::uint64_t rng_ = 0;
+  AccessTracker access_;  // LRU/LFU words and the idle TTL: reads take the slow path when on
+  // Cache statistics: the lookups counted in keyspace_hits/misses that are not value reads
+  // (EXISTS, TOUCH, the TTL queries, COPY's source), and get_or_load()'s soft-TTL reloads
+  // (a keyspace hit, a cache miss). cache_stats() derives its counts from these, so that the
+  // value reads themselves pay no extra counter.
+  std::uint64_t probe_hits_ = 0;
+  std::uint64_t probe_misses_ = 0;
+  std::uint64_t soft_reloads_ = 0;
+  std::uint64_t load_ok_ = 0;
+  std::uint64_t load_failed_ = 0;
+  std::uint64_t load_ns_ = 0;
+};
+
 template <class T, class = void>
 struct is_transparent : std::false_type {};
 template <class T>
@@ -110,7 +144,7 @@ struct has_resync<C, std::void_t<decltype(std::declval<C&>().resync())>> : std::
 namespace detail {
 
 template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
-class Engine {
+class Engine : protected EngineState {
  public:
   using key_type = K;
   using mapped_type = V;
@@ -134,16 +168,12 @@ class Engine {
   // Replica mode (Options::replica): what the engine does not decide on its own.
   ReplicaPolicy replica() const noexcept { return ReplicaPolicy(options_.replica); }
   // Throws std::invalid_argument for options out of range (see ExpiringStore's constructor).
-  Engine(Clock clk, Options options, Hash hash, KeyEqual eq)
-      : clock_(std::forward<Clock>(clk)),
-        ks_(keyed(std::move(hash), options.seed), std::move(eq), options.seed ? *options.seed : detail::random_u64()),
-        options_(std::move(options)) {
-    validate(options_);
-    access_.set_idle_ms(static_cast<std::int64_t>(options_.expire_after_access.count()));
+  Engine(Clock clk, Options&& options, Hash hash, KeyEqual eq)
+      : EngineState(std::move(options)),
+        clock_(std::forward<Clock>(clk)),
+        ks_(keyed(std::move(hash), options_.seed), std::move(eq), table_seed()) {
     update_eviction_flags();
     lazy_.configure(options_.lazyfree_queue_max, options_.lazyfree_background);
-    options_.hz = options_.hz < 1 ? 1 : (options_.hz > 500 ? 500 : options_.hz);
-    rng_ = options_.seed ? *options_.seed ^ 0xD1B54A32D192ED03ull : detail::random_u64();
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
     if constexpr (kWheel) ks_.expiry().sync(now_ms());
   }
@@ -466,21 +496,6 @@ class Engine {
 
   Clock clock_;
   keyspace_type ks_;
-  Options options_;
-  Stats stats_{};
-  detail::ActiveExpire active_;  // the active-expire cycle's state
-  std::uint64_t rng_ = 0;
-  AccessTracker access_;       // LRU/LFU words and the idle TTL: reads take the slow path when on
-  // Cache statistics: the lookups counted in keyspace_hits/misses that are not value reads
-  // (EXISTS, TOUCH, the TTL queries, COPY's source), and get_or_load()'s soft-TTL reloads
-  // (a keyspace hit, a cache miss). cache_stats() derives its counts from these, so that the
-  // value reads themselves pay no extra counter.
-  std::uint64_t probe_hits_ = 0;
-  std::uint64_t probe_misses_ = 0;
-  std::uint64_t soft_reloads_ = 0;
-  std::uint64_t load_ok_ = 0;
-  std::uint64_t load_failed_ = 0;
-  std::uint64_t load_ns_ = 0;
   Notifier<K, V> notify_;      // events and change-feed records (set_listener(), set_change_feed())
   MemoryGovernor<K, V> gov_;  // maxmemory: accounting, admission, eviction
   detail::LazyFree<V> lazy_;  // values removed lazily, waiting for tick() or the reclaimer

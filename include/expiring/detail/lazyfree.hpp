@@ -30,7 +30,7 @@ class LazyFree {
   // Reserves the queue's room and starts the reclaimer when `background`.
   void configure(std::size_t queue_max, bool background) {
     if (queue_max != 0) queue_.reserve(queue_max);
-    if (background) reclaimer_ = std::make_shared<Reclaimer<V>>(queue_max);
+    if (background) reclaimer_ = Reclaimer::start<V>(queue_max);
   }
   bool enabled() const noexcept { return queue_.capacity() != 0; }
 
@@ -78,7 +78,7 @@ class LazyFree {
   std::vector<V> queue_;  // capacity reserved by configure()
   // Shared, so the store stays copyable: a copy hands its values to the same thread (hand-off
   // is safe from several stores), which stops with the last one.
-  std::shared_ptr<Reclaimer<V>> reclaimer_;
+  std::shared_ptr<Reclaimer> reclaimer_;
   std::uint64_t reclaimed_base_ = 0;
 };
 

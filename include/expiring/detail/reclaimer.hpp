@@ -15,69 +15,121 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "attributes.hpp"
+
 namespace expiring::detail {
 
+// The reclaimer is not a template: a program compiles its thread, lock and counters once
+// whatever its value types (std::make_shared of a Reclaimer<V>, its std::thread and its
+// condition-variable wait cost each store type's constructor about 0.1 s of g++ -O2). It
+// knows its batch, a std::vector<V> on the heap, only through three functions of V.
+struct BatchOps {
+  std::size_t (*drain)(void* batch);             // destroys the values, keeps the room; how many
+  void (*swap)(void* batch, void* queue);        // exchanges the batch with a queue of the same V
+  void (*destroy)(void* batch) noexcept;         // deletes the batch
+};
+
 template <class V>
+struct BatchOf {
+  static std::size_t drain(void* batch) {
+    auto& b = *static_cast<std::vector<V>*>(batch);
+    const std::size_t n = b.size();
+    b.clear();  // keeps the reserved room for the next swap
+    return n;
+  }
+  static void swap(void* batch, void* queue) {
+    static_cast<std::vector<V>*>(batch)->swap(*static_cast<std::vector<V>*>(queue));
+  }
+  static void destroy(void* batch) noexcept { delete static_cast<std::vector<V>*>(batch); }
+  static constexpr BatchOps ops{&drain, &swap, &destroy};
+};
+
 class Reclaimer {
  public:
-  explicit Reclaimer(std::size_t room) {
-    batch_.reserve(room);
+  // A reclaimer of std::vector<V> batches of `room` values, its thread started; shared, so
+  // that copies of a store hand their values to the same thread.
+  template <class V>
+  static std::shared_ptr<Reclaimer> start(std::size_t room) {
+    auto batch = std::make_unique<std::vector<V>>();
+    batch->reserve(room);
+    return start(batch.release(), BatchOf<V>::ops);
+  }
+  // Takes ownership of `batch` (ops.destroy deletes it, also when this throws).
+  EXPIRING_NOINLINE static std::shared_ptr<Reclaimer> start(void* batch, const BatchOps& ops) {
+    std::shared_ptr<Reclaimer> r;
+    try {
+      r.reset(new Reclaimer(batch, ops));
+    } catch (...) {
+      ops.destroy(batch);
+      throw;
+    }
     // std::thread, not quiet_thread(): the core includes no POSIX header (signal.h
     // pulls in unistd.h), so this thread has its creator's signal mask.
-    thread_ = std::thread([this] { run(); });
+    r->thread_ = std::thread([p = r.get()] { p->run(); });
+    return r;
   }
   Reclaimer(const Reclaimer&) = delete;
   Reclaimer& operator=(const Reclaimer&) = delete;
   // Destroys what it was given, then stops.
-  ~Reclaimer() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+  EXPIRING_NOINLINE ~Reclaimer() {
+    if (thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+      }
+      wake_.notify_one();
+      thread_.join();
     }
-    wake_.notify_one();
-    thread_.join();
+    ops_.destroy(batch_);
   }
 
   // Gives `queue`'s values to the thread if it is idle, handing back its empty vector (of
   // the same reserved room) in exchange. False, and `queue` untouched, while it is busy.
   // Never blocks on the destruction itself: the lock guards only the swap. Safe to call from
-  // several threads (copies of a store share a reclaimer): the batch is checked under the lock.
+  // several threads (copies of a store share a reclaimer): busy_ is checked again under the
+  // lock. V is the one start<V>() was given.
+  template <class V>
   bool try_hand_off(std::vector<V>& queue) {
-    if (queue.empty() || busy_.load(std::memory_order_acquire)) return false;
+    return !queue.empty() && hand_off(&queue, queue.size());
+  }
+
+  // Values handed to the thread and not yet destroyed.
+  std::size_t pending() const noexcept { return pending_.load(std::memory_order_acquire); }
+  // Values destroyed since the thread started.
+  std::uint64_t freed() const noexcept { return freed_.load(std::memory_order_acquire); }
+
+ private:
+  Reclaimer(void* batch, const BatchOps& ops) noexcept : batch_(batch), ops_(ops) {}
+
+  EXPIRING_NOINLINE bool hand_off(void* queue, std::size_t n) {
+    if (busy_.load(std::memory_order_acquire)) return false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      // busy_ changes only under the lock: if it is clear here, the thread is not touching
-      // batch_, which is empty. (Checked again: another store may have handed off meanwhile.)
       if (busy_.load(std::memory_order_relaxed)) return false;
-      batch_.swap(queue);
-      pending_.store(batch_.size(), std::memory_order_relaxed);
+      ops_.swap(batch_, queue);
+      pending_.store(n, std::memory_order_relaxed);
       busy_.store(true, std::memory_order_release);
     }
     wake_.notify_one();
     return true;
   }
 
-  // Values handed off and not yet destroyed (Redis lazyfree_pending_objects).
-  std::size_t pending() const noexcept { return pending_.load(std::memory_order_acquire); }
-  // Values destroyed by the thread so far (Redis lazyfreed_objects).
-  std::uint64_t freed() const noexcept { return freed_.load(std::memory_order_acquire); }
-
- private:
-  void run() {
+  EXPIRING_NOINLINE void run() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [this] { return stop_ || !batch_.empty(); });
-      if (batch_.empty()) return;  // stop_ and nothing left
+      // busy_ is set only with a non-empty batch, and cleared only here.
+      wake_.wait(lock, [this] { return stop_ || busy_.load(std::memory_order_relaxed); });
+      if (!busy_.load(std::memory_order_relaxed)) return;  // stop_ and nothing left
       // Destroy outside the lock: the store's try_hand_off() sees busy_ and does not wait.
-      // Only this thread touches batch_ while busy_ is set.
+      // Only this thread touches the batch while busy_ is set.
       lock.unlock();
-      const std::size_t n = batch_.size();
-      batch_.clear();  // keeps the reserved room for the next swap
+      const std::size_t n = ops_.drain(batch_);
       // Pending first, then freed, both release: whoever reads pending() == 0 sees the
       // values' destructors done, and whoever sees freed() count them sees pending() at 0.
       pending_.store(0, std::memory_order_release);
@@ -87,14 +139,15 @@ class Reclaimer {
     }
   }
 
+  void* batch_;  // a std::vector<V>: the values being destroyed; empty (with its room) when idle
+  BatchOps ops_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<V> batch_;  // the values being destroyed; empty (with its room) when idle
   std::atomic<bool> busy_{false};
   std::atomic<std::size_t> pending_{0};
   std::atomic<std::uint64_t> freed_{0};
   bool stop_ = false;
-  std::thread thread_;  // last: started once everything else is built
+  std::thread thread_;
 };
 
 }  // namespace expiring::detail
