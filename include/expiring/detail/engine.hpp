@@ -172,7 +172,7 @@ class Engine : protected EngineState {
       : EngineState(std::move(options)),
         clock_(std::forward<Clock>(clk)),
         ks_(keyed(std::move(hash), options_.seed), std::move(eq), table_seed()) {
-    update_eviction_flags();
+    set_eviction_flags([] { return std::size_t{0}; });  // empty: nothing to weigh
     lazy_.configure(options_.lazyfree_queue_max, options_.lazyfree_background);
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
     if constexpr (kWheel) ks_.expiry().sync(now_ms());
@@ -335,8 +335,11 @@ class Engine : protected EngineState {
 
   static constexpr bool is_lfu(EvictionPolicy p) noexcept { return AccessTracker::is_lfu(p); }
   // Derives the flags from the options; allocates or frees the access array as needed.
-  void update_eviction_flags() {
-    gov_.set_limits(options_.maxmemory, options_.max_entries, [this] { return weigh_all(); });
+  void update_eviction_flags() { set_eviction_flags([this] { return weigh_all(); }); }
+  // weigh_all(): the keyspace's weight, asked for when the memory limit turns on.
+  template <class WeighAll>
+  void set_eviction_flags(WeighAll&& weigh_all) {
+    gov_.set_limits(options_.maxmemory, options_.max_entries, weigh_all);
     const bool want = AccessTracker::wants_words(gov_.bounded(), options_.maxmemory_policy);
     if (want != access_.words()) ks_.enable_access(want);
     access_.set_words(want);
