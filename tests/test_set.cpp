@@ -125,6 +125,47 @@ TEMPLATE_TEST_CASE("set: EX/PX/EXAT/PXAT set the deadline (cases 95, 96)", "[set
   CHECK(store.check_invariants());
 }
 
+// set() of a live key that has a TTL, with nothing optional on, takes a short path (probe,
+// value, deadline): the deadline must move in the expiry index too (the time-ordered one
+// moves it between buckets), earlier or later, so that tick() reclaims each key at its new
+// time and never before; with a listener the same writes raise `set` and `expire` as before.
+TEMPLATE_TEST_CASE("set: re-timing live keys moves them in the expiry index earlier and later", "[set][spec-F]",
+                   U64Keys, StringKeys, CollidingKeys) {
+  ManualClock clock{T0};
+  StoreOf<TestType> store{clock};
+  const auto k = &TestType::make;
+  constexpr int kKeys = 40;
+  for (int i = 0; i < kKeys; ++i) REQUIRE(store.set(k(i), "a", Px{10'000}) == true);
+  // Even keys move earlier (to 1 s), odd keys later (to 100 s); values change too.
+  for (int i = 0; i < kKeys; ++i) REQUIRE(store.set(k(i), "b", Px{i % 2 == 0 ? 1'000 : 100'000}) == true);
+  CHECK(store.check_invariants());
+  for (int i = 0; i < kKeys; ++i) {
+    CHECK(store.pexpiretime(k(i)) == T0 + (i % 2 == 0 ? 1'000 : 100'000));
+    CHECK(show(store.peek(k(i))) == "b");
+  }
+  // Past 1 s, before the old 10 s deadline: ticks reclaim the even keys.
+  clock.set(T0 + 2'000);
+  for (int n = 0; n < 200 && store.size() > kKeys / 2; ++n) store.tick(expiring::CycleKind::Slow);
+  CHECK(store.size() == kKeys / 2);
+  CHECK(store.stats().expired_keys == kKeys / 2);
+  // Past the old 10 s deadline: nothing more goes.
+  clock.set(T0 + 20'000);
+  for (int n = 0; n < 50; ++n) store.tick(expiring::CycleKind::Slow);
+  CHECK(store.size() == kKeys / 2);
+  for (int i = 1; i < kKeys; i += 2) CHECK(store.pexpiretime(k(i)) == T0 + 100'000);
+  CHECK(store.check_invariants());
+  // With a listener, the same re-timing raises `set` then `expire` for each key.
+  std::vector<expiring::KeyEventCause> causes;
+  store.set_listener([&](const auto& ev) { causes.push_back(ev.cause); });
+  REQUIRE(store.set(k(1), "c", Px{50'000}) == true);
+  CHECK(causes == std::vector<expiring::KeyEventCause>{expiring::KeyEventCause::set, expiring::KeyEventCause::expire});
+  CHECK(store.pexpiretime(k(1)) == T0 + 20'000 + 50'000);
+  clock.set(T0 + 100'001);
+  for (int n = 0; n < 200 && store.size() > 0; ++n) store.tick(expiring::CycleKind::Slow);
+  CHECK(store.size() == 0);
+  CHECK(store.check_invariants());
+}
+
 TEMPLATE_TEST_CASE("set: NX and XX (cases 86, 87, 101)", "[set][spec-F]", U64Keys, StringKeys, CollidingKeys) {
   ManualClock clock{T0};
   StoreOf<TestType> store{clock};

@@ -371,6 +371,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   template <class KK, class VV>
   EXPIRING_INLINE Result<bool> set(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
     const std::int64_t now = now_ms();
+    if (cond == SetCond::Always && set_live_plain(key, value, expiry.spec(), now)) return true;
     Result<bool> r = write(std::forward<KK>(key), std::forward<VV>(value), expiry.spec(), cond, now, nullptr);
     flush();
     return r;
@@ -1018,6 +1019,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::replace_value;
   using engine_type::is_lfu;
   using engine_type::update_eviction_flags;
+  using engine_type::plain_writes;
   using engine_type::weight;
   using engine_type::account;
   using engine_type::unaccount;
@@ -1057,6 +1059,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::lazy_;
 
  private:
+  template <class KK, class VV>
+  bool set_live_plain(KK& key, VV& value, detail::ExpirySpec spec, std::int64_t now);
   template <class KK, class VV>
   Result<bool> write(KK&& key, VV&& value, detail::ExpirySpec spec, SetCond cond, std::int64_t now,
                      std::optional<V>* old);
@@ -1111,7 +1115,7 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
   }
 
   // Applies the new value and TTL to a live entry or a freshly inserted one.
-  auto apply = [&](std::uint32_t i, bool fresh) {
+  auto apply = [&](std::uint32_t i, bool fresh) EXPIRING_LAMBDA_INLINE {
     entry_type& e = ks_.entry(i);
     if (fresh) {
       account(e);
@@ -1156,15 +1160,40 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
       !room_for_key(lk, h, now)) {
     return Errc::out_of_memory;
   }
-  // Otherwise find or insert in one probe.
-  auto [i, inserted] = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value));
-  if (!inserted && ks_.entry(i).is_stale(now)) {
+  // Otherwise find or insert in one probe (the probe inline, the insertion out of line).
+  std::uint32_t i = ks_.find_index(lk, h);
+  if (EXPIRING_UNLIKELY(i != detail::kNoPos && ks_.entry(i).is_stale(now))) {
     // D11: a write on a stale key first reclaims it as an expiry; then the key is new.
     expire_entry(ks_.slot_of(i), now);
-    std::tie(i, inserted) = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value));
+    i = detail::kNoPos;
   }
-  if (!inserted && cond == SetCond::NX) return false;
-  apply(i, inserted);
+  if (i == detail::kNoPos) {
+    apply(ks_.emplace_absent(h, std::forward<KK>(key), std::forward<VV>(value)), true);
+    return true;
+  }
+  if (cond == SetCond::NX) return false;
+  apply(i, false);
+  return true;
+}
+
+// set() of a live key that has a TTL, with a relative TTL and nothing optional on
+// (plain_writes()): probe, validate, store the value and the deadline; no event, no feed
+// record, nothing for flush() to do. False, and nothing done, for anything else: write()
+// then runs the whole command (the TTL is resolved, and jittered, only once the key is known
+// to take this path, so a fallback draws no extra random number).
+template <class K, class V, class H, class E, class C, class P>
+template <class KK, class VV>
+EXPIRING_INLINE bool ExpiringStore<K, V, H, E, C, P>::set_live_plain(KK& key, VV& value, detail::ExpirySpec spec,
+                                                                      std::int64_t now) {
+  if ((spec.kind != detail::ExpiryKind::px && spec.kind != detail::ExpiryKind::ex) || !plain_writes()) return false;
+  const auto& lk = lookup_key(key);
+  const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
+  if (i == detail::kNoPos || ks_.entry(i).is_stale(now) || !ks_.is_volatile(i)) return false;
+  Result<std::int64_t> w = resolve_positive(spec, now);
+  if (!w.ok()) return false;  // write() reports it
+  ks_.prepare_retime(*w);  // may throw (the time-ordered index may allocate): before any change
+  ks_.entry(i).value = std::forward<VV>(value);
+  ks_.retime(i, *w);
   return true;
 }
 
@@ -1326,6 +1355,10 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, cons
     if (ok) {
       if (when <= now) {
         remove(it, KeyEventCause::del, false, past_deadline_verb());
+      } else if (has_ttl) {
+        ks_.prepare_retime(when);
+        ks_.retime(i, when);
+        emit(KeyEventCause::expire, ks_.entry(i));
       } else {
         ks_.prepare_deadline(when);
         ks_.set_deadline(i, when);

@@ -344,6 +344,19 @@ class Engine : protected EngineState {
     if (want != access_.words()) ks_.enable_access(want);
     access_.set_words(want);
   }
+  // Whether a write needs none of the optional rooms: no memory or entry bound (so no
+  // admission, eviction or weighing), no access data or idle TTL, no lazy free of replaced
+  // values, no change feed, and no listener of `set` or `expire`. set() of a live key is then
+  // a probe and two stores.
+  bool plain_writes() const noexcept {
+    if constexpr (kHashes) {
+      return false;
+    } else {
+      return !gov_.bounded() && !access_.words() && access_.idle_ms() == 0 && !options_.lazyfree_lazy_server_del &&
+             !notify_.recording() && !notify_.events().wants(KeyEventCause::set) &&
+             !notify_.events().wants(KeyEventCause::expire);
+    }
+  }
   // ---- memory (the governor room: detail/memory.hpp) ----
   std::size_t weight(const entry_type& e) const noexcept { return gov_.weight(e.key, e.value); }
   void account(const entry_type& e) noexcept { gov_.account(e.key, e.value); }

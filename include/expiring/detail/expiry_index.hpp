@@ -49,6 +49,8 @@ struct WheelMeta {
 class VolatileBitmap {
  public:
   using entry_meta = NoExpiryMeta;
+  // A deadline that moves needs no work here: the bitmap records which slots have one, not when.
+  static constexpr bool kRetimeInPlace = true;
   using staged = std::vector<std::uint64_t>;
   static constexpr std::size_t npos = ~std::size_t{0};
 
@@ -153,6 +155,7 @@ class VolatileBitmap {
 class TimerWheel {
  public:
   using entry_meta = WheelMeta;
+  static constexpr bool kRetimeInPlace = false;  // a deadline that moves changes bucket
 
   static constexpr int kSlotBits = 4;   // level-0 slot: 16 ms
   static constexpr int kLevelBits = 6;  // 64 buckets per level

@@ -64,6 +64,7 @@
 
 #include "../hash.hpp"
 #include "arith.hpp"
+#include "attributes.hpp"
 #include "expiry_index.hpp"
 #include "hash_value.hpp"
 #include "table.hpp"
@@ -312,6 +313,12 @@ class Keyspace {
                                              ValueArgs&&... value_args) {
     const std::uint32_t found = find_index(probe_key, h);
     if (found != kNoPos) return {found, false};
+    return {emplace_absent(h, std::forward<KeyArg>(key_arg), std::forward<ValueArgs>(value_args)...), true};
+  }
+  // try_emplace()'s insertion, for a key that find_index() just did not find (hash h): its
+  // slot. Out of line, so that a caller's probe for an existing key stays small.
+  template <class KeyArg, class... ValueArgs>
+  EXPIRING_NOINLINE std::uint32_t emplace_absent(std::uint64_t h, KeyArg&& key_arg, ValueArgs&&... value_args) {
     std::uint32_t i = 0;
     if (table_.insert_grows()) {
       // The arguments may refer into the table (set(k2, *get(k1)), rename's moved value):
@@ -324,7 +331,7 @@ class Keyspace {
       i = table_.emplace_new(h, std::forward<KeyArg>(key_arg), std::forward<ValueArgs>(value_args)...);
     }
     if (access_on_) access_[i] = 0;
-    return {i, true};
+    return i;
   }
 
   // ---- erasure ----------------------------------------------------------------------
@@ -426,6 +433,19 @@ class Keyspace {
     } catch (...) {
       e.deadline = old;
       throw;
+    }
+  }
+
+  // Moves the deadline of entry i, which has a TTL, to `when`; prepare_retime(when) first,
+  // after which retime() cannot throw. With the bitmap index, a store and nothing else.
+  void prepare_retime(std::int64_t when) {
+    if constexpr (!ExpiryIndex::kRetimeInPlace) prepare_deadline(when);
+  }
+  void retime(std::uint32_t i, std::int64_t when) noexcept {
+    if constexpr (ExpiryIndex::kRetimeInPlace) {
+      table_[i].deadline = when;
+    } else {
+      set_deadline(i, when);  // cannot throw after prepare_deadline(when)
     }
   }
 
