@@ -926,3 +926,38 @@ TEMPLATE_TEST_CASE("expire: relative TTLs beyond the last minute overflow at the
   CHECK(f.store.size() == 0);
   CHECK(f.store.stats().expired_keys == 0);
 }
+
+// pexpire() of a live key that has a TTL, with no flag and nothing optional on, takes a short
+// path: the deadline must still move in the expiry index (the time-ordered one moves it
+// between buckets), earlier or later, so that tick() reclaims each key at its new time.
+TEMPLATE_TEST_CASE("expire: re-timing live keys moves them in the expiry index earlier and later", "[expire][B]",
+                   support::U64Keys, support::StringKeys, support::CollidingKeys) {
+  support::ManualClock clock{support::T0};
+  support::StoreOf<TestType> store{clock};
+  const auto k = &TestType::make;
+  constexpr int kKeys = 40;
+  for (int i = 0; i < kKeys; ++i) REQUIRE(store.set(k(i), "a", Px{10'000}) == true);
+  // Even keys move earlier (to 1 s), odd keys later (to 100 s).
+  for (int i = 0; i < kKeys; ++i) REQUIRE(store.pexpire(k(i), i % 2 == 0 ? 1'000 : 100'000) == true);
+  CHECK(store.check_invariants());
+  for (int i = 0; i < kKeys; ++i) CHECK(store.pexpiretime(k(i)) == support::T0 + (i % 2 == 0 ? 1'000 : 100'000));
+  // Past 1 s, before the old 10 s deadline: ticks reclaim the even keys.
+  clock.set(support::T0 + 2'000);
+  for (int n = 0; n < 200 && store.size() > kKeys / 2; ++n) store.tick(expiring::CycleKind::Slow);
+  CHECK(store.size() == kKeys / 2);
+  CHECK(store.stats().expired_keys == kKeys / 2);
+  // Past the old 10 s deadline: nothing more goes.
+  clock.set(support::T0 + 20'000);
+  for (int n = 0; n < 50; ++n) store.tick(expiring::CycleKind::Slow);
+  CHECK(store.size() == kKeys / 2);
+  for (int i = 1; i < kKeys; i += 2) CHECK(store.pexpiretime(k(i)) == support::T0 + 100'000);
+  CHECK(store.check_invariants());
+  // With a listener the same call raises `expire`.
+  std::vector<KeyEventCause> causes;
+  store.set_listener([&](const auto& ev) { causes.push_back(ev.cause); });
+  REQUIRE(store.pexpire(k(1), 50'000) == true);
+  CHECK(causes == std::vector<KeyEventCause>{KeyEventCause::expire});
+  clock.set(support::T0 + 100'001);
+  for (int n = 0; n < 200 && store.size() > 0; ++n) store.tick(expiring::CycleKind::Slow);
+  CHECK(store.size() == 0);
+}

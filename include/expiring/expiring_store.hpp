@@ -1339,7 +1339,18 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, cons
 
   // 4. A write lookup.
   const auto& lk = lookup_key(key);
-  auto it = lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
+  const std::uint64_t h = ks_.hash_of(lk);
+  // The common case, with nothing optional on (plain_writes()): a live key with a TTL, no
+  // flag, any value, a deadline in the future. Its deadline moves; no event, nothing to flush.
+  if (std::is_same_v<Guard, AnyValue> && flags == ExpireFlags::None && when > now && plain_writes()) {
+    const std::uint32_t i = ks_.find_index(lk, h);
+    if (i != detail::kNoPos && !ks_.entry(i).is_stale(now) && ks_.is_volatile(i)) {
+      ks_.prepare_retime(when);
+      ks_.retime(i, when);
+      return true;
+    }
+  }
+  auto it = lookup(lk, h, now, detail::Access::write);
   bool applied = false;
   if (it != ks_.end() && guard(static_cast<const V&>(ks_.entry(it).value))) {
     const std::uint32_t i = it->index;
