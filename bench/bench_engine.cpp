@@ -20,6 +20,12 @@
 //   E7  set() with TTL of existing keys with no listener, with a listener subscribed to
 //       removals only, and with a listener for every cause (u64 keys).
 //
+// POCO (Debian's libpoco-dev, when the build finds it): Poco::UniqueExpireCache<K,
+// ExpirationDecorator<V>>, the C++ TTL cache people already know (a per-entry deadline, a
+// mutex, std::map-based strategies, events on every call), is a contender of E1 (`get`) and
+// E4 (`update` with a new TTL of an existing key), for datasets of at most 2e6 keys. It reads
+// the system clock (Poco::Timestamp) on each call; it cannot take another.
+//
 // Method (the house method of bench_ops): every timed figure is paired. The contenders of one
 // experiment run in rotation (each round starts with the next contender), each on its own
 // batch of 256 operations walking its own part of one random access order, each batch timed
@@ -61,6 +67,11 @@
 
 #include "bench_common.hpp"
 
+#if EXPIRING_BENCH_HAS_POCO
+#include <Poco/ExpirationDecorator.h>
+#include <Poco/UniqueExpireCache.h>
+#endif
+
 // ---- the allocation counter (E3): bench/alloc_counter.hpp ----------------------------------
 #include "alloc_counter.hpp"
 
@@ -78,6 +89,11 @@ constexpr std::int64_t kTtlMs = 3600 * 1000;  // 1 h: nothing expires during a t
 template <class K>
 using MStore = expiring::Store<K, Value, expiring::CachedClock&>;
 using TickStore = expiring::Store<std::uint64_t, Value, ManualClock>;
+#if EXPIRING_BENCH_HAS_POCO
+template <class K>
+using PocoCache = Poco::UniqueExpireCache<K, Poco::ExpirationDecorator<Value>>;
+constexpr std::size_t kPocoMaxKeys = 2000000;  // std::map nodes and strategy maps: ~0.3 KB a key
+#endif
 template <class K>
 using DStore = expiring::ExpiringStore<K, Value>;
 using DefaultClock = typename DStore<std::uint64_t>::clock_type;
@@ -237,6 +253,9 @@ struct Dataset {
   std::unique_ptr<Peer<K>> peer;
   std::unique_ptr<MStore<K>> store;
   std::unique_ptr<DStore<K>> dstore;
+#if EXPIRING_BENCH_HAS_POCO
+  std::unique_ptr<PocoCache<K>> poco;  // null above kPocoMaxKeys
+#endif
 
   explicit Dataset(std::size_t count) : n(count), keys(make_keys<K>(count)) {
     len = std::min<std::size_t>(pow2_at_least(n), std::size_t{1} << 21);
@@ -259,6 +278,13 @@ struct Dataset {
         store->expires_size() != n || dstore->expires_size() != n) {
       error(fmt("dataset %s/%zu: a contender does not hold every key", key_name<K>(), n));
     }
+#if EXPIRING_BENCH_HAS_POCO
+    if (n <= kPocoMaxKeys) {
+      poco = std::make_unique<PocoCache<K>>();
+      for (std::size_t i = 0; i < n; ++i) poco->add(keys[i], Poco::ExpirationDecorator<Value>(Value{i}, kTtlMs));
+      if (poco->size() != n) error(fmt("dataset %s/%zu: POCO does not hold every key", key_name<K>(), n));
+    }
+#endif
   }
 };
 
@@ -309,8 +335,17 @@ void run_e1(Out& out, const Settings& st, Dataset<K>& ds) {
         g_checksum += static_cast<std::uint64_t>(sum);
       },
   };
-  run_experiment(out, st, "E1", key_name<K>(), ds.n, {"raw", "peer", "store", "store_default", "clock_default"}, fs,
-                 ds.len);
+  std::vector<std::string> names = {"raw", "peer", "store", "store_default", "clock_default"};
+#if EXPIRING_BENCH_HAS_POCO
+  if (ds.poco) {
+    fs.push_back(lookup_batch(seq, mask, true, wrong, [&poco = *ds.poco](const K& k) -> const Value* {
+      const auto p = poco.get(k);  // the cache keeps its own reference: the value outlives p
+      return p.isNull() ? nullptr : &p->value();
+    }));
+    names.push_back("poco");
+  }
+#endif
+  run_experiment(out, st, "E1", key_name<K>(), ds.n, names, fs, ds.len);
   if (wrong != 0) error(fmt("E1 %s/%zu: %llu lookups of stored keys missed", key_name<K>(), ds.n,
                             static_cast<unsigned long long>(wrong)));
 }
@@ -379,8 +414,18 @@ void run_e4_update(Out& out, const Settings& st, Dataset<K>& ds) {
         }
       },
   };
-  run_experiment(out, st, "E4u", key_name<K>(), ds.n, {"raw", "peer", "store_set", "store_pexpire", "store_default_set"},
-                 fs, ds.len);
+  std::vector<std::string> names = {"raw", "peer", "store_set", "store_pexpire", "store_default_set"};
+#if EXPIRING_BENCH_HAS_POCO
+  if (ds.poco) {
+    fs.push_back([&poco = *ds.poco, seq, mask, &ttl_at](std::size_t pos) {
+      for (std::size_t j = 0; j < kBatch; ++j) {
+        poco.update(seq[(pos + j) & mask], Poco::ExpirationDecorator<Value>(Value{j}, ttl_at(pos + j)));
+      }
+    });
+    names.push_back("poco_update");
+  }
+#endif
+  run_experiment(out, st, "E4u", key_name<K>(), ds.n, names, fs, ds.len);
   if (!ok) error(fmt("E4 %s/%zu: a store update failed", key_name<K>(), ds.n));
   if (raw.size() != ds.n || store.size() != ds.n || store.expires_size() != ds.n || dstore.size() != ds.n) {
     error(fmt("E4 %s/%zu: an update changed the number of keys", key_name<K>(), ds.n));
