@@ -337,7 +337,7 @@ struct Options {
   // slow tick visits at least ceil(expires_size / N) positions of the expiry table, so each
   // pass over all volatile keys takes at most N slow ticks (N / hz seconds), budget
   // permitting. 0 reproduces Redis exactly.
-  std::uint32_t full_pass_ticks = 100;
+  std::uint32_t full_pass_ticks = 16;
 
   // Deterministic budget for tests: stop a tick after this many sampling rounds and count it
   // as a time-cap exit. 0 = no round limit (only the time budget applies).
