@@ -204,10 +204,14 @@ void get_cost(benchmark::State& st) {
   if (found != static_cast<std::uint64_t>(st.iterations())) st.SkipWithError("a get() missed");
 }
 
+// Registers `name` (ns per iteration; min_time 0: the command line's).
+void add_bench(const std::string& name, void (*fn)(benchmark::State&), double min_time) {
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kNanosecond);
+  if (min_time > 0) b->MinTime(min_time);
+}
 template <class R>
 void add_read(const char* prefix, void (*fn)(benchmark::State&), double min_time) {
-  auto* b = benchmark::RegisterBenchmark((std::string(prefix) + R::name).c_str(), fn)->Unit(benchmark::kNanosecond);
-  if (min_time > 0) b->MinTime(min_time);
+  add_bench(std::string(prefix) + R::name, fn, min_time);
 }
 
 }  // namespace
@@ -256,26 +260,18 @@ int main(int argc, char** argv) {
 #endif
   add_read<SystemRead>("miss/", miss_cost<SystemRead>, min_time);
 #if EXPIRING_BENCH_X86
-  auto add_place = [&](const char* name, void (*fn)(benchmark::State&)) {
-    auto* b = benchmark::RegisterBenchmark((std::string("place/") + name).c_str(), fn)->Unit(benchmark::kNanosecond);
-    if (min_time > 0) b->MinTime(min_time);
-  };
-  add_place("rdtsc_before_load", place_cost<Place::before>);
-  add_place("rdtsc_after_load", place_cost<Place::after>);
-  add_place("rdtsc_per_256_loads", place_cost<Place::per256>);
+  add_bench("place/rdtsc_before_load", place_cost<Place::before>, min_time);
+  add_bench("place/rdtsc_after_load", place_cost<Place::after>, min_time);
+  add_bench("place/rdtsc_per_256_loads", place_cost<Place::per256>, min_time);
 #endif
 
   g_key_list = bench::make_keys<std::uint64_t>(g_keys);
   for (const std::uint32_t k : bench::random_order(g_keys, bench::pow2_at_least(g_keys * 4))) {
     g_lookups.push_back(g_key_list[k]);
   }
-  auto add_get = [&](const char* name, void (*fn)(benchmark::State&)) {
-    auto* b = benchmark::RegisterBenchmark((std::string("get/") + name).c_str(), fn)->Unit(benchmark::kNanosecond);
-    if (min_time > 0) b->MinTime(min_time);
-  };
-  add_get("cached_clock", get_cost<expiring::CachedClock>);
-  add_get("tsc_clock", get_cost<expiring::TscClock>);
-  add_get("system_clock", get_cost<expiring::SystemClock>);
+  add_bench("get/cached_clock", get_cost<expiring::CachedClock>, min_time);
+  add_bench("get/tsc_clock", get_cost<expiring::TscClock>, min_time);
+  add_bench("get/system_clock", get_cost<expiring::SystemClock>, min_time);
 
   make_array(bytes);
   benchmark::AddCustomContext("expiring_mode", bench::mode_name(cfg.mode));
