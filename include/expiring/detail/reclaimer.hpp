@@ -62,13 +62,15 @@ class Reclaimer {
   }
   // Takes ownership of `batch` (ops.destroy deletes it, also when this throws).
   EXPIRING_NOINLINE static std::shared_ptr<Reclaimer> start(void* batch, const BatchOps& ops) {
-    std::shared_ptr<Reclaimer> r;
+    std::unique_ptr<Reclaimer> owner;
     try {
-      r.reset(new Reclaimer(batch, ops));
+      owner.reset(new Reclaimer(batch, ops));
     } catch (...) {
       ops.destroy(batch);
       throw;
     }
+    // From here the reclaimer owns the batch (a throw below destroys both, once).
+    std::shared_ptr<Reclaimer> r(std::move(owner));
     // std::thread, not quiet_thread(): the core includes no POSIX header (signal.h
     // pulls in unistd.h), so this thread has its creator's signal mask.
     r->thread_ = std::thread([p = r.get()] { p->run(); });
