@@ -17,9 +17,12 @@
 //   replica()       replica mode as a policy: what a replica leaves to its primary
 //
 // Rooms above it (the hash-field members of hash_fields.hpp, the face) reach it through
-// this protected API, by inheritance: none of them is a friend of another. The hot path
-// (get, set) tests one flag for everything optional: `access_.read_hook()` on reads, `notify_.recording()`
-// and `gov_.tracking()` on writes.
+// this protected API, by inheritance: none of them is a friend of another. What does not
+// depend on K and V (options, statistics, the cycle's state, access tracking) sits in a base
+// that is not a template, EngineState. The hot path tests little for everything optional:
+// `access_.read_hook()` on reads; on writes, plain_writes() (no bound, access data, lazy
+// replacement, feed or listener of the write's events) lets set() and pexpire() of a live key
+// with a TTL skip the general path.
 #pragma once
 
 #include <cstddef>

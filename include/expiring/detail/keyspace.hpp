@@ -11,8 +11,9 @@
 //   access_   eviction's access data, one uint32 per slot, only while an LRU/LFU limit is set
 //   fields_   hash values only (V is a FieldMap, or may hold one): the field index, a second
 //             TimerWheel of the hashes that have volatile fields, each by its earliest field
-//             deadline or a bound before it (FieldMap::earliest_bound()), over a per-slot array of {deadline, wheel position} (16 bytes a slot)
-//             allocated with the first volatile field
+//             deadline or a bound before it (FieldMap::earliest_bound()), over a per-slot
+//             array of {deadline, wheel position} (16 bytes a slot) allocated with the first
+//             volatile field
 //
 // Why this shape:
 // * The deadline sits beside the key and the value, so a hit is one control group, then the

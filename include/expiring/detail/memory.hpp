@@ -14,9 +14,10 @@
 //
 // The governor knows nothing of the keyspace's layout: the engine passes the limit, the
 // policy's candidates (an EvictionSource over its keyspace, for choose_victim) and what
-// evicting one means (remove it, cause `evicted`). External memory (client buffers of a server) counts against the limit and is
-// never evicted. Inside as_one_command() (`in_command`) the writes are neither checked nor
-// refused: the command was admitted as a whole.
+// evicting one means (remove it, cause `evicted`). External memory (client buffers of a
+// server) counts against the limit and is never evicted. Inside as_one_command()
+// (`in_command`) the writes are neither checked nor refused: the command was admitted as a
+// whole.
 #pragma once
 
 #include <cstddef>

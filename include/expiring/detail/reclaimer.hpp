@@ -1,13 +1,18 @@
-// The background reclaimer of lazy free (Options::lazyfree_background): a thread that
-// destroys values the store has removed, so that neither the caller's operation nor tick()
-// pays for destroying a large value. Redis does the same with its lazyfree bio thread.
+// expiring/detail/reclaimer.hpp: the background reclaimer of lazy free.
+//
+// Design
+// ------
+// With Options::lazyfree_background, a thread destroys values the store has removed, so that
+// neither the caller's operation nor tick() pays for destroying a large value. Redis does the
+// same with its lazyfree bio thread.
 //
 // Hand-off is by batch, not by value, so the store's hot paths take no lock and allocate
 // nothing. The store fills its own queue (a vector whose room is reserved up front); at a
 // hand-off point it swaps that vector with the reclaimer's, if the reclaimer has finished the
 // previous batch. Both vectors reserve the same room, so a swap never allocates, and memory
 // held by values waiting to die is bounded by two queues. If the reclaimer is still busy the
-// store keeps filling its queue, and destroys a value itself once the queue is full.
+// store keeps filling its queue, and destroys a value itself once the queue is full. The
+// reclaimer is not a template (see below): one per program whatever the stores' value types.
 #ifndef EXPIRING_DETAIL_RECLAIMER_HPP
 #define EXPIRING_DETAIL_RECLAIMER_HPP
 
