@@ -1115,7 +1115,7 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
   }
 
   // Applies the new value and TTL to a live entry or a freshly inserted one.
-  auto apply = [&](std::uint32_t i, bool fresh) EXPIRING_LAMBDA_INLINE {
+  auto apply = [&](std::uint32_t i, bool fresh) {
     entry_type& e = ks_.entry(i);
     if (fresh) {
       account(e);
