@@ -1187,8 +1187,8 @@ EXPIRING_INLINE bool ExpiringStore<K, V, H, E, C, P>::set_live_plain(KK& key, VV
                                                                       std::int64_t now) {
   if ((spec.kind != detail::ExpiryKind::px && spec.kind != detail::ExpiryKind::ex) || !plain_writes()) return false;
   const auto& lk = lookup_key(key);
-  const std::uint32_t i = ks_.find_index(lk, ks_.hash_of(lk));
-  if (i == detail::kNoPos || ks_.entry(i).is_stale(now) || !ks_.is_volatile(i)) return false;
+  const std::uint32_t i = this->find_live_volatile(lk, ks_.hash_of(lk), now);
+  if (i == detail::kNoPos) return false;
   Result<std::int64_t> w = resolve_positive(spec, now);
   if (!w.ok()) return false;  // write() reports it
   ks_.prepare_retime(*w);  // may throw (the time-ordered index may allocate): before any change
@@ -1343,8 +1343,8 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::expire_generic(const KK& key, cons
   // The common case, with nothing optional on (plain_writes()): a live key with a TTL, no
   // flag, any value, a deadline in the future. Its deadline moves; no event, nothing to flush.
   if (std::is_same_v<Guard, AnyValue> && flags == ExpireFlags::None && when > now && plain_writes()) {
-    const std::uint32_t i = ks_.find_index(lk, h);
-    if (i != detail::kNoPos && !ks_.entry(i).is_stale(now) && ks_.is_volatile(i)) {
+    const std::uint32_t i = this->find_live_volatile(lk, h, now);
+    if (i != detail::kNoPos) {
       ks_.prepare_retime(when);
       ks_.retime(i, when);
       return true;

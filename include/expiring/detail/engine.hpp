@@ -271,6 +271,13 @@ class Engine : protected EngineState {
     if (read) ++stats_.keyspace_misses;
     return it;
   }
+  // The slot of a live key that has a TTL, or kNoPos (reclaims nothing, counts nothing): what
+  // the short paths of set() and the EXPIRE family start from (see plain_writes()).
+  template <class KK>
+  std::uint32_t find_live_volatile(const KK& lk, std::uint64_t h, std::int64_t now) const {
+    const std::uint32_t i = ks_.find_index(lk, h);
+    return i != kNoPos && !ks_.entry(i).is_stale(now) && ks_.is_volatile(i) ? i : kNoPos;
+  }
   template <class KK>
   bool read_probe(const KK& key, detail::Touch touch) {
     const std::int64_t now = now_ms();
