@@ -1526,6 +1526,32 @@ TEST_CASE("hash fields: set and modify of a FieldMap with deadlines index it", "
   CHECK(fx.store.check_invariants());
 }
 
+TEST_CASE("hash fields: a hash stored whole with a hasher of its own answers every member", "[hash_fields]") {
+  // The members hash a field with the store's hasher while the key is looked up, and use that
+  // hash only for maps that share the hasher: a map built elsewhere keys its own.
+  Hfx fx(kT0);
+  FM m;  // the process-wide hasher, not the store's
+  for (int i = 0; i < 200; ++i) m.assign("f" + std::to_string(i), "v" + std::to_string(i));
+  REQUIRE(fx.store.set("h", std::move(m)) == true);
+  REQUIRE(fx.store.peek("h")->hash_function() != fx.store.field_hash_function());
+  CHECK(fx.get("h", "f7") == "v7");
+  CHECK(fx.get("h", "f199") == "v199");
+  CHECK(fx.get("h", "nope") == "(nil)");
+  CHECK(ok(fx.store.hpexpireat("h", kT0 + 50, {"f7"})) == Codes{FieldReply::set});
+  CHECK(ok(fx.store.hpexpire("h", 60, {"f8", "nope"})) == Codes{FieldReply::set, FieldReply::no_field});
+  CHECK(ok(fx.store.hpttl("h", {"f7", "f8", "f9"})) == Times{50, 60, -1});
+  CHECK(ok(fx.store.hset("h", std::string("f8"), std::string("w"))) == 0);  // clears f8's TTL
+  CHECK(ok(fx.store.hset("h", std::string("new"), std::string("n"))) == 1);
+  CHECK(ok(fx.store.hpttl("h", {"f8", "new"})) == Times{-1, -1});
+  CHECK(fx.get("h", "f8") == "w");
+  CHECK(fx.get("h", "new") == "n");
+  CHECK(ok(fx.store.hlen("h")) == 201);
+  fx.clock.set(kT0 + 51);
+  CHECK(fx.get("h", "f7") == "(nil)");
+  CHECK(ok(fx.store.hlen("h")) == 200);
+  CHECK(fx.store.check_invariants());
+}
+
 // =============================================================================================
 // 8. Clock starts
 // =============================================================================================

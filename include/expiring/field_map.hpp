@@ -126,7 +126,14 @@ class FieldMap {
   template <class N>
   std::uint32_t find(const N& name) const {
     if (fields_.empty()) return npos;
-    const std::uint32_t slot = find_slot(hash_of(name), name);
+    return find(name, hash_of(name));
+  }
+  // The same with the name's hash already computed: `hash` must be (*hash_function())(name).
+  // (A caller that knows the hasher before it has the map hashes while the map is fetched.)
+  template <class N>
+  std::uint32_t find(const N& name, std::uint64_t hash) const {
+    if (fields_.empty()) return npos;
+    const std::uint32_t slot = find_slot(hash, name);
     return slot == npos ? npos : index_[slot];
   }
 
@@ -137,6 +144,11 @@ class FieldMap {
   template <class N, class VV>
   std::pair<std::uint32_t, bool> assign(N&& name, VV&& value) {
     const std::uint64_t h = hash_of(name);
+    return assign(std::forward<N>(name), std::forward<VV>(value), h);
+  }
+  // The same with the name's hash already computed, as find(name, hash).
+  template <class N, class VV>
+  std::pair<std::uint32_t, bool> assign(N&& name, VV&& value, std::uint64_t h) {
     const std::uint32_t slot = find_slot(h, name);
     if (slot != npos) {
       const std::uint32_t pos = index_[slot];

@@ -141,10 +141,15 @@ class HashFieldOps<Engine, V, true> : public Engine {
   Result<std::size_t> hset(const KK& key, FF&& field, VV&& value) {
     const std::int64_t now = this->now_ms();
     field_value_type v(std::forward<VV>(value));  // before opening the hash (it may point into it)
+    const std::uint64_t fh = field_hash(field);
     Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
     bool added = false;
-    change(*r, now, [&](hash_map_type& m) { added = m.assign(std::forward<FF>(field), std::move(v)).second; });
+    change(*r, now, [&](hash_map_type& m) {
+      added = (m.hash_function() == field_hash_ ? m.assign(std::forward<FF>(field), std::move(v), fh)
+                                                : m.assign(std::forward<FF>(field), std::move(v)))
+                  .second;
+    });
     this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(std::size_t{added ? 1u : 0u});
@@ -181,10 +186,11 @@ class HashFieldOps<Engine, V, true> : public Engine {
   template <class KK, class FF>
   Result<const field_value_type*> hget(const KK& key, const FF& field) {
     const std::int64_t now = this->now_ms();
+    const std::uint64_t fh = field_hash(field);
     Result<std::uint32_t> r = open(key, now, Access::read);
     if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<const field_value_type*>(nullptr) : r.error());
     const hash_map_type& m = map_at(*r);
-    const std::uint32_t pos = m.find(field);
+    const std::uint32_t pos = find_field(m, field, fh);
     return finish(pos == hash_map_type::npos ? nullptr : &m.at(pos).value);
   }
 
@@ -514,6 +520,19 @@ class HashFieldOps<Engine, V, true> : public Engine {
 
   hash_map_type& map_at(std::uint32_t i) noexcept { return *traits::map(this->ks_.entry(i).value); }
 
+  // A field's hash by the store's field hasher, taken before the hash is opened, so that
+  // hashing overlaps the key's lookup instead of waiting for the map (and its hasher) to be
+  // loaded; find_field() uses it when the map hashes with that hasher (every map the store
+  // made does; one a caller stored whole may not).
+  template <class FF>
+  std::uint64_t field_hash(const FF& field) const {
+    return field_hash_ ? static_cast<std::uint64_t>((*field_hash_)(field)) : 0;  // (none: a moved-from store)
+  }
+  template <class FF>
+  std::uint32_t find_field(const hash_map_type& m, const FF& field, std::uint64_t fh) const {
+    return m.hash_function() == field_hash_ ? m.find(field, fh) : m.find(field);
+  }
+
   // Every member ends here: the events queued by the call are delivered (listeners may use
   // the store), then its result is returned.
   template <class R>
@@ -751,6 +770,8 @@ class HashFieldOps<Engine, V, true> : public Engine {
     if (!w.ok()) return w.error();
     const std::int64_t when = *w;
     const bool past = when <= now;
+    // The first field (usually the only one) is hashed while the hash is looked up.
+    const std::uint64_t fh0 = std::begin(fields) != std::end(fields) ? field_hash(*std::begin(fields)) : 0;
     Result<std::uint32_t> r = open(key, now, Access::write);
     if (!r.ok()) return finish(Result<void>(r.error()));
     const std::size_t n = field_count(fields);
@@ -762,7 +783,7 @@ class HashFieldOps<Engine, V, true> : public Engine {
     std::size_t set = 0, deleted = 0, j = 0;
     change(i, now, [&](hash_map_type& m) {  // a first deadline allocates the deadline array
       for (const auto& f : fields) {
-        const std::uint32_t pos = m.find(f);
+        const std::uint32_t pos = j == 0 ? find_field(m, f, fh0) : m.find(f);
         int code = FieldReply::no_field;
         if (pos != hash_map_type::npos) {
           if (!condition_met(flags, m.deadline(pos), when)) {
