@@ -1244,4 +1244,30 @@ TEST_CASE("keyspace: compact shrinks a sparse table only within the budget", "[t
   }
 }
 
+TEST_CASE("keys: inline string equality agrees with std::equal_to at every length and every differing byte", "[table]") {
+  // detail::keys_equal compares std::string / std::string_view keys and field names inline
+  // (8- and 4-byte words, overlapping at the end); it must answer as operator== does.
+  const std::equal_to<> eq;
+  for (std::size_t n = 0; n <= 48; ++n) {
+    std::string a(n, 'k');
+    for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<char>('a' + (i * 7) % 26);
+    const std::string same = a;
+    REQUIRE(expiring::detail::keys_equal(eq, a, same));
+    REQUIRE(expiring::detail::keys_equal(eq, a, std::string_view(same)));
+    for (std::size_t i = 0; i < n; ++i) {
+      for (const int flip : {1, 0x80}) {
+        std::string b = a;
+        b[i] = static_cast<char>(b[i] ^ flip);
+        REQUIRE_FALSE(expiring::detail::keys_equal(eq, a, b));
+        REQUIRE_FALSE(expiring::detail::keys_equal(eq, std::string_view(b), a));
+      }
+    }
+    REQUIRE_FALSE(expiring::detail::keys_equal(eq, a, a + "x"));  // a prefix is not equal
+    if (n != 0) REQUIRE_FALSE(expiring::detail::keys_equal(eq, a, std::string_view(a).substr(1)));
+  }
+  // Embedded zero bytes are bytes like any other.
+  REQUIRE_FALSE(expiring::detail::keys_equal(eq, std::string("ab\0cd", 5), std::string("ab\0ce", 5)));
+  REQUIRE(expiring::detail::keys_equal(eq, std::string("ab\0cd", 5), std::string("ab\0cd", 5)));
+}
+
 }  // namespace

@@ -374,7 +374,7 @@ class FieldMap {
 
   template <class N>
   std::uint32_t find_slot(std::uint64_t h, const N& name) const {
-    return index_.find(h, [&](std::uint32_t pos) { return FieldEq{}(fields_[pos].name, name); });
+    return index_.find(h, [&](std::uint32_t pos) { return detail::keys_equal(FieldEq{}, fields_[pos].name, name); });
   }
   template <class N>
   std::uint64_t hash_of(const N& name) const {

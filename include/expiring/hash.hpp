@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -222,6 +223,45 @@ using SipHash24 = SipHasher<2, 4>;
 // integral or enum values (as their 64-bit value).
 template <class K>
 constexpr bool is_string_key_v = std::is_same_v<K, std::string> || std::is_same_v<K, std::string_view>;
+
+// Key equality as the tables call it: eq(a, b), except that for the standard equal_to and two
+// std::string / std::string_view operands (the usual keys and field names, mostly a few to a
+// few dozen bytes) the bytes are compared inline, without memcmp's call: the same answer.
+template <class Eq>
+constexpr bool is_std_equal_v = std::is_same_v<Eq, std::equal_to<>> || std::is_same_v<Eq, std::equal_to<std::string>> ||
+                                std::is_same_v<Eq, std::equal_to<std::string_view>>;
+inline bool equal_bytes(const char* a, const char* b, std::size_t n) noexcept {
+  const auto load64 = [](const char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  const auto load32 = [](const char* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  if (n > 32) return std::memcmp(a, b, n) == 0;
+  if (n >= 8) {  // 8-byte words, the last one overlapping the one before it
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if (load64(a + i) != load64(b + i)) return false;
+    }
+    return load64(a + n - 8) == load64(b + n - 8);
+  }
+  if (n >= 4) return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+template <class Eq, class A, class B>
+bool keys_equal(const Eq& eq, const A& a, const B& b) {
+  if constexpr (is_std_equal_v<Eq> && is_string_key_v<A> && is_string_key_v<B>) {
+    return a.size() == b.size() && equal_bytes(a.data(), b.data(), a.size());
+  } else {
+    return eq(a, b);
+  }
+}
 
 // A hash marked `using is_avalanching = void;` promises well-mixed output: the store then
 // places keys by its bits directly instead of mixing them once more.

@@ -215,7 +215,7 @@ class Keyspace {
 
   template <class KK>
   slot_iterator find(const KK& key, std::uint64_t h) const {
-    return SlotRef{table_.find(h, [&](const entry_type& e) { return eq_(e.key, key); })};
+    return SlotRef{table_.find(h, [&](const entry_type& e) { return detail::keys_equal(eq_, e.key, key); })};
   }
   // The slot of the entry whose key's hash_of() is h, or kNoPos: a lookup by the 64-bit hash
   // alone (the eviction pool's candidates are hashes; detail/eviction.hpp).
@@ -240,7 +240,7 @@ class Keyspace {
   const KeyEqual& key_eq() const noexcept { return eq_; }
   template <class A, class B>
   bool keys_equal(const A& a, const B& b) const {
-    return eq_(a, b);
+    return detail::keys_equal(eq_, a, b);
   }
   static slot_iterator slot_of(std::uint32_t i) noexcept { return SlotRef{i}; }
   static slot_iterator end() noexcept { return SlotRef{kNoPos}; }
