@@ -45,10 +45,13 @@
 // one entry per hash with volatile fields, by its earliest field deadline) and each hash
 // orders its own fields (field_map.hpp: 6-byte deadlines and a due-list). After every change
 // to a hash, hash_changed() re-indexes it by its new earliest deadline (an O(1) query) or
-// deletes the key if it is empty. The members live in this layer between the engine
-// (detail/engine.hpp) and the store's face, chosen by the value type, so that stores of other
-// values have none of them; it uses the engine's protected API by inheritance, and is no
-// friend of anything.
+// deletes the key if it is empty. HGET, HSET and the HEXPIRE family hash their (first) field
+// while the key is looked up. HSET and HPEXPIREAT of one field into a live hash with nothing
+// due take a short path when nothing asks for more (plain_field_write(): no memory limit,
+// access data, feed or listener of the write's event). The members live in this layer
+// between the engine (detail/engine.hpp) and the store's face, chosen by the value type, so
+// that stores of other values have none of them; it uses the engine's protected API by
+// inheritance, and is no friend of anything.
 #pragma once
 
 #include <algorithm>
@@ -142,14 +145,18 @@ class HashFieldOps<Engine, V, true> : public Engine {
     const std::int64_t now = this->now_ms();
     field_value_type v(std::forward<VV>(value));  // before opening the hash (it may point into it)
     const std::uint64_t fh = field_hash(field);
+    if (plain_field_write(KeyEventCause::hset)) {
+      const std::uint32_t i = find_plain_hash(key, now);
+      if (i != kNoPos) {
+        const bool added = assign_field(map_at(i), std::forward<FF>(field), std::move(v), fh);
+        hash_changed(i, now);
+        return finish(std::size_t{added ? 1u : 0u});
+      }
+    }
     Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
     bool added = false;
-    change(*r, now, [&](hash_map_type& m) {
-      added = (m.hash_function() == field_hash_ ? m.assign(std::forward<FF>(field), std::move(v), fh)
-                                                : m.assign(std::forward<FF>(field), std::move(v)))
-                  .second;
-    });
+    change(*r, now, [&](hash_map_type& m) { added = assign_field(m, std::forward<FF>(field), std::move(v), fh); });
     this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
     hash_changed(r->i, now);
     return finish(std::size_t{added ? 1u : 0u});
@@ -532,6 +539,34 @@ class HashFieldOps<Engine, V, true> : public Engine {
   std::uint32_t find_field(const hash_map_type& m, const FF& field, std::uint64_t fh) const {
     return m.hash_function() == field_hash_ ? m.find(field, fh) : m.find(field);
   }
+  // HSET of one field into m; whether it was added.
+  template <class FF, class VV>
+  bool assign_field(hash_map_type& m, FF&& field, VV&& v, std::uint64_t fh) {
+    return (m.hash_function() == field_hash_ ? m.assign(std::forward<FF>(field), std::forward<VV>(v), fh)
+                                             : m.assign(std::forward<FF>(field), std::forward<VV>(v)))
+        .second;
+  }
+
+  // The short path of the field writes, as plain_writes() is for keys (engine.hpp): with no
+  // memory limit to weigh the hash, no access data to keep, no change feed and no listener
+  // of `cause`, a write to a live hash that has no field due (find_plain_hash()) changes the
+  // field and re-indexes the hash, and nothing else happens on the general path either.
+  bool plain_field_write(KeyEventCause cause) const noexcept {
+    const HashFieldOps& s = *this;
+    return !s.gov_.tracking() && !s.access_.read_hook() && !s.notify_.recording() && !s.notify_.events().wants(cause);
+  }
+  // The entry of a live hash at `key` none of whose fields may be due (earliest_bound()), or
+  // kNoPos: the general path then opens it (reclaiming, creating or refusing).
+  template <class KK>
+  std::uint32_t find_plain_hash(const KK& key, std::int64_t now) {
+    HashFieldOps& s = *this;
+    const auto& lk = Engine::lookup_key(key);
+    const std::uint32_t i = s.ks_.find_index(lk, s.ks_.hash_of(lk));
+    if (i == kNoPos || s.ks_.entry(i).is_stale(now)) return kNoPos;
+    hash_map_type* m = traits::map(s.ks_.entry(i).value);
+    if (m == nullptr || (m->volatile_count() != 0 && m->earliest_bound() < now)) return kNoPos;
+    return i;
+  }
 
   // Every member ends here: the events queued by the call are delivered (listeners may use
   // the store), then its result is returned.
@@ -772,9 +807,24 @@ class HashFieldOps<Engine, V, true> : public Engine {
     const bool past = when <= now;
     // The first field (usually the only one) is hashed while the hash is looked up.
     const std::uint64_t fh0 = std::begin(fields) != std::end(fields) ? field_hash(*std::begin(fields)) : 0;
+    const std::size_t n = field_count(fields);
+    if (n == 1 && !past && flags == ExpireFlags::None && plain_field_write(KeyEventCause::hexpire)) {
+      const std::uint32_t i = find_plain_hash(key, now);
+      if (i != kNoPos) {
+        hash_map_type& m = map_at(i);
+        const std::uint32_t pos = find_field(m, *std::begin(fields), fh0);
+        if (pos == hash_map_type::npos) {
+          *out = FieldReply::no_field;
+        } else {
+          m.set_deadline(pos, when);
+          *out = FieldReply::set;
+          hash_changed(i, now);
+        }
+        return finish(Result<void>());
+      }
+    }
     Result<std::uint32_t> r = open(key, now, Access::write);
     if (!r.ok()) return finish(Result<void>(r.error()));
-    const std::size_t n = field_count(fields);
     if (*r == kNoPos) {
       std::fill(out, out + n, FieldReply::no_field);
       return finish(Result<void>());
