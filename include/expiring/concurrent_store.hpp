@@ -126,6 +126,7 @@ class BasicConcurrentStore
     while (shards_n_ < n) shards_n_ <<= 1;
     shift_ = 64;
     for (std::size_t s = shards_n_; s > 1; s >>= 1) --shift_;
+    if (shift_ == 64) shift_ = 63;  // one shard: (h >> 63) & 0, a shift in range
     if (options.seed) hash_ = keyed_copy(hash_, *options.seed);
     shards_.reset(new Shard[shards_n_]);
     for (std::size_t i = 0; i < shards_n_; ++i) {
@@ -662,25 +663,33 @@ class BasicConcurrentStore
   // One optimistic read in an open section, tried again while a writer is seen (a few times:
   // a write takes tens of ns); counts a hit or miss. `value` holds the value only on a hit.
   RacyRead read_in_section(detail::ReaderSlot& slot, const Probe& p, const K& k, V& value) {
-    const engine_type& e = *p.shard->engine;
-    const detail::ShardLock& lock = p.shard->lock;
-    RacyRead r = RacyRead::torn;
-    for (int attempt = 0; attempt < kReadAttempts && r == RacyRead::torn; ++attempt) {
-      const std::uint64_t v = lock.read_begin();
-      if ((v & 1) != 0) {
-        EXPIRING_CPU_RELAX();
-        continue;
-      }
-      r = e.read_racy(k, p.h, value, [&] { return lock.read_valid(v); });
-      if (r != RacyRead::locked && !lock.read_valid(v)) r = RacyRead::torn;
-    }
-    if (r == RacyRead::hit_unrecorded) {
+    RacyRead r = read_once(p, k, value);
+    if (EXPIRING_UNLIKELY(r == RacyRead::torn)) r = read_again(p, k, value);
+    if (EXPIRING_UNLIKELY(r == RacyRead::hit_unrecorded)) {
       // Under an LRU limit one read in kLruSample, drawn at random per thread, is redone
       // under the lock, which records the access; the others leave the LRU data alone.
       r = slot.draw() % kLruSample == 0 ? RacyRead::locked : RacyRead::hit;
     }
     if (r == RacyRead::hit) detail::ReaderSlot::bump(slot.hits);
     if (r == RacyRead::miss) detail::ReaderSlot::bump(slot.misses);
+    return r;
+  }
+  // One optimistic read: torn when a writer held the lock or ran meanwhile.
+  RacyRead read_once(const Probe& p, const K& k, V& value) const {
+    const detail::ShardLock& lock = p.shard->lock;
+    const std::uint64_t v = lock.read_begin();
+    if ((v & 1) != 0) return RacyRead::torn;
+    const RacyRead r = p.shard->engine->read_racy(k, p.h, value, [&] { return lock.read_valid(v); });
+    return r == RacyRead::locked || lock.read_valid(v) ? r : RacyRead::torn;
+  }
+  // The read tried again while writers keep it torn (kReadAttempts in all; then `torn`, and
+  // the caller takes the lock). Out of line: the first attempt almost always succeeds.
+  EXPIRING_NOINLINE RacyRead read_again(const Probe& p, const K& k, V& value) const {
+    RacyRead r = RacyRead::torn;
+    for (int attempt = 1; attempt < kReadAttempts && r == RacyRead::torn; ++attempt) {
+      EXPIRING_CPU_RELAX();
+      r = read_once(p, k, value);
+    }
     return r;
   }
   // get_many() without locks: in batches of 16 keys, hashed and their control groups and then
@@ -749,7 +758,7 @@ class BasicConcurrentStore
   std::size_t shard_index(std::uint64_t hash) const noexcept {
     // A multiplicative mix: its high bits depend on every bit of the hash.
     const std::uint64_t h = hash * 0x9E3779B97F4A7C15ull;
-    return shards_n_ == 1 ? 0 : static_cast<std::size_t>(h >> shift_);
+    return static_cast<std::size_t>(h >> shift_) & (shards_n_ - 1);
   }
 
   template <class K1, class K2>
@@ -839,9 +848,6 @@ class BasicConcurrentStore
   template <class F>
   auto run(Shard& sh, F&& fn) -> decltype(fn(*sh.engine)) {
     using R = decltype(fn(*sh.engine));
-    std::vector<Owned> batch;
-    std::uint64_t ticket = 0;
-    bool deliver = false;
     sh.lock.lock();
     Held held{sh.lock};
     R out = [&]() -> R {
@@ -851,17 +857,15 @@ class BasicConcurrentStore
         // A listener does not run here (the shard's listener only queues), so this is the
         // operation's own exception (a throwing copy, bad_alloc): its events still go out,
         // after the lock is released (a listener may call the store).
-        if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
-        held.unlock();
-        if (deliver) (void)release(sh, batch, ticket);
+        (void)deliver_outbox(sh, held);
         throw;
       }
     }();
-    if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
-    held.unlock();
-    if (deliver) {
-      if (std::exception_ptr e = release(sh, batch, ticket)) std::rethrow_exception(e);
+    if (EXPIRING_UNLIKELY(!sh.outbox.empty())) {  // (only with a listener)
+      if (std::exception_ptr e = deliver_outbox(sh, held)) std::rethrow_exception(e);
+      return out;
     }
+    held.unlock();
     return out;
   }
   // Unlocks a shard's lock once: at unlock(), or when the scope is left by an exception.
@@ -874,6 +878,16 @@ class BasicConcurrentStore
     }
     ~Held() { unlock(); }
   };
+  // Under sh.lock (held): takes the operation's events, unlocks, and delivers them; returns
+  // the first exception a listener threw.
+  EXPIRING_NOINLINE std::exception_ptr deliver_outbox(Shard& sh, Held& held) {
+    std::vector<Owned> batch;
+    std::uint64_t ticket = 0;
+    bool deliver = false;
+    if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
+    held.unlock();
+    return deliver ? release(sh, batch, ticket) : std::exception_ptr();
+  }
   // Under sh.lock: moves the operation's events out, into the running delivery of this thread
   // if it is delivering this shard's events, else into `batch` with a ticket.
   void take(Shard& sh, std::vector<Owned>& batch, std::uint64_t& ticket, bool& deliver) {
@@ -940,7 +954,7 @@ class BasicConcurrentStore
   Options options_;
   bool optimistic_;
   std::size_t shards_n_ = 1;
-  int shift_ = 64;
+  int shift_ = 63;  // 64 - log2(shards_n_), and 63 for one shard
   detail::Readers readers_;  // before shards_: the shards' tables call it as they are freed
   std::unique_ptr<Shard[]> shards_;
   listener_type listener_;

@@ -131,10 +131,12 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   RacyRead read_racy(const K& key, std::uint64_t h, V& out, Valid&& valid) const {
     static_assert(kRacyReads, "read_racy() needs trivially copyable keys and values");
     const bool hook = access_.read_hook();
-    const bool lru_only = access_.idle_ms() == 0 && !is_lfu(options_.maxmemory_policy);
+    // Only an LRU limit's reads may go unrecorded; idle TTLs and LFU counters are kept locked.
+    if (EXPIRING_UNLIKELY(hook) && (access_.idle_ms() != 0 || is_lfu(options_.maxmemory_policy))) {
+      return RacyRead::locked;
+    }
     const auto view = ks_.view();
     if (!valid()) return RacyRead::torn;
-    if (hook && !lru_only) return RacyRead::locked;
     const entry_type* slots = view.slots;
     // Keys compared as bytes (a torn or never-written slot is never loaded as a K).
     const std::uint32_t i = keyspace_type::table_type::find_in(view, h, [&](std::uint32_t j) {
