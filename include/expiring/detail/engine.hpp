@@ -485,8 +485,12 @@ class Engine : protected EngineState {
 
   // TTL jitter: `when` = now + ttl_ms is a valid deadline and ttl_ms > 0. Returns now + ttl_ms
   // + d with d uniform in [-s, s], clamped to [now + 1, INT64_MAX] (see Jitter).
-  std::int64_t jittered(std::int64_t when, std::int64_t ttl_ms, std::int64_t now, Jitter j) {
+  EXPIRING_INLINE std::int64_t jittered(std::int64_t when, std::int64_t ttl_ms, std::int64_t now, Jitter j) {
     if (j.kind() == Jitter::Kind::inherit) j = options_.ttl_jitter;
+    if (j.kind() == Jitter::Kind::none) return when;  // the usual case, without a call
+    return jittered_by(when, ttl_ms, now, j);
+  }
+  std::int64_t jittered_by(std::int64_t when, std::int64_t ttl_ms, std::int64_t now, Jitter j) {
     const std::int64_t s = j.spread_for(ttl_ms);
     if (s <= 0) return when;
     const std::uint64_t us = static_cast<std::uint64_t>(s);
