@@ -10,6 +10,9 @@
 // * Torn reads: readers check every value they get (three words that must agree) while
 //   writers grow, shrink, compact and rewrite the tables, so that a block freed under a
 //   reader (AddressSanitizer), a torn value or a foreign key shows up. Also in the TSan suite.
+// * String keys (read without the lock when their characters are inside the string, up to
+//   15 bytes on libstdc++): the same equivalence over short, 15-, 16-byte and long keys and
+//   short keys held in heap blocks, and the torn-read test with string keys.
 //
 // Catch2 v2's assertions are not thread-safe: worker threads only count what they saw.
 #include <expiring/concurrent_store.hpp>
@@ -48,7 +51,9 @@ using Engine = expiring::detail::ShardStore<K, V, expiring::Hash<K>, Eq, ManualC
 // Which stores read optimistically: trivially copyable values, keys compared as bytes.
 static_assert(Engine<u64, u64>::kRacyReads);
 static_assert(Engine<int, double>::kRacyReads);
-static_assert(!Engine<std::string, u64>::kRacyReads);
+// String keys: compared through their inline characters where the layout is libstdc++'s.
+static_assert(Engine<std::string, u64>::kRacyReads == expiring::detail::kInlineStrings);
+static_assert(!Engine<std::string, std::string>::kRacyReads);
 static_assert(!Engine<u64, std::string>::kRacyReads);
 static_assert(!Engine<bool, u64>::kRacyReads);
 struct Loose {  // an equality that is not bytewise
@@ -451,6 +456,147 @@ TEST_CASE("optimistic reads: readers never see a torn or foreign value while tab
   }
   stop.store(true);
   for (std::thread& th : readers) th.join();
+  INFO("rounds " << rounds << ", reads " << reads.load());
+  CHECK(rounds >= 2);
+  CHECK(reads.load() > 1000);
+  CHECK(bad.load() == 0);
+  CHECK(missing.load() == 0);
+}
+
+namespace {
+
+// Keys of every kind a string store holds: short (inline), 15 bytes (the largest inline),
+// 16 bytes and longer (on the heap), and short keys stored from strings that keep a heap
+// block (moved in after reserve()), which a reader cannot compare without the lock.
+std::vector<std::string> string_keys() {
+  std::vector<std::string> v;
+  for (int i = 0; i < 60; ++i) v.push_back("k" + std::to_string(i));
+  for (int i = 0; i < 20; ++i) v.push_back(std::string(15 - std::to_string(i).size(), 'f') + std::to_string(i));
+  for (int i = 0; i < 20; ++i) v.push_back(std::string(16 - std::to_string(i).size(), 's') + std::to_string(i));
+  for (int i = 0; i < 20; ++i) v.push_back(std::string(40, 'L') + std::to_string(i));
+  return v;
+}
+std::string heap_held(const std::string& k) {  // the same characters, in a heap block
+  std::string s;
+  s.reserve(64);
+  s = k;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("optimistic reads: string keys read without the lock answer as the locked reads", "[concurrent]") {
+  using SStore = expiring::ConcurrentStore<std::string, u64, ManualClock, TestPolicy>;
+  using SRef = expiring::detail::ShardStore<std::string, u64, expiring::Hash<std::string>, std::equal_to<>,
+                                            ManualClock, TestPolicy>;
+  CHECK(expiring::detail::inline_strings_ok() == expiring::detail::kInlineStrings);
+  ManualClock clock(T0);
+  SRef ref(clock, Options{});
+  SStore on(clock, Options{}, conc(8, true));
+  SStore off(clock, Options{}, conc(8, false));
+  const std::vector<std::string> keys = string_keys();
+  std::mt19937_64 rng(4242);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string& k = keys[rng() % keys.size()];
+    const int r = static_cast<int>(rng() % 100);
+    CAPTURE(i, k, r);
+    if (r < 50) {
+      const u64* a = ref.get(k);
+      const std::optional<u64> b = on.get(k);
+      const std::optional<u64> c = off.get(std::string_view(k));
+      REQUIRE((a != nullptr) == b.has_value());
+      REQUIRE(b == c);
+      if (a != nullptr) REQUIRE(*a == *b);
+    } else if (r < 55) {
+      std::vector<std::string> many(20);
+      for (std::string& m : many) m = keys[rng() % keys.size()];
+      std::vector<const u64*> a(many.size());
+      std::vector<std::optional<u64>> b(many.size()), c(many.size());
+      const std::size_t ha = ref.get_many(many, a.data());
+      REQUIRE(on.get_many(many, b.data()) == ha);
+      REQUIRE(off.get_many(many, c.data()) == ha);
+      for (std::size_t j = 0; j < many.size(); ++j) {
+        REQUIRE((a[j] != nullptr) == b[j].has_value());
+        if (a[j] != nullptr) REQUIRE(*a[j] == *b[j]);
+      }
+      REQUIRE(b == c);
+    } else if (r < 70) {
+      const u64 v = rng();
+      const auto ttl = milliseconds(1 + static_cast<std::int64_t>(rng() % 200));
+      REQUIRE(ref.set(k, v, ttl).ok());
+      REQUIRE(on.set(k, v, ttl).ok());
+      REQUIRE(off.set(k, v, ttl).ok());
+    } else if (r < 80) {
+      // A fresh key stored from a string that keeps its heap block.
+      const u64 v = rng();
+      REQUIRE(ref.del(k) == on.del(k));
+      (void)off.del(k);
+      REQUIRE(ref.set(heap_held(k), v).ok());
+      REQUIRE(on.set(heap_held(k), v).ok());
+      REQUIRE(off.set(heap_held(k), v).ok());
+    } else if (r < 90) {
+      const bool a = ref.del(k);
+      REQUIRE(on.del(k) == a);
+      REQUIRE(off.del(k) == a);
+    } else {
+      clock.advance(milliseconds(static_cast<std::int64_t>(rng() % 40)));
+    }
+    REQUIRE(on.size() == ref.size());
+    REQUIRE(off.size() == ref.size());
+  }
+  const expiring::Stats a = ref.stats(), b = on.stats(), c = off.stats();
+  CHECK(b.keyspace_hits == a.keyspace_hits);
+  CHECK(b.keyspace_misses == a.keyspace_misses);
+  CHECK(c.keyspace_hits == a.keyspace_hits);
+  CHECK(c.keyspace_misses == a.keyspace_misses);
+  CHECK(b.keyspace_hits > 1000);
+  CHECK(b.keyspace_misses > 1000);
+}
+
+TEST_CASE("optimistic reads: string-key readers never see a torn or foreign value while tables grow and shrink",
+          "[concurrent]") {
+  using TStore = expiring::ConcurrentStore<std::string, Triple, ManualClock, TestPolicy>;
+  ManualClock clock(T0);
+  TStore store(clock, {}, conc(2, true));
+  constexpr u64 kStable = 256;  // always present: "s<i>" inline, and every 8th a 20-byte key
+  const auto name = [](u64 i) {
+    return i % 8 == 0 ? "stable-long-key-" + std::to_string(i) : "s" + std::to_string(i);
+  };
+  std::vector<std::string> stable, churn;
+  for (u64 k = 0; k < kStable; ++k) stable.push_back(name(k));
+  for (u64 k = 0; k < kStable * 16; ++k) churn.push_back("c" + std::to_string(k));
+  for (u64 k = 0; k < kStable; ++k) REQUIRE(store.set(stable[k], Triple::of(k, 0)).ok());
+  const auto run_for = std::chrono::milliseconds(EXPIRING_TEST_TSAN ? 1500 : 800);
+  std::atomic<bool> stop{false};
+  std::atomic<u64> reads{0}, bad{0}, missing{0};
+  std::thread reader([&] {
+    std::mt19937_64 rng(99);
+    u64 n = 0;
+    while (!stop.load(std::memory_order_relaxed) && n < 50'000'000) {
+      const u64 k = rng() % kStable;
+      const std::optional<Triple> v = store.get(stable[k]);
+      if (v && !v->valid_for(k)) bad.fetch_add(1);
+      if (!v) missing.fetch_add(1);
+      const u64 c = rng() % churn.size();
+      const std::optional<Triple> w = store.get(churn[c]);  // present or not
+      if (w && !w->valid_for(c)) bad.fetch_add(1);
+      n += 2;
+    }
+    reads.fetch_add(n);
+  });
+  u64 gen = 1, rounds = 0;
+  const auto end = Steady::now() + run_for;
+  while (Steady::now() < end && rounds < 10'000) {
+    for (u64 k = 0; k < churn.size(); ++k) (void)store.set(churn[k], Triple::of(k, gen));
+    for (u64 k = 0; k < kStable; ++k) (void)store.set(stable[k], Triple::of(k, gen));
+    for (u64 k = 0; k < churn.size(); ++k) (void)store.del(churn[k]);
+    clock.advance(milliseconds(1000));
+    for (int i = 0; i < 4; ++i) (void)store.tick(expiring::CycleKind::Slow);
+    ++gen;
+    ++rounds;
+  }
+  stop.store(true);
+  reader.join();
   INFO("rounds " << rounds << ", reads " << reads.load());
   CHECK(rounds >= 2);
   CHECK(reads.load() > 1000);

@@ -28,18 +28,20 @@
 // that yields after a bounded spin; its 64-bit word is also the shard's version (odd while
 // held, +2 per critical section). Every write, and every read that writes (an idle TTL of
 // Options::expire_after_access, an LFU limit, a stale key to reclaim), takes the lock.
-// get() and get_many() of a store whose key is an integer, enum or pointer compared with
-// std::equal_to and whose value is trivially copyable and default-constructible take no lock
-// and write no shared cache line (under an LRU limit, one read in 8 per thread is redone
-// locked to record its access, a sampled LRU as Caffeine buffers reads; Redis's LRU is
-// approximate anyway): they read the
-// shard's table between two loads of the version and keep the result only if it did not move
-// (a seqlock read, retried a few times, then done under the lock). Such a reader may look
-// into a table block that a concurrent rehash replaces, so a writer frees a block only after
-// every read section that may be inside it has ended (detail/read_section.hpp: one cache line
-// per thread, an asymmetric fence that leaves the fence on the writer's side). Their hit and
-// miss counts are kept per thread and summed by stats(). Other key and value types (strings)
-// read under the lock. ConcurrencyOptions::optimistic_reads turns the lock-free reads off.
+// get() and get_many() of a store whose value is trivially copyable and default-constructible
+// and whose key, compared with std::equal_to, is an integer, enum or pointer, or a
+// std::string (with libstdc++: a key of up to 15 bytes held in the string itself; longer ones
+// are read under the lock, since a writer may free their heap bytes) take no lock and write
+// no shared cache line (under an LRU limit, one read in 8 per thread is redone locked to
+// record its access, a sampled LRU as Caffeine buffers reads; Redis's LRU is approximate
+// anyway): they read the shard's table between two loads of the version and keep the result
+// only if it did not move (a seqlock read, retried a few times, then done under the lock).
+// Such a reader may look into a table block that a concurrent rehash replaces, so a writer
+// frees a block only after every read section that may be inside it has ended
+// (detail/read_section.hpp: one cache line per thread, an asymmetric fence that leaves the
+// fence on the writer's side). Their hit and miss counts are kept per thread and summed by
+// stats(). Other key and value types (string values, say) read under the lock.
+// ConcurrencyOptions::optimistic_reads turns the lock-free reads off.
 // The Clock's now_ms() is called from many threads at once and must be safe for that:
 // SystemClock, TscClock and ManualClock are; a CachedClock (a plain int64) must not be
 // refreshed while the store runs. Figures: docs/design/concurrent.md, bench/bench_concurrent.cpp.
@@ -115,7 +117,7 @@ class BasicConcurrentStore
       : hash_(hash),
         eq_(eq),
         options_(options),
-        optimistic_(kOptimistic && conc.optimistic_reads),
+        optimistic_(kOptimistic && conc.optimistic_reads && (!engine_type::kRacyStringKeys || detail::inline_strings_ok())),
         readers_(optimistic_) {
     std::size_t n = conc.shards;
     if (n == 0) {
@@ -154,8 +156,9 @@ class BasicConcurrentStore
   template <class KK>
   [[nodiscard]] std::optional<V> get(const KK& key) {
     if constexpr (kOptimistic) {
-      // The key as K on both paths, so that they look up the same key.
-      const K k(key);
+      // The key as one type on both paths (K, or a view of a string key), so that they look
+      // up the same key.
+      const RacyKey k(key);
       if (optimistic_) return get_unlocked(k);
       V value{};
       if (get_locked(k, value) == RacyRead::hit) return value;
@@ -617,12 +620,14 @@ class BasicConcurrentStore
     return s;
   }
 
+  // A key as an optimistic read looks it up: K, or a view of a string key.
+  using RacyKey = typename engine_type::racy_key_type;
   // A key on its way through an optimistic read: its shard and its table hash.
   struct Probe {
     Shard* shard;
     std::uint64_t h;
   };
-  Probe probe_of(const K& k) const {
+  Probe probe_of(const RacyKey& k) const {
     // One hash for the shard and the table when the shards hash with the store's key (no
     // Options::seed: each shard's hash is then keyed from its own seed).
     const auto raw = static_cast<std::uint64_t>(hash_(k));
@@ -635,7 +640,7 @@ class BasicConcurrentStore
   // get() of an optimistic store. One way out: an optional assembled on several paths is
   // written member by member and then copied whole, a failed store-to-load forward (~12
   // cycles) per copy (GCC 12; measured: 30 -> 19 ns per get() at 1e4 keys).
-  std::optional<V> get_unlocked(const K& k) {
+  std::optional<V> get_unlocked(const RacyKey& k) {
     V value{};
     RacyRead r = get_optimistic(k, value);
     if (r != RacyRead::hit && r != RacyRead::miss) r = get_locked(k, value);
@@ -643,7 +648,7 @@ class BasicConcurrentStore
     return std::nullopt;
   }
   // get() under the shard's lock, into `value`: hit or miss.
-  RacyRead get_locked(const K& k, V& value) {
+  RacyRead get_locked(const RacyKey& k, V& value) {
     return with(k, [&](engine_type& e) {
       const V* v = e.get(k);
       if (v != nullptr) value = *v;
@@ -654,7 +659,7 @@ class BasicConcurrentStore
   // a read section (read_section.hpp) so that no block is freed under it. `hit` (the value in
   // `value`) or `miss`, counted; otherwise the read must take the lock (writers kept coming,
   // the key is stale, this thread has no reader id).
-  RacyRead get_optimistic(const K& k, V& value) {
+  RacyRead get_optimistic(const RacyKey& k, V& value) {
     const Probe p = probe_of(k);
     const detail::Readers::Section section(readers_);
     if (section.slot() == nullptr) return RacyRead::locked;
@@ -662,7 +667,7 @@ class BasicConcurrentStore
   }
   // One optimistic read in an open section, tried again while a writer is seen (a few times:
   // a write takes tens of ns); counts a hit or miss. `value` holds the value only on a hit.
-  RacyRead read_in_section(detail::ReaderSlot& slot, const Probe& p, const K& k, V& value) {
+  RacyRead read_in_section(detail::ReaderSlot& slot, const Probe& p, const RacyKey& k, V& value) {
     RacyRead r = read_once(p, k, value);
     if (EXPIRING_UNLIKELY(r == RacyRead::torn)) r = read_again(p, k, value);
     if (EXPIRING_UNLIKELY(r == RacyRead::hit_unrecorded)) {
@@ -675,7 +680,7 @@ class BasicConcurrentStore
     return r;
   }
   // One optimistic read: torn when a writer held the lock or ran meanwhile.
-  RacyRead read_once(const Probe& p, const K& k, V& value) const {
+  RacyRead read_once(const Probe& p, const RacyKey& k, V& value) const {
     const detail::ShardLock& lock = p.shard->lock;
     const std::uint64_t v = lock.read_begin();
     if ((v & 1) != 0) return RacyRead::torn;
@@ -684,7 +689,7 @@ class BasicConcurrentStore
   }
   // The read tried again while writers keep it torn (kReadAttempts in all; then `torn`, and
   // the caller takes the lock). Out of line: the first attempt almost always succeeds.
-  EXPIRING_NOINLINE RacyRead read_again(const Probe& p, const K& k, V& value) const {
+  EXPIRING_NOINLINE RacyRead read_again(const Probe& p, const RacyKey& k, V& value) const {
     RacyRead r = RacyRead::torn;
     for (int attempt = 1; attempt < kReadAttempts && r == RacyRead::torn; ++attempt) {
       EXPIRING_CPU_RELAX();

@@ -30,6 +30,13 @@
 // Under ThreadSanitizer the reads of a section are marked as ignored (they race with writers
 // by design, and their results are thrown away when the version moved); the version, the
 // slots and everything outside sections stay checked.
+//
+// String keys. A reader may compare a std::string key only by bytes that live in the table's
+// block (a writer frees a key's heap block without waiting for readers): InlineString reads
+// the object's bytes into a copy and says whether its characters are in the object itself
+// (libstdc++'s short-string buffer, up to 15 bytes). The layout is libstdc++'s (new ABI),
+// checked once at run time before a store relies on it (inline_strings_ok()); other standard
+// libraries read string keys under the lock.
 #pragma once
 
 #include <algorithm>
@@ -38,10 +45,14 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <cstring>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "../hash.hpp"
 #include "shard_lock.hpp"
 
 #if defined(__linux__)
@@ -63,6 +74,59 @@ extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
 namespace expiring::detail {
 
 inline constexpr std::size_t kReaderSlots = 256;
+
+// ---- string keys a reader can compare --------------------------------------------------
+
+#if defined(__GLIBCXX__) && defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
+inline constexpr bool kInlineStrings = sizeof(std::string) == 4 * sizeof(void*);
+#else
+inline constexpr bool kInlineStrings = false;
+#endif
+inline constexpr std::size_t kInlineCapacity = 15;  // characters in the object's own buffer
+
+// A copy of a std::string's bytes, as {data pointer, length, 16-byte buffer}: its characters
+// are `inline_chars()` when the pointer points into the object at the buffer; anything else
+// (a heap string, or bytes torn by a writer) is not compared.
+class InlineString {
+ public:
+  explicit InlineString(const std::string* s) noexcept : self_(reinterpret_cast<std::uintptr_t>(s)) {
+    static_assert(sizeof(std::string) >= 2 * sizeof(void*) + kInlineCapacity + 1, "expiring: string layout");
+    std::memcpy(raw_, static_cast<const void*>(s), sizeof raw_);
+  }
+  std::size_t size() const noexcept {
+    std::size_t n = 0;
+    std::memcpy(&n, raw_ + sizeof(void*), sizeof n);
+    return n;
+  }
+  bool inline_chars() const noexcept {
+    std::uintptr_t p = 0;
+    std::memcpy(&p, raw_, sizeof p);
+    return p == self_ + 2 * sizeof(void*) && size() <= kInlineCapacity;
+  }
+  // Whether the characters are inline and equal to k's.
+  bool equals(std::string_view k) const noexcept {
+    return size() == k.size() && inline_chars() && equal_bytes(reinterpret_cast<const char*>(raw_) + 2 * sizeof(void*), k.data(), k.size());
+  }
+
+ private:
+  std::uintptr_t self_;
+  unsigned char raw_[sizeof(std::string)];
+};
+// Whether this program's strings have that layout (a short one inline, a long one not).
+inline bool inline_strings_ok() noexcept {
+  if constexpr (!kInlineStrings) {
+    return false;
+  } else {
+    static const bool ok = [] {
+      const std::string short_one("abc");
+      const std::string long_one(40, 'x');
+      const InlineString a(&short_one);
+      const InlineString b(&long_one);
+      return a.inline_chars() && a.equals("abc") && !a.equals("abd") && !b.inline_chars() && b.size() == 40;
+    }();
+    return ok;
+  }
+}
 
 // ---- asymmetric fences ------------------------------------------------------------------
 

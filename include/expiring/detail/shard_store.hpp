@@ -18,10 +18,13 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "../expiring_store.hpp"
+#include "read_section.hpp"
 
 namespace expiring::detail {
 
@@ -108,16 +111,26 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
 
   // ---- Reading without writing (the optimistic get) ----
   // A lookup that writes nothing, made while writers may be changing the store: it reads
-  // the key, value and deadline as bytes, so they must be trivially copyable and the key
-  // compared bytewise (integers, enums, pointers, with std::equal_to). What it reads may be
-  // torn; the caller rejects that by validating a version (see concurrent_store.hpp and
-  // detail/read_section.hpp) and frees nothing a reader may be in (set_free_hook()).
+  // the key, value and deadline as bytes, so the value must be trivially copyable, and the
+  // key compared bytewise (integers, enums, pointers, with std::equal_to) or a std::string
+  // whose characters are inside it (libstdc++'s short-string buffer, up to 15 bytes: a key's
+  // heap bytes may be freed by a writer, so a key held there is read under the lock). What it
+  // reads may be torn; the caller rejects that by validating a version (see
+  // concurrent_store.hpp and detail/read_section.hpp) and frees nothing a reader may be in
+  // (set_free_hook()).
 
-  static constexpr bool kRacyReads =
-      std::is_trivially_copyable_v<K> && std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V> &&
+  static constexpr bool kRacyValue =
+      std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>;
+  static constexpr bool kStdEqual =
+      std::is_same_v<KeyEqual, std::equal_to<>> || std::is_same_v<KeyEqual, std::equal_to<K>>;
+  static constexpr bool kRacyByteKeys =
+      std::is_trivially_copyable_v<K> &&
       ((std::is_integral_v<K> && !std::is_same_v<K, bool>) || std::is_enum_v<K> || std::is_pointer_v<K>) &&
-      std::has_unique_object_representations_v<K> &&
-      (std::is_same_v<KeyEqual, std::equal_to<>> || std::is_same_v<KeyEqual, std::equal_to<K>>);
+      std::has_unique_object_representations_v<K> && kStdEqual;
+  static constexpr bool kRacyStringKeys = std::is_same_v<K, std::string> && kInlineStrings && kStdEqual;
+  static constexpr bool kRacyReads = kRacyValue && (kRacyByteKeys || kRacyStringKeys);
+  // The type a racy read looks a key up as: K, or a view of a string key.
+  using racy_key_type = std::conditional_t<kRacyStringKeys, std::string_view, K>;
   enum class RacyRead { hit, hit_unrecorded, miss, torn, locked };
   // GET of `key` (hash h = hash_from(hash_function()(key))) without writing: `hit` with the
   // value copied into `out` (bytewise: meaningful only once validated), `hit_unrecorded` the same under an LRU limit (the
@@ -125,11 +138,12 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   // is sampled), `miss` for an absent key, `torn` when valid() said the table's addresses
   // were read while a writer ran (valid() is called once, after those addresses are read and
   // before anything is read through them), `locked` when the read must be done under the lock
-  // (the key is stale and must be reclaimed, an LFU counter or an idle TTL is kept). Counts
-  // nothing (the caller counts hits and misses). Only when kRacyReads.
+  // (the key is stale and must be reclaimed, an LFU counter or an idle TTL is kept, a string
+  // key that may match is held outside its slot). Counts nothing (the caller counts hits and
+  // misses). Only when kRacyReads.
   template <class Valid>
-  RacyRead read_racy(const K& key, std::uint64_t h, V& out, Valid&& valid) const {
-    static_assert(kRacyReads, "read_racy() needs trivially copyable keys and values");
+  RacyRead read_racy(const racy_key_type& key, std::uint64_t h, V& out, Valid&& valid) const {
+    static_assert(kRacyReads, "read_racy() needs trivially copyable values and byte or short-string keys");
     const bool hook = access_.read_hook();
     // Only an LRU limit's reads may go unrecorded; idle TTLs and LFU counters are kept locked.
     if (EXPIRING_UNLIKELY(hook) && (access_.idle_ms() != 0 || is_lfu(options_.maxmemory_policy))) {
@@ -138,10 +152,24 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
     const auto view = ks_.view();
     if (!valid()) return RacyRead::torn;
     const entry_type* slots = view.slots;
-    // Keys compared as bytes (a torn or never-written slot is never loaded as a K).
-    const std::uint32_t i = keyspace_type::table_type::find_in(view, h, [&](std::uint32_t j) {
-      return std::memcmp(static_cast<const void*>(&slots[j].key), static_cast<const void*>(&key), sizeof(K)) == 0;
-    });
+    std::uint32_t i = detail::kNoSlot;
+    if constexpr (kRacyStringKeys) {
+      if (key.size() > kInlineCapacity) return RacyRead::locked;  // held on the heap if present
+      bool undecided = false;
+      i = keyspace_type::table_type::find_in(view, h, [&](std::uint32_t j) {
+        const InlineString seen(&slots[j].key);
+        if (seen.equals(key)) return true;
+        // A short key kept in a heap block (a moved-in string) may be this one: ask the lock.
+        if (seen.size() == key.size() && !seen.inline_chars()) undecided = true;
+        return false;
+      });
+      if (i == detail::kNoSlot && undecided) return RacyRead::locked;
+    } else {
+      // Keys compared as bytes (a torn or never-written slot is never loaded as a K).
+      i = keyspace_type::table_type::find_in(view, h, [&](std::uint32_t j) {
+        return std::memcmp(static_cast<const void*>(&slots[j].key), static_cast<const void*>(&key), sizeof(K)) == 0;
+      });
+    }
     if (i == detail::kNoSlot) return RacyRead::miss;
     std::int64_t deadline;
     std::memcpy(&deadline, &slots[i].deadline, sizeof deadline);
