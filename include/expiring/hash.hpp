@@ -225,8 +225,8 @@ template <class K>
 constexpr bool is_string_key_v = std::is_same_v<K, std::string> || std::is_same_v<K, std::string_view>;
 
 // Key equality as the tables call it: eq(a, b), except that for the standard equal_to and two
-// std::string / std::string_view operands (the usual keys and field names, mostly a few to a
-// few dozen bytes) the bytes are compared inline, without memcmp's call: the same answer.
+// std::string / std::string_view operands of up to 16 bytes (short keys and field names) the
+// bytes are compared inline, without memcmp's call: the same answer.
 template <class Eq>
 constexpr bool is_std_equal_v = std::is_same_v<Eq, std::equal_to<>> || std::is_same_v<Eq, std::equal_to<std::string>> ||
                                 std::is_same_v<Eq, std::equal_to<std::string_view>>;
@@ -241,14 +241,11 @@ inline bool equal_bytes(const char* a, const char* b, std::size_t n) noexcept {
     std::memcpy(&v, p, sizeof v);
     return v;
   };
-  if (n > 32) return std::memcmp(a, b, n) == 0;
-  if (n >= 8) {  // 8-byte words, the last one overlapping the one before it
-    for (std::size_t i = 0; i + 8 < n; i += 8) {
-      if (load64(a + i) != load64(b + i)) return false;
-    }
-    return load64(a + n - 8) == load64(b + n - 8);
-  }
-  if (n >= 4) return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+  // Up to 16 bytes: the first and the last word, overlapping, without a loop. Longer keys
+  // (measured: 16-24-byte keys on the heap, 1e6 of them) are as fast or faster through memcmp.
+  if (n > 16) return std::memcmp(a, b, n) == 0;
+  if (n >= 8) return ((load64(a) ^ load64(b)) | (load64(a + n - 8) ^ load64(b + n - 8))) == 0;
+  if (n >= 4) return ((load32(a) ^ load32(b)) | (load32(a + n - 4) ^ load32(b + n - 4))) == 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (a[i] != b[i]) return false;
   }
