@@ -164,6 +164,40 @@ namespace {
 
 // The same random operations on an ExpiringStore and on ConcurrentStores with optimistic reads
 // on and off; every reply, event, statistic and cache statistic compared.
+// MGET through a reference store and the optimistic and locked stores: the same hits, values
+// and misses.
+template <class Ref, class On, class Off, class Keys>
+void same_get_many(Ref& ref, On& on, Off& off, const Keys& keys) {
+  std::vector<const u64*> a(keys.size());
+  std::vector<std::optional<u64>> b(keys.size()), c(keys.size());
+  const std::size_t ha = ref.get_many(keys, a.data());
+  REQUIRE(on.get_many(keys, b.data()) == ha);
+  REQUIRE(off.get_many(keys, c.data()) == ha);
+  for (std::size_t j = 0; j < keys.size(); ++j) {
+    REQUIRE((a[j] != nullptr) == b[j].has_value());
+    if (a[j] != nullptr) REQUIRE(*a[j] == *b[j]);
+  }
+  REQUIRE(b == c);
+}
+// The three stores counted the same hits and misses (and enough of each to mean something).
+template <class Ref, class On, class Off>
+void same_stats(const Ref& ref, const On& on, const Off& off) {
+  const expiring::Stats a = ref.stats(), b = on.stats(), c = off.stats();
+  CHECK(b.keyspace_hits == a.keyspace_hits);
+  CHECK(b.keyspace_misses == a.keyspace_misses);
+  CHECK(c.keyspace_hits == a.keyspace_hits);
+  CHECK(c.keyspace_misses == a.keyspace_misses);
+  CHECK(b.keyspace_hits > 1000);
+  CHECK(b.keyspace_misses > 1000);
+}
+// SET with a TTL on the three.
+template <class Ref, class On, class Off, class Key>
+void same_set(Ref& ref, On& on, Off& off, const Key& k, u64 v, milliseconds ttl) {
+  REQUIRE(ref.set(k, v, ttl).ok());
+  REQUIRE(on.set(k, v, ttl).ok());
+  REQUIRE(off.set(k, v, ttl).ok());
+}
+
 struct Trio {
   ManualClock clock{T0};
   Engine<u64, u64> ref{clock, Options{}};
@@ -205,22 +239,10 @@ TEST_CASE("optimistic reads: one thread sees the same replies, events and statis
       // MGET of 40 keys (more than one prefetch batch), repeats included.
       std::vector<u64> keys(40);
       for (u64& key : keys) key = rng() % kKeys;
-      std::vector<const u64*> a(keys.size());
-      std::vector<std::optional<u64>> b(keys.size()), c(keys.size());
-      const std::size_t ha = t.ref.get_many(keys, a.data());
-      REQUIRE(t.on.get_many(keys, b.data()) == ha);
-      REQUIRE(t.off.get_many(keys, c.data()) == ha);
-      for (std::size_t j = 0; j < keys.size(); ++j) {
-        REQUIRE((a[j] != nullptr) == b[j].has_value());
-        if (a[j] != nullptr) REQUIRE(*a[j] == *b[j]);
-      }
-      REQUIRE(b == c);
+      same_get_many(t.ref, t.on, t.off, keys);
     } else if (r < 75) {
       const u64 v = rng();
-      const auto ttl = milliseconds(1 + static_cast<std::int64_t>(rng() % 200));
-      REQUIRE(t.ref.set(k, v, ttl).ok());
-      REQUIRE(t.on.set(k, v, ttl).ok());
-      REQUIRE(t.off.set(k, v, ttl).ok());
+      same_set(t.ref, t.on, t.off, k, v, milliseconds(1 + static_cast<std::int64_t>(rng() % 200)));
     } else if (r < 85) {
       const u64 v = rng();
       REQUIRE(t.ref.set(k, v).ok());
@@ -249,13 +271,7 @@ TEST_CASE("optimistic reads: one thread sees the same replies, events and statis
     REQUIRE(t.on.size() == t.ref.size());
     REQUIRE(t.off.size() == t.ref.size());
   }
-  const expiring::Stats a = t.ref.stats(), b = t.on.stats(), c = t.off.stats();
-  CHECK(b.keyspace_hits == a.keyspace_hits);
-  CHECK(b.keyspace_misses == a.keyspace_misses);
-  CHECK(c.keyspace_hits == a.keyspace_hits);
-  CHECK(c.keyspace_misses == a.keyspace_misses);
-  CHECK(b.keyspace_hits > 1000);
-  CHECK(b.keyspace_misses > 1000);
+  same_stats(t.ref, t.on, t.off);
   const expiring::CacheStats ca = t.ref.cache_stats(), cb = t.on.cache_stats(), cc = t.off.cache_stats();
   CHECK(cb.hit_count == ca.hit_count);
   CHECK(cb.miss_count == ca.miss_count);
@@ -510,22 +526,10 @@ TEST_CASE("optimistic reads: string keys read without the lock answer as the loc
     } else if (r < 55) {
       std::vector<std::string> many(20);
       for (std::string& m : many) m = keys[rng() % keys.size()];
-      std::vector<const u64*> a(many.size());
-      std::vector<std::optional<u64>> b(many.size()), c(many.size());
-      const std::size_t ha = ref.get_many(many, a.data());
-      REQUIRE(on.get_many(many, b.data()) == ha);
-      REQUIRE(off.get_many(many, c.data()) == ha);
-      for (std::size_t j = 0; j < many.size(); ++j) {
-        REQUIRE((a[j] != nullptr) == b[j].has_value());
-        if (a[j] != nullptr) REQUIRE(*a[j] == *b[j]);
-      }
-      REQUIRE(b == c);
+      same_get_many(ref, on, off, many);
     } else if (r < 70) {
       const u64 v = rng();
-      const auto ttl = milliseconds(1 + static_cast<std::int64_t>(rng() % 200));
-      REQUIRE(ref.set(k, v, ttl).ok());
-      REQUIRE(on.set(k, v, ttl).ok());
-      REQUIRE(off.set(k, v, ttl).ok());
+      same_set(ref, on, off, k, v, milliseconds(1 + static_cast<std::int64_t>(rng() % 200)));
     } else if (r < 80) {
       // A fresh key stored from a string that keeps its heap block.
       const u64 v = rng();
@@ -544,13 +548,7 @@ TEST_CASE("optimistic reads: string keys read without the lock answer as the loc
     REQUIRE(on.size() == ref.size());
     REQUIRE(off.size() == ref.size());
   }
-  const expiring::Stats a = ref.stats(), b = on.stats(), c = off.stats();
-  CHECK(b.keyspace_hits == a.keyspace_hits);
-  CHECK(b.keyspace_misses == a.keyspace_misses);
-  CHECK(c.keyspace_hits == a.keyspace_hits);
-  CHECK(c.keyspace_misses == a.keyspace_misses);
-  CHECK(b.keyspace_hits > 1000);
-  CHECK(b.keyspace_misses > 1000);
+  same_stats(ref, on, off);
 }
 
 TEST_CASE("optimistic reads: string-key readers never see a torn or foreign value while tables grow and shrink",
