@@ -117,7 +117,8 @@ class BasicConcurrentStore
       : hash_(hash),
         eq_(eq),
         options_(options),
-        optimistic_(kOptimistic && conc.optimistic_reads && (!engine_type::kRacyStringKeys || detail::inline_strings_ok())),
+        optimistic_(kOptimistic && conc.optimistic_reads &&
+                    (!engine_type::kRacyStringKeys || detail::inline_strings_ok())),
         readers_(optimistic_) {
     std::size_t n = conc.shards;
     if (n == 0) {

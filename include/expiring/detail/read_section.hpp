@@ -44,8 +44,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -90,7 +90,7 @@ inline constexpr std::size_t kInlineCapacity = 15;  // characters in the object'
 class InlineString {
  public:
   explicit InlineString(const std::string* s) noexcept : self_(reinterpret_cast<std::uintptr_t>(s)) {
-    static_assert(sizeof(std::string) >= 2 * sizeof(void*) + kInlineCapacity + 1, "expiring: string layout");
+    static_assert(sizeof(std::string) >= kBuffer + kInlineCapacity + 1, "expiring: string layout");
     std::memcpy(raw_, static_cast<const void*>(s), sizeof raw_);
   }
   std::size_t size() const noexcept {
@@ -101,14 +101,16 @@ class InlineString {
   bool inline_chars() const noexcept {
     std::uintptr_t p = 0;
     std::memcpy(&p, raw_, sizeof p);
-    return p == self_ + 2 * sizeof(void*) && size() <= kInlineCapacity;
+    return p == self_ + kBuffer && size() <= kInlineCapacity;
   }
   // Whether the characters are inline and equal to k's.
   bool equals(std::string_view k) const noexcept {
-    return size() == k.size() && inline_chars() && equal_bytes(reinterpret_cast<const char*>(raw_) + 2 * sizeof(void*), k.data(), k.size());
+    return size() == k.size() && inline_chars() &&
+           equal_bytes(reinterpret_cast<const char*>(raw_) + kBuffer, k.data(), k.size());
   }
 
  private:
+  static constexpr std::size_t kBuffer = 2 * sizeof(void*);  // the buffer's offset
   std::uintptr_t self_;
   unsigned char raw_[sizeof(std::string)];
 };
