@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <ratio>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -787,4 +788,34 @@ TEST_CASE("api: getex_ptr with a deadline already past deletes the key and retur
   CHECK(seen[1].first == KeyEventCause::del);
   CHECK(seen[1].second == std::optional<std::string>("w"));
   CHECK(store.stats().expired_keys == 0);  // a deletion, not an expiry
+}
+
+TEST_CASE("api: Result<bool> holds a value or an error in one word and says which", "[service-api][result]") {
+  using expiring::Result;
+  STATIC_REQUIRE(sizeof(Result<bool>) == 2);
+  for (const bool v : {false, true}) {
+    const Result<bool> r = v;
+    CHECK(r.ok());
+    CHECK(r.value() == v);
+    CHECK(*r == v);
+    CHECK(r.value_or(!v) == v);
+    CHECK(r == v);
+    CHECK(r != !v);
+    CHECK(r != Errc::invalid_expire_time);
+    std::ostringstream os;
+    os << r;
+    CHECK(os.str() == (v ? "1" : "0"));
+  }
+  for (const Errc e : {Errc{}, Errc::invalid_expire_time, Errc::out_of_memory, Errc::wrong_type}) {
+    const Result<bool> r = e;
+    CHECK_FALSE(r.ok());
+    CHECK(r.error() == e);
+    CHECK(r == e);
+    CHECK(r != false);
+    CHECK(r != true);
+    CHECK(r.value_or(true));
+    CHECK_FALSE(r.value_or(false));
+    CHECK_THROWS_AS(r.value(), expiring::BadResultAccess);
+  }
+  CHECK(Result<bool>(Errc::out_of_memory) != Errc::invalid_expire_time);
 }

@@ -189,6 +189,44 @@ class [[nodiscard]] Result {
   Errc error_{};
 };
 
+// Result<bool> as one 16-bit word (the value or the error in the low byte, "ok" in the high
+// one), built and copied whole: assembled byte by byte, as the generic layout is, a copy that
+// follows at once reads it back through a failed store-to-load forward (~12 cycles; measured
+// in ConcurrentStore::set(), where the shard's lock hands the result on).
+template <>
+class [[nodiscard]] Result<bool> {
+ public:
+  using value_type = bool;
+
+  Result(bool value) : bits_(static_cast<std::uint16_t>(kOk | (value ? 1u : 0u))) {}  // NOLINT: implicit by design
+  Result(Errc error) : bits_(static_cast<std::uint8_t>(error)) {}  // NOLINT: implicit by design
+
+  bool ok() const noexcept { return (bits_ & kOk) != 0; }
+  Errc error() const noexcept { return ok() ? Errc{} : static_cast<Errc>(bits_ & 0xFFu); }
+
+  bool value() const {
+    if (!ok()) throw BadResultAccess(error());
+    return (bits_ & 1u) != 0;
+  }
+  bool operator*() const { return value(); }
+  template <class U>
+  bool value_or(U&& fallback) const { return ok() ? (bits_ & 1u) != 0 : static_cast<bool>(std::forward<U>(fallback)); }
+
+  friend bool operator==(const Result& r, bool v) { return r.bits_ == (kOk | (v ? 1u : 0u)); }
+  friend bool operator!=(const Result& r, bool v) { return !(r == v); }
+  friend bool operator==(const Result& r, Errc e) { return !r.ok() && r.error() == e; }
+  friend bool operator!=(const Result& r, Errc e) { return !(r == e); }
+  template <class Ch, class Tr>
+  friend std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, const Result& r) {
+    if (!r.ok()) return os << "error(" << r.error() << ")";
+    return os << ((r.bits_ & 1u) != 0);
+  }
+
+ private:
+  static constexpr unsigned kOk = 0x100u;
+  std::uint16_t bits_;
+};
+
 // Success or an Errc, for calls with nothing else to return (Redis replies "OK").
 template <>
 class [[nodiscard]] Result<void> {
