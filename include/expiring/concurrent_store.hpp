@@ -68,6 +68,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/hash_commands.hpp"
 #include "api/key_commands.hpp"
 #include "detail/quiet_thread.hpp"
 #include "detail/read_section.hpp"
@@ -98,8 +99,12 @@ using ConcurrentStore = BasicConcurrentStore<K, V, expiring::Hash<K>, std::equal
 
 template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
 class BasicConcurrentStore
-    : public api::KeyCommands<BasicConcurrentStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V> {
+    : public api::KeyCommands<BasicConcurrentStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>, V>,
+      public api::HashCommands<BasicConcurrentStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>,
+                               typename detail::HashTypes<V>::field_type, typename detail::HashTypes<V>::value_type> {
   using commands_type = api::KeyCommands<BasicConcurrentStore, V>;
+  using hash_commands_type = api::HashCommands<BasicConcurrentStore, typename detail::HashTypes<V>::field_type,
+                                               typename detail::HashTypes<V>::value_type>;
 
  public:
   using engine_type = detail::ShardStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>;
@@ -109,6 +114,9 @@ class BasicConcurrentStore
   using listener_type = std::function<void(const event_type&)>;
   static constexpr std::int64_t kNoKey = engine_type::kNoKey;
   static constexpr std::int64_t kNoTtl = engine_type::kNoTtl;
+  // A store of hashes (V a FieldMap<F, FV>): its fields' and their values' types.
+  using hash_field_type = typename detail::HashTypes<V>::field_type;
+  using hash_value_type = typename detail::HashTypes<V>::value_type;
 
   // ==== Construction ======================================================================
 
@@ -334,6 +342,102 @@ class BasicConcurrentStore
     return with(key, [&](engine_type& e) { return e.compute(key, std::forward<F>(fn)); });
   }
 
+  // ==== Hash fields: a store of hashes, ConcurrentStore<K, FieldMap<F, FV>> ==============
+  // Redis 7.4's hash commands with per-field TTLs, as ExpiringStore's (hash_fields.hpp has
+  // the contract; include <expiring/field_map.hpp>). Each call is atomic for its key under
+  // the shard's lock; tick() (and an Expirer) runs each shard's field cycle after its key
+  // cycle; events go out after the lock, as for keys. Values leave by copy: hget() returns a
+  // std::optional, hmget() fills optionals, hvisit() shows the fields in place under the lock.
+  // The multi-field forms (hset of pairs, hdel, the HEXPIRE and HTTL families, hpersist) are
+  // api/hash_commands.hpp's, over the primitives at the end of this section. On a store whose
+  // values are not hashes, these members do not compile.
+
+  // HSET of one field: 1 if it is new, else 0 (an overwrite clears its TTL).
+  template <class KK, class FF, class VV>
+  Result<std::size_t> hset(const KK& key, FF&& field, VV&& value) {
+    return with_hash(key, [&](engine_type& e) { return e.hset(key, std::forward<FF>(field), std::forward<VV>(value)); });
+  }
+  using hash_commands_type::hset;
+  // HSETNX: whether it wrote.
+  template <class KK, class FF, class VV>
+  Result<bool> hsetnx(const KK& key, FF&& field, VV&& value) {
+    return with_hash(key, [&](engine_type& e) { return e.hsetnx(key, std::forward<FF>(field), std::forward<VV>(value)); });
+  }
+  // HGET: a copy of the live field's value, or nullopt.
+  template <class KK, class FF>
+  Result<std::optional<hash_value_type>> hget(const KK& key, const FF& field) {
+    return with_hash(key, [&](engine_type& e) -> Result<std::optional<hash_value_type>> {
+      const Result<const hash_value_type*> r = e.hget(key, field);
+      if (!r.ok()) return r.error();
+      return *r != nullptr ? std::optional<hash_value_type>(**r) : std::nullopt;
+    });
+  }
+  // HMGET: out[j] = a copy of fields[j]'s live value or nullopt; returns the number found.
+  // `out` must have room for every field.
+  template <class KK, class Fields>
+  Result<std::size_t> hmget(const KK& key, const Fields& fields, std::optional<hash_value_type>* out) {
+    std::vector<const hash_value_type*> seen(detail::field_count(fields));
+    return with_hash(key, [&](engine_type& e) -> Result<std::size_t> {
+      const Result<std::size_t> r = e.hmget(key, fields, seen.data());
+      if (!r.ok()) return r.error();
+      for (std::size_t j = 0; j < seen.size(); ++j) {
+        out[j] = seen[j] != nullptr ? std::optional<hash_value_type>(*seen[j]) : std::nullopt;
+      }
+      return *r;
+    });
+  }
+  template <class KK>
+  Result<std::size_t> hlen(const KK& key) {
+    return with_hash(key, [&](engine_type& e) { return e.hlen(key); });
+  }
+  template <class KK, class FF>
+  Result<bool> hexists(const KK& key, const FF& field) {
+    return with_hash(key, [&](engine_type& e) { return e.hexists(key, field); });
+  }
+  // HGETALL as a visit: fn(const F&, const FV&) per live field, under the shard's lock (fn
+  // must not call the store). Returns the number of fields.
+  template <class KK, class Fn>
+  Result<std::size_t> hvisit(const KK& key, Fn&& fn) {
+    return with_hash(key, [&](engine_type& e) { return e.hvisit(key, std::forward<Fn>(fn)); });
+  }
+  template <class KK>
+  Result<std::vector<std::pair<hash_field_type, hash_value_type>>> hgetall(const KK& key) {
+    return with_hash(key, [&](engine_type& e) { return e.hgetall(key); });
+  }
+  template <class KK>
+  Result<std::vector<hash_field_type>> hkeys(const KK& key) {
+    return with_hash(key, [&](engine_type& e) { return e.hkeys(key); });
+  }
+  template <class KK>
+  Result<std::vector<hash_value_type>> hvals(const KK& key) {
+    return with_hash(key, [&](engine_type& e) { return e.hvals(key); });
+  }
+  template <class KK, class FF>
+  Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
+    return with_hash(key, [&](engine_type& e) { return e.hincrby(key, field, delta); });
+  }
+  // The primitives of api/hash_commands.hpp.
+  template <class KK, class It, class End>
+  Result<std::size_t> hset_range(const KK& key, It first, End last) {
+    return with_hash(key, [&](engine_type& e) { return e.hset_range(key, first, last); });
+  }
+  template <class KK, class It, class End>
+  Result<std::size_t> hdel_range(const KK& key, It first, End last) {
+    return with_hash(key, [&](engine_type& e) { return e.hdel_range(key, first, last); });
+  }
+  template <class KK, class Fields>
+  Result<void> expire_fields(const KK& key, const FieldExpireRequest& req, const Fields& fields, int* out) {
+    return with_hash(key, [&](engine_type& e) { return e.expire_fields(key, req, fields, out); });
+  }
+  template <class KK, class Fields>
+  Result<void> field_times(const KK& key, const Fields& fields, FieldTimeQuery q, std::int64_t* out) {
+    return with_hash(key, [&](engine_type& e) { return e.field_times(key, fields, q, out); });
+  }
+  template <class KK, class Fields>
+  Result<void> persist_fields(const KK& key, const Fields& fields, int* out) {
+    return with_hash(key, [&](engine_type& e) { return e.persist_fields(key, fields, out); });
+  }
+
   // ==== Several keys: their shards locked together, in shard order =====================
   // Each of these is atomic: no other call sees a state between its steps (all its shards
   // are locked at once, always in ascending shard order, so two of them cannot deadlock).
@@ -454,15 +558,7 @@ class BasicConcurrentStore
   TickReport tick(CycleKind kind = CycleKind::Slow) {
     TickReport sum;
     for (std::size_t i = 0; i < shards_n_; ++i) {
-      const TickReport r = run(shards_[i], [&](engine_type& e) { return e.tick(kind); });
-      sum.ran = sum.ran || r.ran;
-      sum.rounds += r.rounds;
-      sum.sampled += r.sampled;
-      sum.expired += r.expired;
-      sum.time_cap_hit = sum.time_cap_hit || r.time_cap_hit;
-      sum.pass_completed = sum.pass_completed || r.pass_completed;
-      sum.elapsed_us += r.elapsed_us;
-      sum.lazyfreed += r.lazyfreed;
+      detail::add_part(sum, run(shards_[i], [&](engine_type& e) { return e.tick(kind); }));
     }
     return sum;
   }
@@ -471,20 +567,7 @@ class BasicConcurrentStore
     Stats s;
     for (std::size_t i = 0; i < shards_n_; ++i) {
       std::lock_guard<detail::ShardLock> g(shards_[i].lock);
-      const Stats t = shards_[i].engine->stats();
-      s.keyspace_hits += t.keyspace_hits;
-      s.keyspace_misses += t.keyspace_misses;
-      s.expired_keys += t.expired_keys;
-      s.evicted_keys += t.evicted_keys;
-      s.expired_stale_perc += t.expired_stale_perc / static_cast<double>(shards_n_);
-      s.expired_time_cap_reached_count += t.expired_time_cap_reached_count;
-      s.expire_cycle_cpu_microseconds += t.expire_cycle_cpu_microseconds;
-      s.avg_ttl += t.avg_ttl / static_cast<std::int64_t>(shards_n_);
-      s.keys += t.keys;
-      s.expires += t.expires;
-      s.lazyfree_pending_objects += t.lazyfree_pending_objects;
-      s.lazyfreed_objects += t.lazyfreed_objects;
-      s.expired_lateness += t.expired_lateness;
+      detail::add_part(s, shards_[i].engine->stats(), shards_n_);
     }
     s.keyspace_hits += readers_.hits();
     s.keyspace_misses += readers_.misses();
@@ -757,6 +840,14 @@ class BasicConcurrentStore
     return hits;
   }
 
+  // with() for a hash member: only a store of hashes has them.
+  template <class KK, class Fn>
+  decltype(auto) with_hash(const KK& key, Fn&& fn) {
+    static_assert(hash_value_traits<V>::enabled,
+                  "expiring: hash members need a store of hashes, ConcurrentStore<K, FieldMap<F, V>> "
+                  "(include <expiring/field_map.hpp>)");
+    return with(key, std::forward<Fn>(fn));
+  }
   template <class KK>
   Shard& shard_of(const KK& key) const noexcept {
     return shards_[shard_index(static_cast<std::uint64_t>(hash_(key)))];

@@ -70,6 +70,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/hash_commands.hpp"
 #include "detail/arith.hpp"
 #include "detail/keyspace.hpp"
 #include "error.hpp"
@@ -80,32 +81,10 @@
 
 namespace expiring {
 
-// The per-field replies of the field TTL commands, as Redis 7.4.
-struct FieldReply {
-  // HEXPIRE family, HTTL family, HPERSIST: no such field, or no such key.
-  static constexpr int no_field = -2;
-  // HEXPIRE family: NX, XX, GT or LT was not met (a field without TTL counts as +infinity).
-  static constexpr int condition_not_met = 0;
-  // HEXPIRE family: the deadline is set.
-  static constexpr int set = 1;
-  // HEXPIRE family: the time was now or in the past, so the field was deleted.
-  static constexpr int deleted = 2;
-  // HPERSIST and the HTTL family: the field has no TTL.
-  static constexpr int no_ttl = -1;
-  // HPERSIST: the field's TTL was removed.
-  static constexpr int persisted = 1;
-};
-
 namespace detail {
 
 // Redis 7.4's largest field deadline, 2^46 - 1 ms.
 inline constexpr std::int64_t kMaxFieldDeadline = (std::int64_t{1} << 46) - 1;
-
-// Field names of a call: any range, or a braced list.
-template <class Fields>
-std::size_t field_count(const Fields& fields) {
-  return static_cast<std::size_t>(std::distance(std::begin(fields), std::end(fields)));
-}
 
 // A decimal 64-bit integer in Redis's strict form (string2ll: no spaces, no '+', no leading
 // zeros, at most 20 characters).
@@ -128,8 +107,13 @@ inline bool parse_strict_i64(const std::string& s, std::int64_t& out) {
 // below, written against the engine's protected API (detail/engine.hpp). Other values get
 // the empty layer of detail/hash_value.hpp.
 template <class Engine, class V>
-class HashFieldOps<Engine, V, true> : public Engine {
+class HashFieldOps<Engine, V, true>
+    : public Engine,
+      public api::HashCommands<HashFieldOps<Engine, V, true>, typename hash_value_traits<V>::map_type::field_type,
+                               typename hash_value_traits<V>::map_type::mapped_type> {
   using traits = hash_value_traits<V>;
+  using commands_type = api::HashCommands<HashFieldOps, typename traits::map_type::field_type,
+                                          typename traits::map_type::mapped_type>;
 
  public:
   using hash_map_type = typename traits::map_type;
@@ -163,16 +147,8 @@ class HashFieldOps<Engine, V, true> : public Engine {
     hash_changed(r->i, now);
     return finish(std::size_t{added ? 1u : 0u});
   }
-  // HSET key field value [field value ...]: `pairs` is a range of (field, value) pairs.
-  // Returns the number of fields added.
-  template <class KK, class Pairs>
-  Result<std::size_t> hset(const KK& key, const Pairs& pairs) {
-    return hset_range(key, std::begin(pairs), std::end(pairs));
-  }
-  template <class KK>
-  Result<std::size_t> hset(const KK& key, std::initializer_list<std::pair<field_type, field_value_type>> pairs) {
-    return hset_range(key, pairs.begin(), pairs.end());
-  }
+  // hset(key, pairs) of several fields: api/hash_commands.hpp.
+  using commands_type::hset;
 
   // HSETNX: writes the field only if it is not there (a stale one is reclaimed first).
   // Returns whether it wrote.
@@ -226,16 +202,9 @@ class HashFieldOps<Engine, V, true> : public Engine {
     return finish(found);
   }
 
-  // HDEL: removes the fields (with their TTLs); returns how many were there. Cause `hdel`;
-  // if the hash is left empty the key is deleted too (cause `del`).
-  template <class KK, class Fields>
-  Result<std::size_t> hdel(const KK& key, const Fields& fields) {
-    return hdel_range(key, std::begin(fields), std::end(fields));
-  }
-  template <class KK>
-  Result<std::size_t> hdel(const KK& key, std::initializer_list<field_type> fields) {
-    return hdel_range(key, fields.begin(), fields.end());
-  }
+  // HDEL (api/hash_commands.hpp, over hdel_range() below): removes the fields (with their
+  // TTLs); returns how many were there. Cause `hdel`; if the hash is left empty the key is
+  // deleted too (cause `del`).
 
   // HLEN: the number of live fields (stale ones are reclaimed first, so the count is exact;
   // Redis 7.4 counts stale fields it has not reclaimed yet, semantics.md D20). 0 when missing.
@@ -328,7 +297,9 @@ class HashFieldOps<Engine, V, true> : public Engine {
   }
 
   // ==== Field TTLs ========================================================================
-
+  // hexpire, hpexpire, hexpireat, hpexpireat, httl, hpttl, hexpiretime, hpexpiretime and
+  // hpersist, every overload: api/hash_commands.hpp, over the primitives below.
+  //
   // HEXPIRE / HPEXPIRE key time [NX|XX|GT|LT] FIELDS n field...: a relative time in seconds
   // or milliseconds. HEXPIREAT / HPEXPIREAT: an absolute Unix time. One code per field:
   //   FieldReply::no_field (-2), condition_not_met (0), set (1), deleted (2).
@@ -338,131 +309,164 @@ class HashFieldOps<Engine, V, true> : public Engine {
   // as Redis 7.4 counts it). Causes: `hexpire` if any field was set, `hdel` if any was deleted,
   // then `del` if that emptied the hash. Duplicated fields are answered each time, seeing the
   // earlier occurrence's effect.
-  template <class KK, class Fields>
-  Result<std::vector<int>> hexpire(const KK& key, std::int64_t seconds, const Fields& fields,
-                                   ExpireFlags flags = ExpireFlags::None) {
-    return codes(fields, [&](int* out) { return expire_fields(key, seconds, 1000, false, fields, flags, out); });
-  }
-  template <class KK, class Fields>
-  Result<std::vector<int>> hpexpire(const KK& key, std::int64_t ms, const Fields& fields,
-                                    ExpireFlags flags = ExpireFlags::None) {
-    return codes(fields, [&](int* out) { return expire_fields(key, ms, 1, false, fields, flags, out); });
-  }
-  template <class KK, class Fields>
-  Result<std::vector<int>> hexpireat(const KK& key, std::int64_t unix_seconds, const Fields& fields,
-                                     ExpireFlags flags = ExpireFlags::None) {
-    return codes(fields, [&](int* out) { return expire_fields(key, unix_seconds, 1000, true, fields, flags, out); });
-  }
-  template <class KK, class Fields>
-  Result<std::vector<int>> hpexpireat(const KK& key, std::int64_t unix_ms, const Fields& fields,
-                                      ExpireFlags flags = ExpireFlags::None) {
-    return codes(fields, [&](int* out) { return expire_fields(key, unix_ms, 1, true, fields, flags, out); });
-  }
-  // The same four into out[0 .. size(fields)), allocating nothing.
-  template <class KK, class Fields>
-  Result<void> hexpire(const KK& key, std::int64_t seconds, const Fields& fields, ExpireFlags flags, int* out) {
-    return expire_fields(key, seconds, 1000, false, fields, flags, out);
-  }
-  template <class KK, class Fields>
-  Result<void> hpexpire(const KK& key, std::int64_t ms, const Fields& fields, ExpireFlags flags, int* out) {
-    return expire_fields(key, ms, 1, false, fields, flags, out);
-  }
-  template <class KK, class Fields>
-  Result<void> hexpireat(const KK& key, std::int64_t unix_seconds, const Fields& fields, ExpireFlags flags, int* out) {
-    return expire_fields(key, unix_seconds, 1000, true, fields, flags, out);
-  }
-  template <class KK, class Fields>
-  Result<void> hpexpireat(const KK& key, std::int64_t unix_ms, const Fields& fields, ExpireFlags flags, int* out) {
-    return expire_fields(key, unix_ms, 1, true, fields, flags, out);
-  }
-
+  //
   // HTTL / HPTTL: the remaining time per field, -1 without TTL, -2 no such field. HTTL rounds
   // up (ceil((deadline - now) / 1000)), as Redis 7.4 does for fields; a field at its deadline
   // answers 0. HEXPIRETIME / HPEXPIRETIME: the absolute deadline (seconds rounded up).
-  template <class KK, class Fields>
-  Result<std::vector<std::int64_t>> httl(const KK& key, const Fields& fields) {
-    return times(fields, [&](std::int64_t* out) { return field_times(key, fields, TimeQuery::ttl_s, out); });
-  }
-  template <class KK, class Fields>
-  Result<std::vector<std::int64_t>> hpttl(const KK& key, const Fields& fields) {
-    return times(fields, [&](std::int64_t* out) { return field_times(key, fields, TimeQuery::ttl_ms, out); });
-  }
-  template <class KK, class Fields>
-  Result<std::vector<std::int64_t>> hexpiretime(const KK& key, const Fields& fields) {
-    return times(fields, [&](std::int64_t* out) { return field_times(key, fields, TimeQuery::at_s, out); });
-  }
-  template <class KK, class Fields>
-  Result<std::vector<std::int64_t>> hpexpiretime(const KK& key, const Fields& fields) {
-    return times(fields, [&](std::int64_t* out) { return field_times(key, fields, TimeQuery::at_ms, out); });
-  }
-  template <class KK, class Fields>
-  Result<void> httl(const KK& key, const Fields& fields, std::int64_t* out) {
-    return field_times(key, fields, TimeQuery::ttl_s, out);
-  }
-  template <class KK, class Fields>
-  Result<void> hpttl(const KK& key, const Fields& fields, std::int64_t* out) {
-    return field_times(key, fields, TimeQuery::ttl_ms, out);
-  }
-  template <class KK, class Fields>
-  Result<void> hexpiretime(const KK& key, const Fields& fields, std::int64_t* out) {
-    return field_times(key, fields, TimeQuery::at_s, out);
-  }
-  template <class KK, class Fields>
-  Result<void> hpexpiretime(const KK& key, const Fields& fields, std::int64_t* out) {
-    return field_times(key, fields, TimeQuery::at_ms, out);
-  }
-
+  //
   // HPERSIST: removes the fields' TTLs. Per field: -2 no such field, -1 no TTL, 1 removed.
   // Cause `hpersist` if any was removed.
-  template <class KK, class Fields>
-  Result<std::vector<int>> hpersist(const KK& key, const Fields& fields) {
-    return codes(fields, [&](int* out) { return persist_fields(key, fields, out); });
-  }
-  template <class KK, class Fields>
-  Result<void> hpersist(const KK& key, const Fields& fields, int* out) {
-    return persist_fields(key, fields, out);
+
+  // ==== The primitives of api/hash_commands.hpp ==========================================
+
+  template <class KK, class It, class End>
+  Result<std::size_t> hset_range(const KK& key, It first, End last) {
+    const std::int64_t now = this->now_ms();
+    if (first == last) return finish(std::size_t{0});
+    Result<Opened> r = open_for_write(key, now, first->first, first->second);
+    if (!r.ok()) return finish(r.error());
+    std::size_t added = 0;
+    change(*r, now, [&](hash_map_type& m) {
+      for (; first != last; ++first) {
+        if (m.assign(first->first, first->second).second) ++added;
+      }
+    });
+    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
+    hash_changed(r->i, now);
+    return finish(added);
   }
 
-  // The braced-list forms: hexpire(k, 10, {"a", "b"}).
-  template <class KK>
-  Result<std::vector<int>> hexpire(const KK& key, std::int64_t s, std::initializer_list<field_type> f,
-                                   ExpireFlags flags = ExpireFlags::None) {
-    return hexpire<KK, std::initializer_list<field_type>>(key, s, f, flags);
+  template <class KK, class It, class End>
+  Result<std::size_t> hdel_range(const KK& key, It first, End last) {
+    HashFieldOps& s = *this;
+    const std::int64_t now = s.now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
+    const std::uint32_t i = *r;
+    std::size_t removed = 0;
+    change(i, now, [&](hash_map_type& m) {
+      for (; first != last && !m.empty(); ++first) {
+        const std::uint32_t pos = m.find(*first);
+        if (pos == hash_map_type::npos) continue;
+        m.erase(pos);
+        ++removed;
+      }
+    });
+    if (removed != 0) {
+      s.emit(KeyEventCause::hdel, s.ks_.entry(i));
+      hash_changed(i, now);
+    }
+    return finish(removed);
   }
-  template <class KK>
-  Result<std::vector<int>> hpexpire(const KK& key, std::int64_t ms, std::initializer_list<field_type> f,
-                                    ExpireFlags flags = ExpireFlags::None) {
-    return hpexpire<KK, std::initializer_list<field_type>>(key, ms, f, flags);
+
+  template <class KK, class Fields>
+  Result<void> expire_fields(const KK& key, const FieldExpireRequest& req, const Fields& fields, int* out) {
+    HashFieldOps& s = *this;
+    const ExpireFlags flags = req.flags;
+    if (has(flags, ExpireFlags::NX) &&
+        (has(flags, ExpireFlags::XX) || has(flags, ExpireFlags::GT) || has(flags, ExpireFlags::LT))) {
+      return Errc::nx_and_xx_gt_lt;
+    }
+    if (has(flags, ExpireFlags::GT) && has(flags, ExpireFlags::LT)) return Errc::gt_and_lt;
+    const std::int64_t now = s.now_ms();
+    const Result<std::int64_t> w = field_deadline(req, now);
+    if (!w.ok()) return w.error();
+    const std::int64_t when = *w;
+    const bool past = when <= now;
+    // The first field (usually the only one) is hashed while the hash is looked up.
+    const std::uint64_t fh0 = std::begin(fields) != std::end(fields) ? field_hash(*std::begin(fields)) : 0;
+    const std::size_t n = field_count(fields);
+    if (n == 1 && !past && flags == ExpireFlags::None && plain_field_write(KeyEventCause::hexpire)) {
+      const std::uint32_t i = find_plain_hash(key, now);
+      if (i != kNoPos) {
+        hash_map_type& m = map_at(i);
+        const std::uint32_t pos = find_field(m, *std::begin(fields), fh0);
+        if (pos == hash_map_type::npos) {
+          *out = FieldReply::no_field;
+        } else {
+          m.set_deadline(pos, when);
+          *out = FieldReply::set;
+          hash_changed(i, now);
+        }
+        return finish(Result<void>());
+      }
+    }
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok()) return finish(Result<void>(r.error()));
+    if (*r == kNoPos) {
+      std::fill(out, out + n, FieldReply::no_field);
+      return finish(Result<void>());
+    }
+    const std::uint32_t i = *r;
+    std::size_t set = 0, deleted = 0, j = 0;
+    change(i, now, [&](hash_map_type& m) {  // a first deadline allocates the deadline array
+      for (const auto& f : fields) {
+        const std::uint32_t pos = j == 0 ? find_field(m, f, fh0) : m.find(f);
+        int code = FieldReply::no_field;
+        if (pos != hash_map_type::npos) {
+          if (!condition_met(flags, m.deadline(pos), when)) {
+            code = FieldReply::condition_not_met;
+          } else if (past) {
+            m.erase(pos);
+            ++deleted;
+            code = FieldReply::deleted;
+          } else {
+            m.set_deadline(pos, when);
+            ++set;
+            code = FieldReply::set;
+          }
+        }
+        out[j++] = code;
+      }
+    });
+    s.stats_.expired_subkeys += deleted;  // as Redis 7.4 counts a past field time (D24)
+    if (set != 0) s.emit(KeyEventCause::hexpire, s.ks_.entry(i));
+    if (deleted != 0) s.emit(KeyEventCause::hdel, s.ks_.entry(i));
+    if (set != 0 || deleted != 0) hash_changed(i, now);
+    return finish(Result<void>());
   }
-  template <class KK>
-  Result<std::vector<int>> hexpireat(const KK& key, std::int64_t s, std::initializer_list<field_type> f,
-                                     ExpireFlags flags = ExpireFlags::None) {
-    return hexpireat<KK, std::initializer_list<field_type>>(key, s, f, flags);
+
+  template <class KK, class Fields>
+  Result<void> field_times(const KK& key, const Fields& fields, FieldTimeQuery q, std::int64_t* out) {
+    const std::int64_t now = this->now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::read);
+    if (!r.ok()) return finish(Result<void>(r.error()));
+    std::size_t j = 0;
+    for (const auto& f : fields) {
+      std::int64_t t = FieldReply::no_field;
+      if (*r != kNoPos) {
+        const hash_map_type& m = map_at(*r);
+        const std::uint32_t pos = m.find(f);
+        if (pos != hash_map_type::npos) t = time_of(m.deadline(pos), now, q);
+      }
+      out[j++] = t;
+    }
+    return finish(Result<void>());
   }
-  template <class KK>
-  Result<std::vector<int>> hpexpireat(const KK& key, std::int64_t ms, std::initializer_list<field_type> f,
-                                      ExpireFlags flags = ExpireFlags::None) {
-    return hpexpireat<KK, std::initializer_list<field_type>>(key, ms, f, flags);
-  }
-  template <class KK>
-  Result<std::vector<std::int64_t>> httl(const KK& key, std::initializer_list<field_type> f) {
-    return httl<KK, std::initializer_list<field_type>>(key, f);
-  }
-  template <class KK>
-  Result<std::vector<std::int64_t>> hpttl(const KK& key, std::initializer_list<field_type> f) {
-    return hpttl<KK, std::initializer_list<field_type>>(key, f);
-  }
-  template <class KK>
-  Result<std::vector<std::int64_t>> hexpiretime(const KK& key, std::initializer_list<field_type> f) {
-    return hexpiretime<KK, std::initializer_list<field_type>>(key, f);
-  }
-  template <class KK>
-  Result<std::vector<std::int64_t>> hpexpiretime(const KK& key, std::initializer_list<field_type> f) {
-    return hpexpiretime<KK, std::initializer_list<field_type>>(key, f);
-  }
-  template <class KK>
-  Result<std::vector<int>> hpersist(const KK& key, std::initializer_list<field_type> f) {
-    return hpersist<KK, std::initializer_list<field_type>>(key, f);
+  template <class KK, class Fields>
+  Result<void> persist_fields(const KK& key, const Fields& fields, int* out) {
+    HashFieldOps& s = *this;
+    const std::int64_t now = s.now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok()) return finish(Result<void>(r.error()));
+    std::size_t j = 0, persisted = 0;
+    for (const auto& f : fields) {
+      int code = FieldReply::no_field;
+      if (*r != kNoPos) {
+        hash_map_type& m = map_at(*r);
+        const std::uint32_t pos = m.find(f);
+        if (pos != hash_map_type::npos) {
+          code = m.clear_deadline(pos) ? FieldReply::persisted : FieldReply::no_ttl;
+          if (code == FieldReply::persisted) ++persisted;
+        }
+      }
+      out[j++] = code;
+    }
+    if (persisted != 0) {
+      s.emit(KeyEventCause::hpersist, s.ks_.entry(*r));
+      hash_changed(*r, now);
+    }
+    return finish(Result<void>());
   }
 
   // The hasher every hash this store creates uses (keyed from Options::seed when given).
@@ -525,8 +529,6 @@ class HashFieldOps<Engine, V, true> : public Engine {
 
 
  private:
-  enum class TimeQuery { ttl_s, ttl_ms, at_s, at_ms };
-
   hash_map_type& map_at(std::uint32_t i) noexcept { return *traits::map(this->ks_.entry(i).value); }
 
   // A field's hash by the store's field hasher, taken before the hash is opened, so that
@@ -730,54 +732,15 @@ class HashFieldOps<Engine, V, true> : public Engine {
     return n;
   }
 
-  template <class KK, class It, class End>
-  Result<std::size_t> hset_range(const KK& key, It first, End last) {
-    const std::int64_t now = this->now_ms();
-    if (first == last) return finish(std::size_t{0});
-    Result<Opened> r = open_for_write(key, now, first->first, first->second);
-    if (!r.ok()) return finish(r.error());
-    std::size_t added = 0;
-    change(*r, now, [&](hash_map_type& m) {
-      for (; first != last; ++first) {
-        if (m.assign(first->first, first->second).second) ++added;
-      }
-    });
-    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
-    hash_changed(r->i, now);
-    return finish(added);
-  }
-
-  template <class KK, class It, class End>
-  Result<std::size_t> hdel_range(const KK& key, It first, End last) {
-    HashFieldOps& s = *this;
-    const std::int64_t now = s.now_ms();
-    Result<std::uint32_t> r = open(key, now, Access::write);
-    if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
-    const std::uint32_t i = *r;
-    std::size_t removed = 0;
-    change(i, now, [&](hash_map_type& m) {
-      for (; first != last && !m.empty(); ++first) {
-        const std::uint32_t pos = m.find(*first);
-        if (pos == hash_map_type::npos) continue;
-        m.erase(pos);
-        ++removed;
-      }
-    });
-    if (removed != 0) {
-      s.emit(KeyEventCause::hdel, s.ks_.entry(i));
-      hash_changed(i, now);
-    }
-    return finish(removed);
-  }
-
-  // The deadline of HEXPIRE's family from its time argument (research §1.2, D25): `unit` is
-  // 1000 for seconds, `absolute` for the AT forms.
-  static Result<std::int64_t> field_deadline(std::int64_t v, std::int64_t unit, bool absolute, std::int64_t now) {
-    if (v < 0) return Errc::negative_expire_time;
-    if (v > kMaxFieldDeadline / unit) return Errc::invalid_expire_time;
-    const std::int64_t ms = v * unit;
+  // The deadline of HEXPIRE's family from its time argument (research §1.2, D25).
+  static Result<std::int64_t> field_deadline(const FieldExpireRequest& req, std::int64_t now) {
+    if (req.amount < 0) return Errc::negative_expire_time;
+    if (req.overflowed) return Errc::invalid_expire_time;
+    const std::int64_t unit = req.unit == TimeUnit::seconds ? 1000 : 1;
+    if (req.amount > kMaxFieldDeadline / unit) return Errc::invalid_expire_time;
+    const std::int64_t ms = req.amount * unit;
     std::int64_t when = ms;
-    if (!absolute && !detail::checked_add(ms, now, when)) return Errc::invalid_expire_time;
+    if (req.base == TimeBase::relative && !detail::checked_add(ms, now, when)) return Errc::invalid_expire_time;
     if (when > kMaxFieldDeadline) return Errc::invalid_expire_time;
     if (when < 0 && when > now) return Errc::invalid_expire_time;  // a clock before 1970
     return when;
@@ -793,144 +756,19 @@ class HashFieldOps<Engine, V, true> : public Engine {
     return true;
   }
 
-  template <class KK, class Fields>
-  Result<void> expire_fields(const KK& key, std::int64_t v, std::int64_t unit, bool absolute, const Fields& fields,
-                             ExpireFlags flags, int* out) {
-    HashFieldOps& s = *this;
-    if (has(flags, ExpireFlags::NX) &&
-        (has(flags, ExpireFlags::XX) || has(flags, ExpireFlags::GT) || has(flags, ExpireFlags::LT))) {
-      return Errc::nx_and_xx_gt_lt;
-    }
-    if (has(flags, ExpireFlags::GT) && has(flags, ExpireFlags::LT)) return Errc::gt_and_lt;
-    const std::int64_t now = s.now_ms();
-    const Result<std::int64_t> w = field_deadline(v, unit, absolute, now);
-    if (!w.ok()) return w.error();
-    const std::int64_t when = *w;
-    const bool past = when <= now;
-    // The first field (usually the only one) is hashed while the hash is looked up.
-    const std::uint64_t fh0 = std::begin(fields) != std::end(fields) ? field_hash(*std::begin(fields)) : 0;
-    const std::size_t n = field_count(fields);
-    if (n == 1 && !past && flags == ExpireFlags::None && plain_field_write(KeyEventCause::hexpire)) {
-      const std::uint32_t i = find_plain_hash(key, now);
-      if (i != kNoPos) {
-        hash_map_type& m = map_at(i);
-        const std::uint32_t pos = find_field(m, *std::begin(fields), fh0);
-        if (pos == hash_map_type::npos) {
-          *out = FieldReply::no_field;
-        } else {
-          m.set_deadline(pos, when);
-          *out = FieldReply::set;
-          hash_changed(i, now);
-        }
-        return finish(Result<void>());
-      }
-    }
-    Result<std::uint32_t> r = open(key, now, Access::write);
-    if (!r.ok()) return finish(Result<void>(r.error()));
-    if (*r == kNoPos) {
-      std::fill(out, out + n, FieldReply::no_field);
-      return finish(Result<void>());
-    }
-    const std::uint32_t i = *r;
-    std::size_t set = 0, deleted = 0, j = 0;
-    change(i, now, [&](hash_map_type& m) {  // a first deadline allocates the deadline array
-      for (const auto& f : fields) {
-        const std::uint32_t pos = j == 0 ? find_field(m, f, fh0) : m.find(f);
-        int code = FieldReply::no_field;
-        if (pos != hash_map_type::npos) {
-          if (!condition_met(flags, m.deadline(pos), when)) {
-            code = FieldReply::condition_not_met;
-          } else if (past) {
-            m.erase(pos);
-            ++deleted;
-            code = FieldReply::deleted;
-          } else {
-            m.set_deadline(pos, when);
-            ++set;
-            code = FieldReply::set;
-          }
-        }
-        out[j++] = code;
-      }
-    });
-    s.stats_.expired_subkeys += deleted;  // as Redis 7.4 counts a past field time (D24)
-    if (set != 0) s.emit(KeyEventCause::hexpire, s.ks_.entry(i));
-    if (deleted != 0) s.emit(KeyEventCause::hdel, s.ks_.entry(i));
-    if (set != 0 || deleted != 0) hash_changed(i, now);
-    return finish(Result<void>());
-  }
-
-  template <class KK, class Fields>
-  Result<void> field_times(const KK& key, const Fields& fields, TimeQuery q, std::int64_t* out) {
-    const std::int64_t now = this->now_ms();
-    Result<std::uint32_t> r = open(key, now, Access::read);
-    if (!r.ok()) return finish(Result<void>(r.error()));
-    std::size_t j = 0;
-    for (const auto& f : fields) {
-      std::int64_t t = FieldReply::no_field;
-      if (*r != kNoPos) {
-        const hash_map_type& m = map_at(*r);
-        const std::uint32_t pos = m.find(f);
-        if (pos != hash_map_type::npos) t = time_of(m.deadline(pos), now, q);
-      }
-      out[j++] = t;
-    }
-    return finish(Result<void>());
-  }
   // One field's answer; `deadline` is live (now <= deadline) and within [0, 2^46). A clock
   // far before 1970 saturates the remaining time at INT64_MAX instead of overflowing.
-  static std::int64_t time_of(std::int64_t deadline, std::int64_t now, TimeQuery q) {
+  static std::int64_t time_of(std::int64_t deadline, std::int64_t now, FieldTimeQuery q) {
     if (deadline == kNoDeadline) return FieldReply::no_ttl;
     switch (q) {
-      case TimeQuery::ttl_ms: return detail::saturating_sub(deadline, now);
-      case TimeQuery::ttl_s: return ceil_div_1000(detail::saturating_sub(deadline, now));
-      case TimeQuery::at_ms: return deadline;
-      case TimeQuery::at_s: return ceil_div_1000(deadline);
+      case FieldTimeQuery::ttl_ms: return detail::saturating_sub(deadline, now);
+      case FieldTimeQuery::ttl_s: return ceil_div_1000(detail::saturating_sub(deadline, now));
+      case FieldTimeQuery::at_ms: return deadline;
+      case FieldTimeQuery::at_s: return ceil_div_1000(deadline);
     }
     return FieldReply::no_ttl;
   }
   static std::int64_t ceil_div_1000(std::int64_t ms) { return ms / 1000 + (ms % 1000 > 0 ? 1 : 0); }
-
-  template <class KK, class Fields>
-  Result<void> persist_fields(const KK& key, const Fields& fields, int* out) {
-    HashFieldOps& s = *this;
-    const std::int64_t now = s.now_ms();
-    Result<std::uint32_t> r = open(key, now, Access::write);
-    if (!r.ok()) return finish(Result<void>(r.error()));
-    std::size_t j = 0, persisted = 0;
-    for (const auto& f : fields) {
-      int code = FieldReply::no_field;
-      if (*r != kNoPos) {
-        hash_map_type& m = map_at(*r);
-        const std::uint32_t pos = m.find(f);
-        if (pos != hash_map_type::npos) {
-          code = m.clear_deadline(pos) ? FieldReply::persisted : FieldReply::no_ttl;
-          if (code == FieldReply::persisted) ++persisted;
-        }
-      }
-      out[j++] = code;
-    }
-    if (persisted != 0) {
-      s.emit(KeyEventCause::hpersist, s.ks_.entry(*r));
-      hash_changed(*r, now);
-    }
-    return finish(Result<void>());
-  }
-
-  template <class Fields, class Fill>
-  static Result<std::vector<int>> codes(const Fields& fields, Fill&& fill) {
-    std::vector<int> out(field_count(fields));
-    Result<void> r = fill(out.data());
-    if (!r.ok()) return r.error();
-    return out;
-  }
-  template <class Fields, class Fill>
-  static Result<std::vector<std::int64_t>> times(const Fields& fields, Fill&& fill) {
-    std::vector<std::int64_t> out(field_count(fields));
-    Result<void> r = fill(out.data());
-    if (!r.ok()) return r.error();
-    return out;
-  }
 
   // HINCRBY's view of a value: an integer, or a string holding one.
   static bool as_integer(const field_value_type& v, std::int64_t& out) {

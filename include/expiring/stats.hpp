@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace expiring {
@@ -117,4 +118,39 @@ struct TickReport {
   std::uint64_t field_quota = 0;     // the most it could reclaim this tick
 };
 
+namespace detail {
+
+// A sum over several stores (ConcurrentStore's shards), one part at a time: the counters add
+// up; the two averages (expired_stale_perc, avg_ttl) are averaged over the `parts`.
+inline void add_part(Stats& sum, const Stats& part, std::size_t parts) noexcept {
+  sum.keyspace_hits += part.keyspace_hits;
+  sum.keyspace_misses += part.keyspace_misses;
+  sum.expired_keys += part.expired_keys;
+  sum.expired_subkeys += part.expired_subkeys;
+  sum.evicted_keys += part.evicted_keys;
+  sum.expired_stale_perc += part.expired_stale_perc / static_cast<double>(parts);
+  sum.expired_time_cap_reached_count += part.expired_time_cap_reached_count;
+  sum.expire_cycle_cpu_microseconds += part.expire_cycle_cpu_microseconds;
+  sum.avg_ttl += part.avg_ttl / static_cast<std::int64_t>(parts);
+  sum.keys += part.keys;
+  sum.expires += part.expires;
+  sum.subexpiry += part.subexpiry;
+  sum.lazyfree_pending_objects += part.lazyfree_pending_objects;
+  sum.lazyfreed_objects += part.lazyfreed_objects;
+  sum.expired_lateness += part.expired_lateness;
+}
+inline void add_part(TickReport& sum, const TickReport& part) noexcept {
+  sum.ran = sum.ran || part.ran;
+  sum.rounds += part.rounds;
+  sum.sampled += part.sampled;
+  sum.expired += part.expired;
+  sum.time_cap_hit = sum.time_cap_hit || part.time_cap_hit;
+  sum.pass_completed = sum.pass_completed || part.pass_completed;
+  sum.elapsed_us += part.elapsed_us;
+  sum.lazyfreed += part.lazyfreed;
+  sum.fields_expired += part.fields_expired;
+  sum.field_quota += part.field_quota;
+}
+
+}  // namespace detail
 }  // namespace expiring

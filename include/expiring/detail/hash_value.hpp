@@ -35,6 +35,20 @@ bool is_empty_hash(const V& v) noexcept {
   }
 }
 
+// The field and value types of a store of hashes, for a face whose hash members are declared
+// whatever V is (ConcurrentStore: they fail to compile, with a message, unless V is a hash).
+struct NotAHash {};
+template <class V, bool IsHash = hash_value_traits<V>::enabled>
+struct HashTypes {
+  using field_type = NotAHash;
+  using value_type = NotAHash;
+};
+template <class V>
+struct HashTypes<V, true> {
+  using field_type = typename hash_value_traits<V>::map_type::field_type;
+  using value_type = typename hash_value_traits<V>::map_type::mapped_type;
+};
+
 // The layer between the engine and the store's face. For a value that is not a hash, nothing
 // but the engine; for a hash, the hash members (the specialisation in hash_fields.hpp).
 template <class Engine, class V, bool IsHash = hash_value_traits<V>::enabled>

@@ -1,0 +1,262 @@
+// expiring/api/hash_commands.hpp: the hash commands' overload sets, written once for every
+// store of hashes.
+//
+// ExpiringStore<K, FieldMap<F, V>> and ConcurrentStore<K, FieldMap<F, V>> answer Redis 7.4's
+// hash commands with per-field TTLs (hash_fields.hpp has the contract). Most of those commands
+// come in families that differ only in how their arguments are spelled: HEXPIRE, HPEXPIRE,
+// HEXPIREAT and HPEXPIREAT are one operation with a unit and a base; HTTL, HPTTL, HEXPIRETIME
+// and HPEXPIRETIME one query; each takes a range of fields or a braced list and answers into
+// a std::vector or into the caller's array. Each family is written here once, as thin
+// overloads over a few primitives that each store implements its own way (a probe of its
+// keyspace, a shard's lock). Code written against these members compiles against either store.
+//
+// The members (HashCommands<Store, F, V>, a base of each store of hashes):
+//
+//   hset(k, pairs)                              HSET k f v [f v ...]: a range of (field, value)
+//   hdel(k, fields)                             HDEL k f [f ...]
+//   hexpire(k, seconds | duration, fields [, flags])          HEXPIRE   (a duration: in ms)
+//   hpexpire(k, ms | duration, fields [, flags])              HPEXPIRE
+//   hexpireat(k, unix_s | system_clock time point, fields [, flags])  HEXPIREAT
+//   hpexpireat(k, unix_ms | system_clock time point, fields [, flags]) HPEXPIREAT
+//       -> std::vector<int>, one FieldReply code per field; or, with (..., flags, int* out),
+//          the codes written to out[0 .. size(fields)) and nothing allocated
+//   httl / hpttl / hexpiretime / hpexpiretime(k, fields)      -> std::vector<std::int64_t>;
+//       or (k, fields, std::int64_t* out)
+//   hpersist(k, fields)                                        -> std::vector<int>; or (k, fields, int* out)
+//
+// `fields` (and `pairs`) is any range, or a braced list: hdel(k, {"a", "b"}). std::chrono
+// values become ms rounded up; one beyond the int64 range of ms is Errc::invalid_expire_time
+// (after the flag errors). Errors and codes: hash_fields.hpp.
+//
+// The primitives a store provides (public: this base is nobody's friend):
+//   Result<std::size_t> hset_range(const KK&, It first, End last);
+//   Result<std::size_t> hdel_range(const KK&, It first, End last);
+//   Result<void> expire_fields(const KK&, const FieldExpireRequest&, const Fields&, int* out);
+//   Result<void> field_times(const KK&, const Fields&, FieldTimeQuery, std::int64_t* out);
+//   Result<void> persist_fields(const KK&, const Fields&, int* out);
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <iterator>
+#include <utility>
+#include <vector>
+
+#include "../detail/duration.hpp"
+#include "../error.hpp"
+#include "../options.hpp"
+
+namespace expiring {
+
+// The per-field replies of the field TTL commands, as Redis 7.4.
+struct FieldReply {
+  // HEXPIRE family, HTTL family, HPERSIST: no such field, or no such key.
+  static constexpr int no_field = -2;
+  // HEXPIRE family: NX, XX, GT or LT was not met (a field without TTL counts as +infinity).
+  static constexpr int condition_not_met = 0;
+  // HEXPIRE family: the deadline is set.
+  static constexpr int set = 1;
+  // HEXPIRE family: the time was now or in the past, so the field was deleted.
+  static constexpr int deleted = 2;
+  // HPERSIST and the HTTL family: the field has no TTL.
+  static constexpr int no_ttl = -1;
+  // HPERSIST: the field's TTL was removed.
+  static constexpr int persisted = 1;
+};
+
+// One call of the HEXPIRE family, as every overload below reduces it: what a store's
+// expire_fields() primitive takes.
+struct FieldExpireRequest {
+  std::int64_t amount = 0;  // a TTL (relative) or a Unix time (absolute), in `unit`
+  detail::TimeUnit unit = detail::TimeUnit::seconds;
+  detail::TimeBase base = detail::TimeBase::relative;
+  ExpireFlags flags = ExpireFlags::None;
+  bool overflowed = false;  // a std::chrono value beyond the int64 range of ms
+
+  static FieldExpireRequest hexpire(std::int64_t seconds, ExpireFlags f = ExpireFlags::None) {
+    return {seconds, detail::TimeUnit::seconds, detail::TimeBase::relative, f, false};
+  }
+  static FieldExpireRequest hpexpire(std::int64_t ms, ExpireFlags f = ExpireFlags::None) {
+    return {ms, detail::TimeUnit::ms, detail::TimeBase::relative, f, false};
+  }
+  static FieldExpireRequest hexpireat(std::int64_t unix_seconds, ExpireFlags f = ExpireFlags::None) {
+    return {unix_seconds, detail::TimeUnit::seconds, detail::TimeBase::absolute, f, false};
+  }
+  static FieldExpireRequest hpexpireat(std::int64_t unix_ms, ExpireFlags f = ExpireFlags::None) {
+    return {unix_ms, detail::TimeUnit::ms, detail::TimeBase::absolute, f, false};
+  }
+  // A duration or a time point, in ms rounded up (overflowed when beyond the range).
+  template <class Rep, class Period>
+  static FieldExpireRequest after(std::chrono::duration<Rep, Period> ttl, ExpireFlags f) {
+    const detail::CheckedMs ms = detail::to_ms(ttl);
+    return {ms.ms, detail::TimeUnit::ms, detail::TimeBase::relative, f, !ms.ok};
+  }
+  template <class D>
+  static FieldExpireRequest at(std::chrono::time_point<std::chrono::system_clock, D> when, ExpireFlags f) {
+    const detail::CheckedMs ms = detail::to_unix_ms(when);
+    return {ms.ms, detail::TimeUnit::ms, detail::TimeBase::absolute, f, !ms.ok};
+  }
+};
+
+// What the HTTL family asks of each field: the remaining time or the deadline, in s or ms.
+enum class FieldTimeQuery : std::uint8_t { ttl_s, ttl_ms, at_s, at_ms };
+
+namespace detail {
+// The number of fields of a call: any range, or a braced list.
+template <class Fields>
+std::size_t field_count(const Fields& fields) {
+  return static_cast<std::size_t>(std::distance(std::begin(fields), std::end(fields)));
+}
+}  // namespace detail
+
+namespace api {
+
+template <class Store, class F, class V>
+class HashCommands {
+  using Names = std::initializer_list<F>;  // what a braced list of fields becomes
+  using Pairs = std::initializer_list<std::pair<F, V>>;
+
+ public:
+  // ==== HSET with several fields, HDEL =================================================
+  // HSET: returns the number of fields added (an overwritten field loses its TTL).
+  template <class KK, class Range = Pairs>
+  Result<std::size_t> hset(const KK& key, const Range& pairs) {
+    return self().hset_range(key, std::begin(pairs), std::end(pairs));
+  }
+  // HDEL: returns the number of fields that were there.
+  template <class KK, class Fields = Names>
+  Result<std::size_t> hdel(const KK& key, const Fields& fields) {
+    return self().hdel_range(key, std::begin(fields), std::end(fields));
+  }
+
+  // ==== HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT =====================================
+  template <class KK, class Fields = Names>
+  Result<std::vector<int>> hexpire(const KK& key, std::int64_t seconds, const Fields& fields,
+                                   ExpireFlags flags = ExpireFlags::None) {
+    return codes(key, FieldExpireRequest::hexpire(seconds, flags), fields);
+  }
+  template <class KK, class Fields = Names>
+  Result<std::vector<int>> hpexpire(const KK& key, std::int64_t ms, const Fields& fields,
+                                    ExpireFlags flags = ExpireFlags::None) {
+    return codes(key, FieldExpireRequest::hpexpire(ms, flags), fields);
+  }
+  template <class KK, class Fields = Names>
+  Result<std::vector<int>> hexpireat(const KK& key, std::int64_t unix_seconds, const Fields& fields,
+                                     ExpireFlags flags = ExpireFlags::None) {
+    return codes(key, FieldExpireRequest::hexpireat(unix_seconds, flags), fields);
+  }
+  template <class KK, class Fields = Names>
+  Result<std::vector<int>> hpexpireat(const KK& key, std::int64_t unix_ms, const Fields& fields,
+                                      ExpireFlags flags = ExpireFlags::None) {
+    return codes(key, FieldExpireRequest::hpexpireat(unix_ms, flags), fields);
+  }
+  // The std::chrono forms: a duration for hexpire()/hpexpire(), a system_clock time point for
+  // hexpireat()/hpexpireat().
+  template <class KK, class Rep, class Period, class Fields = Names>
+  Result<std::vector<int>> hexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, const Fields& fields,
+                                   ExpireFlags flags = ExpireFlags::None) {
+    return codes(key, FieldExpireRequest::after(ttl, flags), fields);
+  }
+  template <class KK, class Rep, class Period, class Fields = Names>
+  Result<std::vector<int>> hpexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, const Fields& fields,
+                                    ExpireFlags flags = ExpireFlags::None) {
+    return codes(key, FieldExpireRequest::after(ttl, flags), fields);
+  }
+  template <class KK, class D, class Fields = Names>
+  Result<std::vector<int>> hexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
+                                     const Fields& fields, ExpireFlags flags = ExpireFlags::None) {
+    return codes(key, FieldExpireRequest::at(when, flags), fields);
+  }
+  template <class KK, class D, class Fields = Names>
+  Result<std::vector<int>> hpexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
+                                      const Fields& fields, ExpireFlags flags = ExpireFlags::None) {
+    return codes(key, FieldExpireRequest::at(when, flags), fields);
+  }
+  // The same into out[0 .. size(fields)), allocating nothing.
+  template <class KK, class Fields = Names>
+  Result<void> hexpire(const KK& key, std::int64_t seconds, const Fields& fields, ExpireFlags flags, int* out) {
+    return self().expire_fields(key, FieldExpireRequest::hexpire(seconds, flags), fields, out);
+  }
+  template <class KK, class Fields = Names>
+  Result<void> hpexpire(const KK& key, std::int64_t ms, const Fields& fields, ExpireFlags flags, int* out) {
+    return self().expire_fields(key, FieldExpireRequest::hpexpire(ms, flags), fields, out);
+  }
+  template <class KK, class Fields = Names>
+  Result<void> hexpireat(const KK& key, std::int64_t unix_seconds, const Fields& fields, ExpireFlags flags, int* out) {
+    return self().expire_fields(key, FieldExpireRequest::hexpireat(unix_seconds, flags), fields, out);
+  }
+  template <class KK, class Fields = Names>
+  Result<void> hpexpireat(const KK& key, std::int64_t unix_ms, const Fields& fields, ExpireFlags flags, int* out) {
+    return self().expire_fields(key, FieldExpireRequest::hpexpireat(unix_ms, flags), fields, out);
+  }
+
+  // ==== HTTL / HPTTL / HEXPIRETIME / HPEXPIRETIME =======================================
+  template <class KK, class Fields = Names>
+  Result<std::vector<std::int64_t>> httl(const KK& key, const Fields& fields) {
+    return times(key, fields, FieldTimeQuery::ttl_s);
+  }
+  template <class KK, class Fields = Names>
+  Result<std::vector<std::int64_t>> hpttl(const KK& key, const Fields& fields) {
+    return times(key, fields, FieldTimeQuery::ttl_ms);
+  }
+  template <class KK, class Fields = Names>
+  Result<std::vector<std::int64_t>> hexpiretime(const KK& key, const Fields& fields) {
+    return times(key, fields, FieldTimeQuery::at_s);
+  }
+  template <class KK, class Fields = Names>
+  Result<std::vector<std::int64_t>> hpexpiretime(const KK& key, const Fields& fields) {
+    return times(key, fields, FieldTimeQuery::at_ms);
+  }
+  template <class KK, class Fields = Names>
+  Result<void> httl(const KK& key, const Fields& fields, std::int64_t* out) {
+    return self().field_times(key, fields, FieldTimeQuery::ttl_s, out);
+  }
+  template <class KK, class Fields = Names>
+  Result<void> hpttl(const KK& key, const Fields& fields, std::int64_t* out) {
+    return self().field_times(key, fields, FieldTimeQuery::ttl_ms, out);
+  }
+  template <class KK, class Fields = Names>
+  Result<void> hexpiretime(const KK& key, const Fields& fields, std::int64_t* out) {
+    return self().field_times(key, fields, FieldTimeQuery::at_s, out);
+  }
+  template <class KK, class Fields = Names>
+  Result<void> hpexpiretime(const KK& key, const Fields& fields, std::int64_t* out) {
+    return self().field_times(key, fields, FieldTimeQuery::at_ms, out);
+  }
+
+  // ==== HPERSIST ========================================================================
+  template <class KK, class Fields = Names>
+  Result<std::vector<int>> hpersist(const KK& key, const Fields& fields) {
+    std::vector<int> out(detail::field_count(fields));
+    Result<void> r = self().persist_fields(key, fields, out.data());
+    if (!r.ok()) return r.error();
+    return out;
+  }
+  template <class KK, class Fields = Names>
+  Result<void> hpersist(const KK& key, const Fields& fields, int* out) {
+    return self().persist_fields(key, fields, out);
+  }
+
+ private:
+  Store& self() noexcept { return static_cast<Store&>(*this); }
+
+  template <class KK, class Fields>
+  Result<std::vector<int>> codes(const KK& key, const FieldExpireRequest& req, const Fields& fields) {
+    std::vector<int> out(detail::field_count(fields));
+    Result<void> r = self().expire_fields(key, req, fields, out.data());
+    if (!r.ok()) return r.error();
+    return out;
+  }
+  template <class KK, class Fields>
+  Result<std::vector<std::int64_t>> times(const KK& key, const Fields& fields, FieldTimeQuery q) {
+    std::vector<std::int64_t> out(detail::field_count(fields));
+    Result<void> r = self().field_times(key, fields, q, out.data());
+    if (!r.ok()) return r.error();
+    return out;
+  }
+};
+
+}  // namespace api
+}  // namespace expiring
