@@ -27,6 +27,7 @@
 #include "backend/servers.hpp"
 #include "expiring/concurrent_store.hpp"
 #include "expiring/expiring_store.hpp"
+#include "expiring/field_map.hpp"
 #include "expiring/redis_store.hpp"
 
 namespace backend_test {
@@ -169,6 +170,10 @@ using InProcessInt = InProcessOf<std::int64_t>;
 using ConcurrentInt = ConcurrentOf<std::int64_t>;
 using StandaloneInt = StandaloneOf<std::int64_t>;
 using ClusterInt = ClusterOf<std::int64_t>;
+// The backends of hashes with field TTLs (FieldMap values; RedisStore has no hash members yet).
+using FieldHash = expiring::FieldMap<Str, Str>;
+using InProcessHash = InProcessOf<FieldHash>;
+using ConcurrentHash = ConcurrentOf<FieldHash>;
 
 // ---- One call shape over every store --------------------------------------------------------
 
@@ -181,6 +186,19 @@ auto get(S& s, const KK& key) {
     return r != nullptr ? std::optional<V>(*r) : std::optional<V>();
   } else {
     return r;
+  }
+}
+
+// hget() as an optional copy (ExpiringStore returns a pointer); an error reads as nullopt
+// (a case that expects one checks hget()'s Result itself).
+template <class S, class KK, class FF>
+std::optional<Str> hget(S& s, const KK& key, const FF& field) {
+  const auto r = s.hget(key, field);
+  if (!r.ok()) return std::nullopt;
+  if constexpr (std::is_pointer_v<std::decay_t<decltype(*r)>>) {
+    return *r != nullptr ? std::optional<Str>(**r) : std::nullopt;
+  } else {
+    return *r;
   }
 }
 

@@ -1,0 +1,164 @@
+// tests/backend/test_conformance_hashes.cpp: hashes with field TTLs (Redis 7.4), one contract
+// over every store of hashes: ExpiringStore and ConcurrentStore of FieldMap<string, string>
+// on a ManualClock (backends.hpp). The same code compiles against each: the multi-field and
+// time-argument forms come from api/hash_commands.hpp on both.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/backends.hpp"
+#include "catch.hpp"
+
+using backend_test::hget;
+using backend_test::Str;
+using expiring::Errc;
+using expiring::ExpireFlags;
+using expiring::FieldReply;
+using Codes = std::vector<int>;
+using Times = std::vector<std::int64_t>;
+using Pairs = std::vector<std::pair<Str, Str>>;
+using Names = std::vector<Str>;
+
+#define HASH_BACKENDS backend_test::InProcessHash, backend_test::ConcurrentHash
+
+#define BACKEND_SETUP()                                                   \
+  TestType b;                                                             \
+  if (!b.ready()) EXPIRING_SKIP(TestType::kName << ": " << b.why());      \
+  auto& s = b.store()
+
+namespace {
+constexpr std::int64_t kCap = (std::int64_t{1} << 46) - 1;  // the largest field deadline
+
+template <class S>
+Pairs all_fields(S& s, const Str& key) {
+  auto r = s.hgetall(key);
+  REQUIRE(r.ok());
+  Pairs p = r.value();
+  std::sort(p.begin(), p.end());
+  return p;
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("conformance hashes: HSET, HGET, HMGET, HDEL, HLEN, HEXISTS, HGETALL", "[conformance][hashes]",
+                   HASH_BACKENDS) {
+  BACKEND_SETUP();
+  CHECK(s.hlen("h") == std::size_t{0});
+  CHECK(s.hset("h", "a", "1") == std::size_t{1});
+  CHECK(s.hset("h", "a", "2") == std::size_t{0});
+  CHECK(s.hset("h", Pairs{{"b", "3"}, {"c", "4"}}) == std::size_t{2});
+  CHECK(s.hset("h", {{"c", "5"}, {"d", "6"}}) == std::size_t{1});
+  CHECK(s.hsetnx("h", "a", "x") == false);
+  CHECK(s.hsetnx("h", "e", "7") == true);
+  CHECK(hget(s, "h", "a") == std::optional<Str>("2"));
+  CHECK(hget(s, "h", "zz") == std::nullopt);
+  CHECK(hget(s, "nokey", "a") == std::nullopt);
+  CHECK(s.hlen("h") == std::size_t{5});
+  CHECK(s.hexists("h", "d") == true);
+  CHECK(s.hexists("h", "zz") == false);
+  CHECK(all_fields(s, "h") == Pairs{{"a", "2"}, {"b", "3"}, {"c", "5"}, {"d", "6"}, {"e", "7"}});
+  auto keys = s.hkeys("h").value();
+  std::sort(keys.begin(), keys.end());
+  CHECK(keys == Names{"a", "b", "c", "d", "e"});
+  CHECK(s.hvals("h").value().size() == 5);
+  CHECK(s.hdel("h", Names{"a", "zz", "b"}) == std::size_t{2});
+  CHECK(s.hdel("h", {"c"}) == std::size_t{1});
+  CHECK(s.hincrby("h", "n", 5) == std::int64_t{5});
+  CHECK(s.hincrby("h", "n", -7) == std::int64_t{-2});
+  CHECK(s.hincrby("h", "e", 1) == std::int64_t{8});
+  CHECK(s.hset("h", "x", "abc") == std::size_t{1});
+  CHECK(s.hincrby("h", "x", 1) == Errc::not_an_integer);
+  CHECK(s.hincrby("h", "n", std::numeric_limits<std::int64_t>::min()) == Errc::overflow);
+  CHECK(hget(s, "h", "n") == std::optional<Str>("-2"));
+  // The last field's HDEL deletes the key.
+  CHECK(s.hdel("h", Names{"d", "e", "n", "x"}) == std::size_t{4});
+  CHECK_FALSE(s.exists("h"));
+}
+
+TEMPLATE_TEST_CASE("conformance hashes: the HEXPIRE family, its flags and codes", "[conformance][hashes]",
+                   HASH_BACKENDS) {
+  BACKEND_SETUP();
+  CHECK(s.hexpire("h", 100, {"a"}) == Codes{FieldReply::no_field});  // no key
+  CHECK(s.hset("h", {{"a", "1"}, {"b", "2"}, {"c", "3"}}) == std::size_t{3});
+  CHECK(s.hexpire("h", 100, {"a", "zz"}) == Codes{FieldReply::set, FieldReply::no_field});
+  CHECK(s.hexpire("h", 200, {"a", "b"}, ExpireFlags::NX) == Codes{FieldReply::condition_not_met, FieldReply::set});
+  CHECK(s.hexpire("h", 300, {"a", "c"}, ExpireFlags::XX) == Codes{FieldReply::set, FieldReply::condition_not_met});
+  CHECK(s.hexpire("h", 250, {"a", "c"}, ExpireFlags::GT) == Codes{FieldReply::condition_not_met, FieldReply::condition_not_met});
+  CHECK(s.hexpire("h", 250, {"a", "c"}, ExpireFlags::LT) == Codes{FieldReply::set, FieldReply::set});
+  CHECK(s.httl("h", {"a", "b", "c", "zz"}) == Times{250, 200, 250, FieldReply::no_field});
+  CHECK(s.hpttl("h", {"b"}) == Times{200'000});
+  const std::int64_t now = b.now_ms();
+  CHECK(s.hpexpiretime("h", {"b"}) == Times{now + 200'000});
+  CHECK(s.hexpiretime("h", {"b"}) == Times{(now + 200'000 + 999) / 1000});
+  CHECK(s.hpexpire("h", 1500, {"c"}) == Codes{FieldReply::set});
+  CHECK(s.httl("h", {"c"}) == Times{2});  // rounded up
+  CHECK(s.hpexpireat("h", now + 5000, {"c"}) == Codes{FieldReply::set});
+  CHECK(s.hpexpiretime("h", {"c"}) == Times{now + 5000});
+  CHECK(s.hexpireat("h", now / 1000 + 10, {"c"}) == Codes{FieldReply::set});
+  CHECK(s.hexpiretime("h", {"c"}) == Times{now / 1000 + 10});
+  // std::chrono forms, the array form.
+  CHECK(s.hpexpire("h", std::chrono::seconds(7), {"c"}) == Codes{FieldReply::set});
+  CHECK(s.hpttl("h", {"c"}) == Times{7000});
+  CHECK(s.hpexpireat("h", std::chrono::system_clock::time_point(std::chrono::milliseconds(now + 9000)), {"c"}) ==
+        Codes{FieldReply::set});
+  CHECK(s.hpexpiretime("h", {"c"}) == Times{now + 9000});
+  int out[2] = {7, 7};
+  CHECK(s.hpexpire("h", 8000, Names{"c", "zz"}, ExpireFlags::None, out).ok());
+  CHECK(out[0] == FieldReply::set);
+  CHECK(out[1] == FieldReply::no_field);
+  // HPERSIST.
+  CHECK(s.hpersist("h", {"a", "a", "zz"}) == Codes{FieldReply::persisted, FieldReply::no_ttl, FieldReply::no_field});
+  CHECK(s.httl("h", {"a"}) == Times{FieldReply::no_ttl});
+  // A time at or before now deletes the field (conditions first).
+  CHECK(s.hpexpireat("h", now - 1, {"a"}, ExpireFlags::GT) == Codes{FieldReply::condition_not_met});
+  CHECK(s.hpexpireat("h", now, {"a"}) == Codes{FieldReply::deleted});
+  CHECK(s.hexpire("h", 0, {"b", "c"}) == Codes{FieldReply::deleted, FieldReply::deleted});
+  CHECK_FALSE(s.exists("h"));  // the last field went, and the key with it
+}
+
+TEMPLATE_TEST_CASE("conformance hashes: field TTL errors change nothing", "[conformance][hashes]", HASH_BACKENDS) {
+  BACKEND_SETUP();
+  CHECK(s.hset("h", "a", "1") == std::size_t{1});
+  CHECK(s.hexpire("h", -1, {"a"}) == Errc::negative_expire_time);
+  CHECK(s.hpexpireat("h", kCap + 1, {"a"}) == Errc::invalid_expire_time);
+  CHECK(s.hexpireat("h", kCap / 1000 + 1, {"a"}) == Errc::invalid_expire_time);
+  CHECK(s.hpexpire("h", kCap, {"a"}) == Errc::invalid_expire_time);  // now + cap is beyond it
+  CHECK(s.hpexpire("h", std::chrono::hours::max(), {"a"}) == Errc::invalid_expire_time);
+  CHECK(s.hexpire("h", 10, {"a"}, ExpireFlags::NX | ExpireFlags::XX) == Errc::nx_and_xx_gt_lt);
+  CHECK(s.hexpire("h", 10, {"a"}, ExpireFlags::GT | ExpireFlags::LT) == Errc::gt_and_lt);
+  CHECK(s.hpexpireat("h", kCap, {"a"}) == Codes{FieldReply::set});  // the cap itself is allowed
+  CHECK(s.hpexpiretime("h", {"a"}) == Times{kCap});
+  CHECK(s.hpexpire("h", -5, {"a"}) == Errc::negative_expire_time);
+  CHECK(s.hpexpiretime("h", {"a"}) == Times{kCap});
+}
+
+TEMPLATE_TEST_CASE("conformance hashes: fields expire when their time has passed", "[conformance][hashes]",
+                   HASH_BACKENDS) {
+  BACKEND_SETUP();
+  CHECK(s.hset("h", {{"a", "1"}, {"b", "2"}}) == std::size_t{2});
+  CHECK(s.hpexpire("h", 100, {"a"}) == Codes{FieldReply::set});
+  CHECK(s.hpexpire("k2", 100, {"a"}) == Codes{FieldReply::no_field});
+  CHECK(s.hset("k2", "only", "x") == std::size_t{1});
+  CHECK(s.hpexpire("k2", 100, {"only"}) == Codes{FieldReply::set});
+  b.pass(100);
+  CHECK(hget(s, "h", "a") == std::optional<Str>("1"));  // live at its deadline
+  b.pass(1);
+  CHECK(hget(s, "h", "a") == std::nullopt);
+  CHECK(s.hlen("h") == std::size_t{1});
+  CHECK(all_fields(s, "h") == Pairs{{"b", "2"}});
+  (void)s.tick();  // reclaims k2's only field: the key goes
+  CHECK_FALSE(s.exists("k2"));
+  CHECK(s.hset("h", "a", "3") == std::size_t{1});  // a stale field counts as absent
+  // HSET clears a field's TTL; HINCRBY keeps it.
+  CHECK(s.hpexpire("h", 1000, {"a", "b"}) == Codes{FieldReply::set, FieldReply::set});
+  CHECK(s.hset("h", "a", "4") == std::size_t{0});
+  CHECK(s.hpttl("h", {"a"}) == Times{FieldReply::no_ttl});
+  CHECK(s.hset("h", "b", "10") == std::size_t{0});
+  CHECK(s.hpexpire("h", 1000, {"b"}) == Codes{FieldReply::set});
+  CHECK(s.hincrby("h", "b", 1) == std::int64_t{11});
+  CHECK(s.hpttl("h", {"b"}) == Times{1000});
+}
