@@ -11,7 +11,8 @@
 // * A listener may call the store from a hash event (events go out after the lock).
 // * Threads: hincrby() is atomic per key (no lost update); writers, readers, a clock and a
 //   ticker run together (TSan checks the locking), and the store is consistent afterwards.
-// Catch2 v2's assertions are not thread-safe: worker threads only record what they saw.
+// Every store uses TestPolicy (the suite is built once per expiry policy). Catch2 v2's
+// assertions are not thread-safe: worker threads only record what they saw.
 #include <expiring/concurrent_store.hpp>
 #include <expiring/field_map.hpp>
 
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_policy.hpp"
 #include "test_tsan.hpp"
 
 namespace {
@@ -51,8 +53,8 @@ constexpr std::int64_t T0 = 1'700'000'000'000;
 constexpr std::int64_t kCap = (std::int64_t{1} << 46) - 1;
 
 using FM = expiring::FieldMap<std::string, std::string>;
-using Ref = expiring::Store<std::string, FM, ManualClock>;
-using CStore = expiring::ConcurrentStore<std::string, FM, ManualClock>;
+using Ref = expiring::Store<std::string, FM, ManualClock, TestPolicy>;
+using CStore = expiring::ConcurrentStore<std::string, FM, ManualClock, TestPolicy>;
 using Names = std::vector<std::string>;
 
 Options test_options(std::uint64_t seed) {
