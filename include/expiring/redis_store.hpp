@@ -72,6 +72,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/hash_commands.hpp"
 #include "api/key_commands.hpp"
 #include "client/codec.hpp"
 #include "client/connection.hpp"
@@ -79,6 +80,7 @@
 #include "client/pool.hpp"
 #include "client/router.hpp"
 #include "detail/arith.hpp"
+#include "detail/hash_value.hpp"
 #include "error.hpp"
 #include "options.hpp"
 #include "stats.hpp"
@@ -135,12 +137,21 @@ struct RedisOptions {
 };
 
 template <class K, class V, class KeyCodec = RedisCodec<K>, class ValueCodec = RedisCodec<V>>
-class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec>, V> {
+class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec>, V>,
+                   public api::HashCommands<RedisStore<K, V, KeyCodec, ValueCodec>,
+                                            typename detail::HashTypes<V>::field_type,
+                                            typename detail::HashTypes<V>::value_type> {
   using commands_type = api::KeyCommands<RedisStore, V>;
+  using hash_commands_type = api::HashCommands<RedisStore, typename detail::HashTypes<V>::field_type,
+                                               typename detail::HashTypes<V>::value_type>;
 
  public:
   using key_type = K;
   using mapped_type = V;
+  // A store of hashes (V a FieldMap<F, FV>): its fields' and their values' types, each sent
+  // through its RedisCodec.
+  using hash_field_type = typename detail::HashTypes<V>::field_type;
+  using hash_value_type = typename detail::HashTypes<V>::value_type;
   static constexpr std::int64_t kNoKey = -2;
   static constexpr std::int64_t kNoTtl = -1;
 
@@ -470,6 +481,170 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     return removed;
   }
 
+  // ==== Hashes with field TTLs: RedisStore<K, FieldMap<F, FV>> ===================================
+  // The hash members of hash_fields.hpp over HSET, HGET, ..., HEXPIRE, HTTL, HPERSIST, with
+  // the same results (one code per field) and errors; values by copy, as ConcurrentStore's.
+  // The field-TTL commands need Redis 7.4 or later (or expiring-server): against an older
+  // server they throw RedisError(Errc::server_error) naming the server's version. Two forms
+  // the in-process stores accept have no single Redis command: HSET and HDEL of no field
+  // (answered 0 here without a round trip, as in-process), and ExpireFlags XX|LT on fields
+  // (HEXPIRE takes one flag: XX|GT is sent as GT, which means the same; XX|LT throws
+  // std::invalid_argument). hvisit() reads the hash with HGETALL and then calls fn on the copy.
+  // On a store whose values are not hashes, these members do not compile.
+
+  // HSET of one field: 1 if it is new, else 0 (an overwrite clears its TTL).
+  template <class KK, class FF, class VV>
+  Result<std::size_t> hset(const KK& key, const FF& field, const VV& value) {
+    client::Cmd c = hash_cmd("HSET", key);
+    add_field(c, field);
+    add_field_value(c, value);
+    return hash_count(c, false);
+  }
+  using hash_commands_type::hset;
+  template <class KK, class FF, class VV>
+  Result<bool> hsetnx(const KK& key, const FF& field, const VV& value) {
+    client::Cmd c = hash_cmd("HSETNX", key);
+    add_field(c, field);
+    add_field_value(c, value);
+    const Result<std::size_t> r = hash_count(c, false);
+    if (!r.ok()) return r.error();
+    return *r == 1;
+  }
+  template <class KK, class FF>
+  Result<std::optional<hash_value_type>> hget(const KK& key, const FF& field) {
+    client::Cmd c = hash_cmd("HGET", key);
+    add_field(c, field);
+    client::Reply r = read(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return field_value_of(*r, c);
+  }
+  // HMGET: out[j] = fields[j]'s value or nullopt; returns the number found.
+  template <class KK, class Fields>
+  Result<std::size_t> hmget(const KK& key, const Fields& fields, std::optional<hash_value_type>* out) {
+    const std::size_t n = detail::field_count(fields);
+    if (n == 0) return std::size_t{0};
+    client::Cmd c = hash_cmd("HMGET", key);
+    for (const auto& f : fields) add_field(c, f);
+    client::Reply r = read(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) throw unexpected(*r, c);
+    std::size_t found = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      out[j] = field_value_of(*r->element[j], c);
+      found += out[j] ? 1u : 0u;
+    }
+    return found;
+  }
+  template <class KK>
+  Result<std::size_t> hlen(const KK& key) {
+    return hash_count(hash_cmd("HLEN", key), true);
+  }
+  template <class KK, class FF>
+  Result<bool> hexists(const KK& key, const FF& field) {
+    client::Cmd c = hash_cmd("HEXISTS", key);
+    add_field(c, field);
+    const Result<std::size_t> r = hash_count(c, true);
+    if (!r.ok()) return r.error();
+    return *r == 1;
+  }
+  // HGETALL, then fn(const F&, const FV&) per field of the copy. Returns the number of fields.
+  template <class KK, class Fn>
+  Result<std::size_t> hvisit(const KK& key, Fn&& fn) {
+    Result<std::vector<std::pair<hash_field_type, hash_value_type>>> all = hgetall(key);
+    if (!all.ok()) return all.error();
+    for (const auto& p : *all) fn(p.first, p.second);
+    return all->size();
+  }
+  template <class KK>
+  Result<std::vector<std::pair<hash_field_type, hash_value_type>>> hgetall(const KK& key) {
+    client::Cmd c = hash_cmd("HGETALL", key);
+    client::Reply r = read(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    std::vector<std::pair<hash_field_type, hash_value_type>> out;
+    for_each_pair(*r, c, [&](const redisReply& f, const redisReply& v) {
+      out.emplace_back(field_of(f, c), *field_value_of(v, c));
+    });
+    return out;
+  }
+  template <class KK>
+  Result<std::vector<hash_field_type>> hkeys(const KK& key) {
+    client::Cmd c = hash_cmd("HKEYS", key);
+    client::Reply r = read(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    if (r->type != REDIS_REPLY_ARRAY) throw unexpected(*r, c);
+    std::vector<hash_field_type> out;
+    for (std::size_t j = 0; j < r->elements; ++j) out.push_back(field_of(*r->element[j], c));
+    return out;
+  }
+  template <class KK>
+  Result<std::vector<hash_value_type>> hvals(const KK& key) {
+    client::Cmd c = hash_cmd("HVALS", key);
+    client::Reply r = read(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    if (r->type != REDIS_REPLY_ARRAY) throw unexpected(*r, c);
+    std::vector<hash_value_type> out;
+    for (std::size_t j = 0; j < r->elements; ++j) out.push_back(*field_value_of(*r->element[j], c));
+    return out;
+  }
+  template <class KK, class FF>
+  Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
+    client::Cmd c = hash_cmd("HINCRBY", key);
+    add_field(c, field);
+    c.arg(delta);
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    return integer_of(*r, c);
+  }
+  // The primitives of api/hash_commands.hpp.
+  template <class KK, class It, class End>
+  Result<std::size_t> hset_range(const KK& key, It first, End last) {
+    if (first == last) return std::size_t{0};
+    client::Cmd c = hash_cmd("HSET", key);
+    for (; first != last; ++first) {
+      add_field(c, first->first);
+      add_field_value(c, first->second);
+    }
+    return hash_count(c, false);
+  }
+  template <class KK, class It, class End>
+  Result<std::size_t> hdel_range(const KK& key, It first, End last) {
+    if (first == last) return std::size_t{0};
+    client::Cmd c = hash_cmd("HDEL", key);
+    for (; first != last; ++first) add_field(c, *first);
+    return hash_count(c, false);
+  }
+  template <class KK, class Fields>
+  Result<void> expire_fields(const KK& key, const FieldExpireRequest& req, const Fields& fields, int* out) {
+    if (const std::optional<Errc> e = flag_error(req.flags)) return *e;
+    const bool seconds = req.unit == detail::TimeUnit::seconds;
+    const bool absolute = req.base == detail::TimeBase::absolute;
+    static constexpr const char* kNames[2][2] = {{"HPEXPIRE", "HPEXPIREAT"}, {"HEXPIRE", "HEXPIREAT"}};
+    client::Cmd c = hash_cmd(kNames[seconds ? 1 : 0][absolute ? 1 : 0], key);
+    // Beyond the int64 range of ms: INT64_MAX, which the server refuses as the in-process
+    // store refuses the overflow (invalid expire time, after a negative time's error).
+    c.arg(req.overflowed ? std::numeric_limits<std::int64_t>::max() : req.amount);
+    if (has(req.flags, ExpireFlags::XX) && has(req.flags, ExpireFlags::LT)) {
+      throw std::invalid_argument("expiring::RedisStore: HEXPIRE takes one of NX, XX, GT, LT: XX with LT has no equivalent");
+    }
+    if (has(req.flags, ExpireFlags::NX)) c.arg("NX");
+    if (has(req.flags, ExpireFlags::GT)) {
+      c.arg("GT");  // XX|GT: GT alone means the same (a field without TTL fails both)
+    } else if (has(req.flags, ExpireFlags::XX)) {
+      c.arg("XX");
+    }
+    if (has(req.flags, ExpireFlags::LT)) c.arg("LT");
+    return per_field(c, fields, /*idempotent=*/false, out);
+  }
+  template <class KK, class Fields>
+  Result<void> field_times(const KK& key, const Fields& fields, FieldTimeQuery q, std::int64_t* out) {
+    static constexpr const char* kNames[] = {"HTTL", "HPTTL", "HEXPIRETIME", "HPEXPIRETIME"};
+    return per_field(hash_cmd(kNames[static_cast<int>(q)], key), fields, /*idempotent=*/true, out);
+  }
+  template <class KK, class Fields>
+  Result<void> persist_fields(const KK& key, const Fields& fields, int* out) {
+    return per_field(hash_cmd("HPERSIST", key), fields, /*idempotent=*/false, out);
+  }
+
   // ==== Members with no server analogue, and the client's own ========================================
 
   // Does nothing: the server expires keys itself.
@@ -784,6 +959,95 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
       throw RedisError(Errc::protocol_error, std::string(c.name()) + ": a stored value does not decode as the value type");
     }
     return v;
+  }
+
+  // ---- Hashes ----------------------------------------------------------------------------
+
+  using FieldCodec = RedisCodec<hash_field_type>;
+  using FieldValueCodec = RedisCodec<hash_value_type>;
+
+  template <class KK>
+  client::Cmd hash_cmd(const char* name, const KK& key) {
+    static_assert(hash_value_traits<V>::enabled,
+                  "expiring: hash members need a store of hashes, RedisStore<K, FieldMap<F, V>> "
+                  "(include <expiring/field_map.hpp>)");
+    client::Cmd c(name);
+    add_key(c, key);
+    return c;
+  }
+  template <class FF>
+  static void add_field(client::Cmd& c, const FF& f) {
+    std::string b;
+    encode_as<hash_field_type, FieldCodec>(f, b);
+    c.arg(b);
+  }
+  template <class VV>
+  static void add_field_value(client::Cmd& c, const VV& v) {
+    std::string b;
+    encode_as<hash_value_type, FieldValueCodec>(v, b);
+    c.arg(b);
+  }
+  // A command answering an integer count, or an error a Result carries.
+  Result<std::size_t> hash_count(const client::Cmd& c, bool idempotent) {
+    client::Reply r = run(c, idempotent);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    const std::int64_t n = integer_of(*r, c);
+    if (n < 0) throw unexpected(*r, c);
+    return static_cast<std::size_t>(n);
+  }
+  // A field command's FIELDS n f... and its array of integers into out[0 .. n).
+  template <class Fields, class T>
+  Result<void> per_field(client::Cmd c, const Fields& fields, bool idempotent, T* out) {
+    const std::size_t n = detail::field_count(fields);
+    c.arg("FIELDS").arg(static_cast<std::int64_t>(n));
+    for (const auto& f : fields) add_field(c, f);
+    client::Reply r = run(c, idempotent);
+    if (client::is_error(*r) && client::starts_with(client::text(*r), "ERR unknown command")) {
+      throw RedisError(Errc::server_error, std::string(c.name()) + ": this server (" + server_version() +
+                                               ") has no hash field TTLs: they need Redis 7.4 or later");
+    }
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) throw unexpected(*r, c);
+    for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<T>(integer_of(*r->element[j], c));
+    return {};
+  }
+  // "redis_version X" from INFO server of the first master, for an error message.
+  std::string server_version() {
+    try {
+      client::NodePool* n = router_.masters().front();
+      client::NodePool::Lease conn = n->acquire();
+      client::Reply r = conn->call(client::Cmd("INFO").arg("server"));
+      const std::string_view t = client::text(*r);
+      const std::size_t at = t.find("redis_version:");
+      if (at == std::string_view::npos) return "redis_version unknown";
+      const std::size_t end = t.find_first_of("\r\n", at);
+      return "redis_version " + std::string(t.substr(at + 14, end == std::string_view::npos ? end : end - at - 14));
+    } catch (const std::exception&) {
+      return "redis_version unknown";
+    }
+  }
+  static hash_field_type field_of(const redisReply& r, const client::Cmd& c) {
+    if (r.type != REDIS_REPLY_STRING) throw unexpected(r, c);
+    hash_field_type f{};
+    if (!FieldCodec::decode(client::text(r), f)) {
+      throw RedisError(Errc::protocol_error, std::string(c.name()) + ": a field does not decode as the field type");
+    }
+    return f;
+  }
+  static std::optional<hash_value_type> field_value_of(const redisReply& r, const client::Cmd& c) {
+    if (r.type == REDIS_REPLY_NIL) return std::nullopt;
+    if (r.type != REDIS_REPLY_STRING) throw unexpected(r, c);
+    hash_value_type v{};
+    if (!FieldValueCodec::decode(client::text(r), v)) {
+      throw RedisError(Errc::protocol_error, std::string(c.name()) + ": a field's value does not decode as its type");
+    }
+    return v;
+  }
+  // HGETALL's reply: a flat array of field, value.
+  template <class Fn>
+  static void for_each_pair(const redisReply& r, const client::Cmd& c, Fn&& fn) {
+    if (r.type != REDIS_REPLY_ARRAY || r.elements % 2 != 0) throw unexpected(r, c);
+    for (std::size_t j = 0; j + 1 < r.elements; j += 2) fn(*r.element[j], *r.element[j + 1]);
   }
 
   RedisOptions o_;

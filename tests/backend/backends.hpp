@@ -170,10 +170,65 @@ using InProcessInt = InProcessOf<std::int64_t>;
 using ConcurrentInt = ConcurrentOf<std::int64_t>;
 using StandaloneInt = StandaloneOf<std::int64_t>;
 using ClusterInt = ClusterOf<std::int64_t>;
-// The backends of hashes with field TTLs (FieldMap values; RedisStore has no hash members yet).
+// expiring-server (server/), which has Redis 7.4's field TTLs, shared by the test process;
+// nullptr (with why) when this build has no server (EXPIRING_SERVER empty) or it cannot start.
+inline live::RespServer* shared_own_server(std::string& why) {
+  static std::string error;
+  static std::unique_ptr<live::RespServer> server = [] {
+    std::unique_ptr<live::RespServer> s;
+    if (std::string(EXPIRING_SERVER).empty()) {
+      error = "this build has no expiring-server (EXPIRING_BUILD_SERVER off, or not Linux)";
+      return s;
+    }
+    try {
+      s = std::make_unique<live::RespServer>();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    return s;
+  }();
+  why = error;
+  return server.get();
+}
+
+// RedisStore on the shared expiring-server.
+template <class V>
+struct OwnServerOf {
+  static constexpr const char* kName = "RedisStore on expiring-server";
+  static constexpr bool kRemote = true;
+  static constexpr std::int64_t kSlackMs = 200;
+  using store_type = expiring::RedisStore<Str, V>;
+
+  OwnServerOf() {
+    server_ = shared_own_server(why_);
+    if (server_ == nullptr) return;
+    expiring::RedisOptions o;
+    o.nodes = {{"127.0.0.1", server_->port()}};
+    o.key_prefix = next_prefix();
+    store_ = std::make_unique<store_type>(o);
+  }
+  bool ready() const { return store_ != nullptr; }
+  std::string why() const { return why_; }
+  store_type& store() { return *store_; }
+  std::int64_t now_ms() {
+    live::Conn c(server_->port());
+    return server_time_ms(c.call({"TIME"}));
+  }
+  void pass(std::int64_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+ private:
+  std::string why_;
+  live::RespServer* server_ = nullptr;
+  std::unique_ptr<store_type> store_;
+};
+
+// The backends of hashes with field TTLs (FieldMap values). redis-server 7.0 has hashes but
+// no field TTLs: StandaloneHash is for what a store of hashes does against such a server.
 using FieldHash = expiring::FieldMap<Str, Str>;
 using InProcessHash = InProcessOf<FieldHash>;
 using ConcurrentHash = ConcurrentOf<FieldHash>;
+using OwnServerHash = OwnServerOf<FieldHash>;
+using StandaloneHash = StandaloneOf<FieldHash>;
 
 // ---- One call shape over every store --------------------------------------------------------
 

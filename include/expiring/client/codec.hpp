@@ -18,6 +18,8 @@
 #include <system_error>
 #include <type_traits>
 
+#include "../detail/hash_value.hpp"
+
 namespace expiring {
 
 template <class T, class Enable = void>
@@ -36,6 +38,12 @@ struct RedisCodec<std::string> {
     return true;
   }
 };
+
+// A hash (FieldMap) is not one Redis string: a RedisStore of hashes sends each field and its
+// value through their own codecs (RedisCodec<F>, RedisCodec<FV>), and has no get() or set()
+// of a whole hash (they do not compile: this codec has no members).
+template <class T>
+struct RedisCodec<T, std::enable_if_t<hash_value_traits<T>::enabled>> {};
 
 // Integers as decimal text; decode accepts exactly what encode writes (no sign on unsigned
 // types, no spaces, no leading '+', in range).

@@ -160,9 +160,10 @@ inline bool starts_with(std::string_view s, std::string_view prefix) noexcept {
 }
 
 // The Errc of an error reply's text, by prefix (an error raised inside a script carries a
-// suffix naming the script). Those from invalid_expire_time to out_of_memory are the contract's
-// own errors, which a Result carries; the rest are thrown.
+// suffix naming the script). Those before Errc::io_error are the contract's own errors, which
+// a Result carries; the rest are thrown.
 inline Errc classify_error_reply(std::string_view t) noexcept {
+  if (starts_with(t, "ERR invalid expire time, must be >= 0")) return Errc::negative_expire_time;  // a field's
   if (starts_with(t, "ERR invalid expire time")) return Errc::invalid_expire_time;
   if (starts_with(t, "ERR NX and XX, GT or LT options at the same time are not compatible")) return Errc::nx_and_xx_gt_lt;
   if (starts_with(t, "ERR GT and LT options at the same time are not compatible")) return Errc::gt_and_lt;
@@ -170,6 +171,7 @@ inline Errc classify_error_reply(std::string_view t) noexcept {
   if (starts_with(t, "ERR source and destination objects are the same")) return Errc::same_key;
   if (starts_with(t, "OOM ")) return Errc::out_of_memory;
   if (starts_with(t, "ERR increment or decrement would overflow")) return Errc::overflow;
+  if (starts_with(t, "ERR hash value is not an integer")) return Errc::not_an_integer;
   if (starts_with(t, "WRONGTYPE")) return Errc::wrong_type;
   if (starts_with(t, "CROSSSLOT")) return Errc::crossslot;
   if (starts_with(t, "CLUSTERDOWN")) return Errc::cluster_down;
