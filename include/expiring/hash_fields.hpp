@@ -6,7 +6,9 @@
 // A store whose value type is a hash (FieldMap<F, V>, or a type that may hold one, such as
 // redis::Value; see hash_value_traits in detail/hash_value.hpp) has these members, under
 // Redis's names. Opt-in: this header (or field_map.hpp, which includes it) brings them;
-// <expiring/expiring.hpp> does not.
+// <expiring/expiring.hpp> does not. ConcurrentStore and RedisStore of FieldMap<F, V> have the
+// same members with this contract (each its own way: a shard's lock, a round trip; values by
+// copy), and the multi-field and time-argument forms of all three are api/hash_commands.hpp's.
 //
 //   hset hsetnx hget hmget hdel hlen hexists hgetall hvisit hkeys hvals hincrby
 //   hexpire hpexpire hexpireat hpexpireat httl hpttl hexpiretime hpexpiretime hpersist
