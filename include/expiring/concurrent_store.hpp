@@ -114,6 +114,7 @@ class BasicConcurrentStore
   using listener_type = std::function<void(const event_type&)>;
   static constexpr std::int64_t kNoKey = engine_type::kNoKey;
   static constexpr std::int64_t kNoTtl = engine_type::kNoTtl;
+  using change_type = Change<K, V>;
   // A store of hashes (V a FieldMap<F, FV>): its fields' and their values' types.
   using hash_field_type = typename detail::HashTypes<V>::field_type;
   using hash_value_type = typename detail::HashTypes<V>::value_type;
@@ -513,6 +514,40 @@ class BasicConcurrentStore
     });
   }
 
+  // ==== Replica mode: following a primary's change feed ==================================
+  // With Options::replica every shard is a replica (docs/semantics.md D31): tick() expires
+  // nothing, and reads answer a stale key as missing and leave it in place, from any number of
+  // threads. apply() replays the primary's records (change_feed.hpp) as ExpiringStore::apply()
+  // does, from one thread at a time (the replication link's; calls are serialized). The
+  // records of a MULTI ... EXEC unit are held until its EXEC and then applied with all their
+  // shards locked at once, so that a reader sees all of a unit or none of it: inside a unit,
+  // apply() checks each record (Errc::invalid_record at once, nothing held) and returns false;
+  // the EXEC returns whether the unit changed the store. A RENAME between shards moves the
+  // key with both shards locked. Events go out after the locks, as for every call.
+  Result<bool> apply(const change_type& c) {
+    std::lock_guard<std::mutex> g(apply_mu_);
+    if (const std::optional<Errc> e = invalid_record(c)) return *e;
+    if (c.op == ChangeOp::multi) {
+      in_unit_ = true;  // (a MULTI inside a unit is ignored, as ExpiringStore's apply() does)
+      return false;
+    }
+    if (c.op == ChangeOp::exec) {
+      if (!in_unit_) return false;
+      in_unit_ = false;
+      std::vector<ChangeRecord<K, V>> unit;
+      unit.swap(unit_);
+      std::vector<change_type> views;
+      views.reserve(unit.size());
+      for (const auto& r : unit) views.push_back(r.view());
+      return apply_records(views.data(), views.size());
+    }
+    if (in_unit_) {
+      unit_.push_back(ChangeRecord<K, V>::of(c));
+      return false;
+    }
+    return apply_records(&c, 1);
+  }
+
   // ==== Single-flight get-or-load ========================================================
 
   // As ExpiringStore::get_or_load(), for many threads: a live value that is not stale is
@@ -893,6 +928,45 @@ class BasicConcurrentStore
   }
   // Runs fn(engine_of) with every shard of `shards` locked (deduplicated, in ascending order);
   // engine_of(key) is the key's shard's engine. Then delivers each shard's events.
+  // apply(): the error ExpiringStore::apply() gives a record it cannot replay.
+  static std::optional<Errc> invalid_record(const change_type& c) {
+    const bool keyed = c.op != ChangeOp::flushall && c.op != ChangeOp::multi && c.op != ChangeOp::exec;
+    if (keyed && c.key == nullptr) return Errc::invalid_record;
+    if ((c.op == ChangeOp::set && c.value == nullptr) || (c.op == ChangeOp::rename && c.to == nullptr)) {
+      return Errc::invalid_record;
+    }
+    return std::nullopt;
+  }
+  // Replays n valid records with every shard they touch locked at once; whether any changed.
+  bool apply_records(const change_type* recs, std::size_t n) {
+    std::vector<Shard*> shards;
+    for (std::size_t i = 0; i < n; ++i) {
+      const change_type& c = recs[i];
+      if (c.op == ChangeOp::flushall) {
+        for (std::size_t j = 0; j < shards_n_; ++j) shards.push_back(&shards_[j]);
+      } else if (c.key != nullptr) {
+        shards.push_back(&shard_of(*c.key));
+        if (c.op == ChangeOp::rename) shards.push_back(&shard_of(*c.to));
+      }
+    }
+    return run_many(std::move(shards), [&](auto&& engine_of) {
+      bool changed = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        const change_type& c = recs[i];
+        if (c.op == ChangeOp::flushall) {
+          for (std::size_t j = 0; j < shards_n_; ++j) changed = (*shards_[j].engine->apply(c)) || changed;
+        } else if (c.op == ChangeOp::rename && &engine_of(*c.key) != &engine_of(*c.to)) {
+          auto t = engine_of(*c.key).apply_rename_out(*c.key);
+          if (!t) continue;
+          engine_of(*c.to).apply_rename_in(*c.to, std::move(*t));
+          changed = true;
+        } else if (c.key != nullptr) {
+          changed = (*engine_of(*c.key).apply(c)) || changed;
+        }
+      }
+      return changed;
+    });
+  }
   struct EngineOf {
     const BasicConcurrentStore* store;
     template <class KK>
@@ -1050,6 +1124,9 @@ class BasicConcurrentStore
   KeyEqual eq_;
   Options options_;
   bool optimistic_;
+  std::mutex apply_mu_;  // apply(): one caller at a time, and the unit it holds
+  bool in_unit_ = false;
+  std::vector<ChangeRecord<K, V>> unit_;
   std::size_t shards_n_ = 1;
   int shift_ = 63;  // 64 - log2(shards_n_), and 63 for one shard
   detail::Readers readers_;  // before shards_: the shards' tables call it as they are freed

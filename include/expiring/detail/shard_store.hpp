@@ -10,6 +10,7 @@
 //   transfers     the halves of RENAME and COPY when source and destination live in
 //                 different shards: take the entry out of one, put it into the other, each
 //                 half doing to its own key what the one-store command does, with its events
+//                 (and RENAME's halves as apply() replays a primary's record)
 //   racy reads    GET without writing, while writers may run: key, value and deadline read
 //                 as bytes, validated afterwards by the caller's version (read_section.hpp)
 #pragma once
@@ -76,6 +77,30 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
     flush();
     return stored;
   }
+  // RENAME's halves as apply() replays a primary's record (ExpiringStore::apply()): every
+  // stored key counts as live, stale or not, and the deadline travels as given, even if it has
+  // passed (a replica keeps such a key until the primary's DEL). Same events as rename_out()
+  // and rename_in().
+  template <class KK>
+  std::optional<Transfer> apply_rename_out(const KK& key) {
+    const auto& lk = lookup_key(key);
+    auto it = ks_.find(lk, ks_.hash_of(lk));
+    std::optional<Transfer> out;
+    if (it != ks_.end()) {
+      entry_type& e = ks_.entry(it);
+      out.emplace(Transfer{std::move(e.value), ks_.is_volatile(e) ? e.deadline : kNoTtl});
+      emit(KeyEventCause::rename_from, e);
+      ks_.erase(it, [&](entry_type& gone) { unaccount_moved(gone, out->value); });
+    }
+    flush();
+    return out;
+  }
+  template <class KK>
+  void apply_rename_in(const KK& key, Transfer t) {
+    (void)put_transfer(key, std::move(t), SetCond::Always, this->now_ms(), KeyEventCause::rename_to, /*all_valid=*/true);
+    flush();
+  }
+
   // COPY's first half: the live value and TTL of `key` (nullopt if missing), counted as a
   // keyspace hit or miss as COPY's source lookup is.
   template <class KK>
@@ -194,14 +219,17 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
  private:
   // Stores a transferred entry under `key` (a write lookup; a live key is replaced unless
   // cond is NX), with its TTL exactly; raises `cause`.
+  // `all_valid` (apply()): a stored key is replaced whether stale or not, and a deadline
+  // already past is stored as given.
   template <class KK>
-  bool put_transfer(const KK& key, Transfer t, SetCond cond, std::int64_t now, KeyEventCause cause) {
+  bool put_transfer(const KK& key, Transfer t, SetCond cond, std::int64_t now, KeyEventCause cause,
+                    bool all_valid = false) {
     const auto& lk = lookup_key(key);
     const std::uint64_t h = ks_.hash_of(lk);
-    auto it = this->lookup(lk, h, now, detail::Access::write);
+    auto it = all_valid ? ks_.find(lk, h) : this->lookup(lk, h, now, detail::Access::write);
     if (it != ks_.end() && cond == SetCond::NX) return false;
     if (t.pexpiretime != kNoTtl) {
-      if (t.pexpiretime < now) {  // it expired in transit: the key is gone, as a lazy expiry
+      if (!all_valid && t.pexpiretime < now) {  // it expired in transit: the key is gone, as a lazy expiry
         if (it != ks_.end()) remove(it, KeyEventCause::del, false, past_deadline_verb());
         return true;
       }
