@@ -926,8 +926,6 @@ class BasicConcurrentStore
     for (const auto& kv : pairs) v.push_back(&shard_of(kv.first));
     return v;
   }
-  // Runs fn(engine_of) with every shard of `shards` locked (deduplicated, in ascending order);
-  // engine_of(key) is the key's shard's engine. Then delivers each shard's events.
   // apply(): the error ExpiringStore::apply() gives a record it cannot replay.
   static std::optional<Errc> invalid_record(const change_type& c) {
     const bool keyed = c.op != ChangeOp::flushall && c.op != ChangeOp::multi && c.op != ChangeOp::exec;
@@ -937,8 +935,10 @@ class BasicConcurrentStore
     }
     return std::nullopt;
   }
-  // Replays n valid records with every shard they touch locked at once; whether any changed.
-  bool apply_records(const change_type* recs, std::size_t n) {
+  // Replays n valid records with every shard they touch locked at once: whether any changed,
+  // or the first error a shard's apply() gave (the records after it are applied all the same,
+  // as a replica goes on after a record it cannot replay).
+  Result<bool> apply_records(const change_type* recs, std::size_t n) {
     std::vector<Shard*> shards;
     for (std::size_t i = 0; i < n; ++i) {
       const change_type& c = recs[i];
@@ -949,24 +949,35 @@ class BasicConcurrentStore
         if (c.op == ChangeOp::rename) shards.push_back(&shard_of(*c.to));
       }
     }
-    return run_many(std::move(shards), [&](auto&& engine_of) {
+    return run_many(std::move(shards), [&](auto&& engine_of) -> Result<bool> {
       bool changed = false;
+      std::optional<Errc> error;
+      const auto note = [&](const Result<bool>& r) {
+        if (r.ok()) {
+          changed = *r || changed;
+        } else if (!error) {
+          error = r.error();
+        }
+      };
       for (std::size_t i = 0; i < n; ++i) {
         const change_type& c = recs[i];
         if (c.op == ChangeOp::flushall) {
-          for (std::size_t j = 0; j < shards_n_; ++j) changed = (*shards_[j].engine->apply(c)) || changed;
+          for (std::size_t j = 0; j < shards_n_; ++j) note(shards_[j].engine->apply(c));
         } else if (c.op == ChangeOp::rename && &engine_of(*c.key) != &engine_of(*c.to)) {
           auto t = engine_of(*c.key).apply_rename_out(*c.key);
           if (!t) continue;
           engine_of(*c.to).apply_rename_in(*c.to, std::move(*t));
           changed = true;
         } else if (c.key != nullptr) {
-          changed = (*engine_of(*c.key).apply(c)) || changed;
+          note(engine_of(*c.key).apply(c));
         }
       }
+      if (error) return *error;
       return changed;
     });
   }
+  // Runs fn(engine_of) with every shard of `shards` locked (deduplicated, in ascending order);
+  // engine_of(key) is the key's shard's engine. Then delivers each shard's events.
   struct EngineOf {
     const BasicConcurrentStore* store;
     template <class KK>
