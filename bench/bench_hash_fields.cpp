@@ -28,9 +28,6 @@
 //    in a random order over every (hash, field), at 1e4 x 100 and 100 x 100 (smoke: 100 x
 //    100 only). The contenders run in turns, each turn 65,536 operations; the figure is the
 //    median turn's ns per operation. Goals (W2): hget <= 1.3x, hpexpireat and hset <= 1.5x.
-// 5. The same three operations on ConcurrentStore<std::string, FieldMap<...>> at one thread
-//    (default shards; each call takes its shard's lock, hget() returns a copy) against the
-//    ExpiringStore of part 4, in turns the same way. Goal (issue 26, P2): <= 1.3x per op.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -45,7 +42,6 @@
 #include <array>
 #include <string_view>
 
-#include <expiring/concurrent_store.hpp>
 #include <expiring/expiring.hpp>
 #include <expiring/hash_fields.hpp>
 
@@ -57,7 +53,6 @@ namespace {
 
 using Hash = expiring::FieldMap<std::string, std::string>;
 using HStore = expiring::Store<std::string, Hash, expiring::ManualClock&>;
-using CStore = expiring::ConcurrentStore<std::string, Hash, expiring::ManualClock>;
 using clk = std::chrono::steady_clock;
 constexpr std::int64_t kT0 = 1'700'000'000'000;  // 2023, in Unix ms
 
@@ -221,19 +216,6 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// One turn: op(key, field) over the first kTurnOps (hash, field) pairs of `order`; ns per op.
-constexpr std::size_t kTurnOps = 65536;
-template <class Op>
-double timed_turn(const std::vector<std::uint32_t>& order, std::size_t per, const std::vector<std::string>& keys,
-                  const std::vector<std::string>& fields, Op&& op) {
-  const auto t0 = clk::now();
-  for (std::size_t j = 0; j < kTurnOps; ++j) {
-    const std::uint32_t r = order[j];
-    op(keys[r / per], fields[r % per]);
-  }
-  return std::chrono::duration<double, std::nano>(clk::now() - t0).count() / kTurnOps;
-}
-
 struct OpRow {
   double store_ns[3];  // hget, hpexpireat, hset
   double raw_ns[3];
@@ -253,11 +235,19 @@ OpRow per_op(std::size_t hashes, std::size_t per, const std::vector<std::string>
       rh.insert_or_assign(fields[f], RawField{"v", hour});
     }
   }
-  const std::vector<std::uint32_t> order = bench::random_order(hashes * per, kTurnOps, 7);
+  constexpr std::size_t kOps = 65536;
+  const std::vector<std::uint32_t> order = bench::random_order(hashes * per, kOps, 7);
   std::vector<double> samples[6];
   std::uint64_t sink = 0;
   std::int64_t when = hour;
-  const auto turn = [&](auto&& op) { return timed_turn(order, per, keys, fields, op); };
+  const auto turn = [&](auto&& op) {
+    const auto t0 = clk::now();
+    for (std::size_t j = 0; j < kOps; ++j) {
+      const std::uint32_t r = order[j];
+      op(keys[r / per], fields[r % per]);
+    }
+    return std::chrono::duration<double, std::nano>(clk::now() - t0).count() / kOps;
+  };
   for (int t = 0; t < turns; ++t) {
     const std::int64_t now = kT0;
     samples[0].push_back(turn([&](const std::string& k, const std::string& f) {
@@ -305,70 +295,6 @@ OpRow per_op(std::size_t hashes, std::size_t per, const std::vector<std::string>
   for (int i = 0; i < 3; ++i) {
     row.store_ns[i] = median(samples[i]);
     row.raw_ns[i] = median(samples[i + 3]);
-  }
-  return row;
-}
-
-// ---- 5. ConcurrentStore at one thread against ExpiringStore ----
-
-OpRow concurrent_per_op(std::size_t hashes, std::size_t per, const std::vector<std::string>& keys,
-                        const std::vector<std::string>& fields, int turns) {
-  expiring::ManualClock clock{kT0};
-  HStore store{clock, options()};
-  CStore conc{clock, options()};
-  const std::int64_t hour = kT0 + 3'600'000;
-  const auto give_ttls = [&] {
-    for (std::size_t h = 0; h < hashes; ++h) {
-      for (std::size_t f = 0; f < per; ++f) {
-        (void)store.hpexpireat(keys[h], hour, std::array<std::string_view, 1>{fields[f]});
-        (void)conc.hpexpireat(keys[h], hour, std::array<std::string_view, 1>{fields[f]});
-      }
-    }
-  };
-  for (std::size_t h = 0; h < hashes; ++h) {
-    for (std::size_t f = 0; f < per; ++f) {
-      (void)store.hset(keys[h], fields[f], std::string("v"));
-      (void)conc.hset(keys[h], fields[f], std::string("v"));
-    }
-  }
-  give_ttls();
-  const std::vector<std::uint32_t> order = bench::random_order(hashes * per, kTurnOps, 7);
-  std::vector<double> samples[6];  // the store's three, then the concurrent store's
-  std::uint64_t sink = 0;
-  std::int64_t when = hour;
-  const auto turn = [&](auto&& op) { return timed_turn(order, per, keys, fields, op); };
-  for (int t = 0; t < turns; ++t) {
-    samples[0].push_back(turn([&](const std::string& k, const std::string& f) {
-      const auto v = store.hget(k, f);
-      sink += v.ok() && *v != nullptr;
-    }));
-    samples[3].push_back(turn([&](const std::string& k, const std::string& f) {
-      const auto v = conc.hget(k, f);
-      sink += v.ok() && v->has_value();
-    }));
-    samples[1].push_back(turn([&](const std::string& k, const std::string& f) {
-      int code = 0;
-      (void)store.hpexpireat(k, ++when, std::array<std::string_view, 1>{f}, expiring::ExpireFlags::None, &code);
-      sink += static_cast<std::uint64_t>(code);
-    }));
-    samples[4].push_back(turn([&](const std::string& k, const std::string& f) {
-      int code = 0;
-      (void)conc.hpexpireat(k, ++when, std::array<std::string_view, 1>{f}, expiring::ExpireFlags::None, &code);
-      sink += static_cast<std::uint64_t>(code);
-    }));
-    samples[2].push_back(turn([&](const std::string& k, const std::string& f) {
-      sink += store.hset(k, f, std::string_view("w")).value_or(0);
-    }));
-    samples[5].push_back(turn([&](const std::string& k, const std::string& f) {
-      sink += conc.hset(k, f, std::string_view("w")).value_or(0);
-    }));
-    give_ttls();  // for the next turn's hset (outside the timed turns)
-  }
-  if (sink == 0) std::printf("bench_hash_fields: nothing happened in concurrent_per_op\n");
-  OpRow row{};
-  for (int i = 0; i < 3; ++i) {
-    row.store_ns[i] = median(samples[i + 3]);  // the concurrent store, against
-    row.raw_ns[i] = median(samples[i]);        // ExpiringStore as the baseline
   }
   return row;
 }
@@ -427,20 +353,6 @@ int main(int argc, char** argv) {
       const double ratio = o.store_ns[i] / o.raw_ns[i];
       std::printf("%-12s %-11s %9.1f %9.1f %7.2fx %5.1fx %s\n", label, names[i], o.store_ns[i], o.raw_ns[i], ratio,
                   goals[i], ratio <= goals[i] ? "pass" : "MISS");
-    }
-  }
-
-  std::printf("\n5. ConcurrentStore at one thread against ExpiringStore (ns, median turn)\n");
-  std::printf("%-12s %-11s %9s %9s %8s %6s %s\n", "shape", "op", "conc", "store", "ratio", "goal", "");
-  for (const std::size_t hashes : shapes) {
-    const OpRow o = concurrent_per_op(hashes, 100, keys, fields, cfg.mode == bench::Mode::smoke ? 3 : 21);
-    const char* names[3] = {"hget", "hpexpireat", "hset"};
-    char label[64];
-    std::snprintf(label, sizeof label, "%zu x 100", hashes);
-    for (int i = 0; i < 3; ++i) {
-      const double ratio = o.store_ns[i] / o.raw_ns[i];
-      std::printf("%-12s %-11s %9.1f %9.1f %7.2fx %5.1fx %s\n", label, names[i], o.store_ns[i], o.raw_ns[i], ratio, 1.3,
-                  ratio <= 1.3 ? "pass" : "MISS");
     }
   }
   return 0;
