@@ -40,6 +40,7 @@
 
 #include "catch.hpp"
 #include "test_policy.hpp"
+#include "test_concurrent_support.hpp"
 #include "test_results.hpp"
 #include "test_tsan.hpp"
 
@@ -57,29 +58,14 @@ using expiring::SetCond;
 using expiring::SetExpiry;
 using std::chrono::milliseconds;
 using Steady = std::chrono::steady_clock;
-
-// Under ThreadSanitizer everything runs 5-15 times slower: fewer iterations (the [concurrent]
-// tests then take about 6 s on 2 cores).
-constexpr int scaled(int normal, int tsan) { return EXPIRING_TEST_TSAN ? tsan : normal; }
-
-constexpr std::int64_t T0 = 1'700'000'000'000;  // a frozen clock's reading
+using concurrent_test::scaled;
+using concurrent_test::shards;
+using concurrent_test::T0;
+using concurrent_test::test_options;
 
 using Engine = expiring::ExpiringStore<std::string, std::string, expiring::Hash<std::string>, std::equal_to<>,
                                        ManualClock&, TestPolicy>;
 using CStore = expiring::ConcurrentStore<std::string, std::string, ManualClock, TestPolicy>;
-
-Options test_options(std::uint64_t seed) {
-  Options o;
-  o.seed = seed;
-  o.budget_clock_us = [] { return std::int64_t{0}; };  // tick() budgets never depend on real time
-  return o;
-}
-
-expiring::ConcurrencyOptions shards(std::size_t n) {
-  expiring::ConcurrencyOptions c;
-  c.shards = n;
-  return c;
-}
 
 // Waits (sleeping 1 ms at a time) until pred() or `limit` has passed; returns pred().
 template <class Pred>

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_concurrent_support.hpp"
 #include "test_policy.hpp"
-#include "test_tsan.hpp"
 
 namespace {
 
@@ -44,12 +44,12 @@ using expiring::ExpireFlags;
 using expiring::FieldReply;
 using expiring::KeyEventCause;
 using expiring::ManualClock;
-using expiring::Options;
 using expiring::Result;
+using concurrent_test::scaled;
+using concurrent_test::shards;
+using concurrent_test::T0;
+using concurrent_test::test_options;
 
-constexpr int scaled(int normal, int tsan) { return EXPIRING_TEST_TSAN ? tsan : normal; }
-
-constexpr std::int64_t T0 = 1'700'000'000'000;
 constexpr std::int64_t kCap = (std::int64_t{1} << 46) - 1;
 
 using FM = expiring::FieldMap<std::string, std::string>;
@@ -57,17 +57,6 @@ using Ref = expiring::Store<std::string, FM, ManualClock, TestPolicy>;
 using CStore = expiring::ConcurrentStore<std::string, FM, ManualClock, TestPolicy>;
 using Names = std::vector<std::string>;
 
-Options test_options(std::uint64_t seed) {
-  Options o;
-  o.seed = seed;
-  o.budget_clock_us = [] { return std::int64_t{0}; };  // tick() budgets never depend on real time
-  return o;
-}
-expiring::ConcurrencyOptions shards(std::size_t n) {
-  expiring::ConcurrencyOptions c;
-  c.shards = n;
-  return c;
-}
 
 // ---- Replies as text, so that one comparison covers every member ------------------------
 

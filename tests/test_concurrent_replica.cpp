@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "test_concurrent_support.hpp"
 #include "test_policy.hpp"
-#include "test_tsan.hpp"
 
 namespace {
 
@@ -37,9 +37,10 @@ using expiring::ManualClock;
 using expiring::Options;
 using expiring::Px;
 using expiring::PxAt;
+using concurrent_test::scaled;
+using concurrent_test::shards;
+using concurrent_test::T0;
 
-constexpr int scaled(int normal, int tsan) { return EXPIRING_TEST_TSAN ? tsan : normal; }
-constexpr std::int64_t T0 = 1'700'000'000'000;
 
 using Primary = expiring::Store<std::string, std::string, ManualClock, TestPolicy>;
 using Replica = expiring::Store<std::string, std::string, ManualClock, TestPolicy>;
@@ -58,11 +59,6 @@ Options primary_options() {
   o.seed = 22;
   o.budget_clock_us = [] { return std::int64_t{0}; };
   return o;
-}
-expiring::ConcurrencyOptions shards(std::size_t n) {
-  expiring::ConcurrencyOptions c;
-  c.shards = n;
-  return c;
 }
 
 std::string key(std::uint64_t i) { return "k" + std::to_string(i); }

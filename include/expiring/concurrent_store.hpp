@@ -964,9 +964,9 @@ class BasicConcurrentStore
         if (c.op == ChangeOp::flushall) {
           for (std::size_t j = 0; j < shards_n_; ++j) note(shards_[j].engine->apply(c));
         } else if (c.op == ChangeOp::rename && &engine_of(*c.key) != &engine_of(*c.to)) {
-          auto t = engine_of(*c.key).apply_rename_out(*c.key);
+          auto t = engine_of(*c.key).rename_out(*c.key, /*all_valid=*/true);
           if (!t) continue;
-          engine_of(*c.to).apply_rename_in(*c.to, std::move(*t));
+          (void)engine_of(*c.to).rename_in(*c.to, std::move(*t), /*nx=*/false, /*all_valid=*/true);
           changed = true;
         } else if (c.key != nullptr) {
           note(engine_of(*c.key).apply(c));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/backends.hpp"
+#include "backend/conformance.hpp"
 #include "catch.hpp"
 
 using expiring::Errc;
@@ -40,20 +41,6 @@ constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 
 #define INT_BACKENDS \
   backend_test::InProcessInt, backend_test::ConcurrentInt, backend_test::StandaloneInt, backend_test::ClusterInt
-
-#define BACKEND_SETUP()                                                   \
-  TestType b;                                                             \
-  if (!b.ready()) EXPIRING_SKIP(TestType::kName << ": " << b.why());      \
-  auto& s = b.store()
-
-// A relative reading taken just after a write of `expected`: equal in-process, within the
-// slack on a server (which may also round a second up, hence +1 for TTL in seconds).
-#define CHECK_NEAR_BELOW(value, expected, slack) \
-  do {                                           \
-    const std::int64_t v_ = (value);             \
-    CHECK(v_ <= (expected));                     \
-    CHECK(v_ >= (expected) - (slack));           \
-  } while (0)
 
 TEMPLATE_TEST_CASE("conformance: set, get, exists, touch, del, unlink", "[conformance]", BACKENDS) {
   BACKEND_SETUP();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/backends.hpp"
+#include "backend/conformance.hpp"
 #include "catch.hpp"
 
 using backend_test::hget;
@@ -29,20 +30,6 @@ using Pairs = std::vector<std::pair<Str, Str>>;
 using Names = std::vector<Str>;
 
 #define HASH_BACKENDS backend_test::InProcessHash, backend_test::ConcurrentHash, backend_test::OwnServerHash
-
-#define BACKEND_SETUP()                                                   \
-  TestType b;                                                             \
-  if (!b.ready()) EXPIRING_SKIP(TestType::kName << ": " << b.why());      \
-  auto& s = b.store()
-
-// A relative reading taken just after a write of `expected`: equal in-process, within the
-// slack on a server.
-#define CHECK_NEAR_BELOW(value, expected, slack) \
-  do {                                           \
-    const std::int64_t v_ = (value);             \
-    CHECK(v_ <= (expected));                     \
-    CHECK(v_ >= (expected) - (slack));           \
-  } while (0)
 
 namespace {
 constexpr std::int64_t kCap = (std::int64_t{1} << 46) - 1;  // the largest field deadline

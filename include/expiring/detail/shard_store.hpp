@@ -10,7 +10,7 @@
 //   transfers     the halves of RENAME and COPY when source and destination live in
 //                 different shards: take the entry out of one, put it into the other, each
 //                 half doing to its own key what the one-store command does, with its events
-//                 (and RENAME's halves as apply() replays a primary's record)
+//                 (RENAME's also as apply() replays a primary's record)
 //   racy reads    GET without writing, while writers may run: key, value and deadline read
 //                 as bytes, validated afterwards by the caller's version (read_section.hpp)
 #pragma once
@@ -52,11 +52,13 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   };
   // RENAME's first half: removes the live key `key` and returns its value and TTL (cause
   // `rename_from`); nullopt if it is missing. A write lookup: no hit or miss is counted.
+  // `all_valid` (apply() replaying a primary's RENAME, as ExpiringStore::apply()): every
+  // stored key counts as live, stale or not.
   template <class KK>
-  std::optional<Transfer> rename_out(const KK& key) {
-    const std::int64_t now = this->now_ms();
+  std::optional<Transfer> rename_out(const KK& key, bool all_valid = false) {
     const auto& lk = lookup_key(key);
-    auto it = this->lookup(lk, ks_.hash_of(lk), now, detail::Access::write);
+    const std::uint64_t h = ks_.hash_of(lk);
+    auto it = all_valid ? ks_.find(lk, h) : this->lookup(lk, h, this->now_ms(), detail::Access::write);
     std::optional<Transfer> out;
     if (it != ks_.end()) {
       entry_type& e = ks_.entry(it);
@@ -69,38 +71,17 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   }
   // RENAME's second half: stores t under `key`, replacing a live key and its TTL (cause
   // `rename_to`). Never refused, as RENAME is not (it moves memory, it does not add it). With
-  // `nx` (RENAMENX) a live key is kept and false returned.
+  // `nx` (RENAMENX) a live key is kept and false returned. `all_valid` (apply()): a stored key
+  // is replaced whether stale or not, and a deadline already past is stored as given (a
+  // replica keeps such a key until the primary's DEL).
   template <class KK>
-  bool rename_in(const KK& key, Transfer t, bool nx = false) {
+  bool rename_in(const KK& key, Transfer t, bool nx = false, bool all_valid = false) {
     const std::int64_t now = this->now_ms();
-    const bool stored = put_transfer(key, std::move(t), nx ? SetCond::NX : SetCond::Always, now, KeyEventCause::rename_to);
+    const bool stored =
+        put_transfer(key, std::move(t), nx ? SetCond::NX : SetCond::Always, now, KeyEventCause::rename_to, all_valid);
     flush();
     return stored;
   }
-  // RENAME's halves as apply() replays a primary's record (ExpiringStore::apply()): every
-  // stored key counts as live, stale or not, and the deadline travels as given, even if it has
-  // passed (a replica keeps such a key until the primary's DEL). Same events as rename_out()
-  // and rename_in().
-  template <class KK>
-  std::optional<Transfer> apply_rename_out(const KK& key) {
-    const auto& lk = lookup_key(key);
-    auto it = ks_.find(lk, ks_.hash_of(lk));
-    std::optional<Transfer> out;
-    if (it != ks_.end()) {
-      entry_type& e = ks_.entry(it);
-      out.emplace(Transfer{std::move(e.value), ks_.is_volatile(e) ? e.deadline : kNoTtl});
-      emit(KeyEventCause::rename_from, e);
-      ks_.erase(it, [&](entry_type& gone) { unaccount_moved(gone, out->value); });
-    }
-    flush();
-    return out;
-  }
-  template <class KK>
-  void apply_rename_in(const KK& key, Transfer t) {
-    (void)put_transfer(key, std::move(t), SetCond::Always, this->now_ms(), KeyEventCause::rename_to, /*all_valid=*/true);
-    flush();
-  }
-
   // COPY's first half: the live value and TTL of `key` (nullopt if missing), counted as a
   // keyspace hit or miss as COPY's source lookup is.
   template <class KK>
