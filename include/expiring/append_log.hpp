@@ -73,6 +73,18 @@
 //
 // Threads: the log is driven from the store's thread (the feed, rewrite_step(), flush()). Its
 // own threads only write and sync files.
+//
+// A store of many threads (ConcurrentStore): its feed is one numbered stream of whole units
+// (concurrent_store.hpp), handed to the log under the store's sequencer, so records reach
+// the buffer in stream order. A rewrite walks the shards one bounded step of one shard at a
+// time (scan_stored(shard, ...)); a shard that rehashes mid-walk is walked again, and the
+// keys it already gave are written twice, harmlessly: a base's later record of a key is a
+// later state of it, and the incr file that started with the rewrite holds every change
+// since, so the argument above holds. Under appendfsync always the feed only buffers, and the
+// calling thread waits after its call has released the store's locks (wait_durable()): one
+// fdatasync covers every unit buffered before it began, so writers share syncs (a group
+// commit, as Redis's and PostgreSQL's) instead of holding the store while the disk works.
+// rewrite_step() and flush() may be called from any one thread while others write.
 #pragma once
 
 #include <atomic>
@@ -197,6 +209,12 @@ class AppendLog {
 
   // Writes and fdatasyncs everything buffered now, whatever the policy. False on a failure.
   bool flush();
+  // appendfsync always on a store of many threads (ConcurrentStore): returns once every
+  // record up to `seq` (Change::seq) is on disk, or the log has failed. open() makes the
+  // store call it after each call's locks are released; with attach off, pass it yourself
+  // (set_change_feed()'s on_return). The threads that wait share one fdatasync: the first
+  // writes and syncs everything buffered, the others find their records covered by it.
+  void wait_durable(std::uint64_t seq);
 
   // BGREWRITEAOF: starts a rewrite (false if one is running, the log has failed, or a unit
   // of changes is open: a MULTI of the store's is not split between two files).
@@ -238,6 +256,7 @@ class AppendLog {
     int fd = -1;
     std::string buf;
     std::uint64_t cursor = 0;
+    std::size_t shard = 0;         // a store of shards: the one being walked
     std::uint64_t bytes = 0;
     bool walked = false;           // the walk is done; the base is being synced
     std::thread syncer;
@@ -286,8 +305,17 @@ class AppendLog {
   mutable std::mutex fd_mu_;
   mutable std::mutex mu_;
   std::string buf_;
-  std::string scratch_;  // the record being encoded (store's thread only)
+  // The unit being encoded (the feed's thread, or the store's sequencer): a unit goes into
+  // buf_ whole, so that no write or file switch ever splits one.
+  std::string scratch_;
+  std::uint64_t scratch_records_ = 0;
   bool in_multi_ = false;
+  // appendfsync always on a store of shards (wait_durable()), under mu_: the number of the
+  // last record in buf_, the last one known on disk, and whether a thread is syncing.
+  std::uint64_t appended_seq_ = 0;
+  std::uint64_t durable_seq_ = 0;
+  bool committing_ = false;
+  std::condition_variable durable_cv_;
   bool attached_ = false;  // the store's feed is this log's
   AppendLogStats stats_;   // mu_
   Failure failure_;
@@ -732,7 +760,13 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
   log->remove_strays();
   AppendLog* self = log.get();
   if (log->options_.attach) {
-    store.set_change_feed([self](const change_type& c) { self->on_change(c); });
+    if constexpr (detail::is_sharded<Store>::value) {
+      std::function<void(std::uint64_t)> on_return;
+      if (log->options_.fsync == Fsync::always) on_return = [self](std::uint64_t seq) { self->wait_durable(seq); };
+      store.set_change_feed([self](const change_type& c) { self->on_change(c); }, std::move(on_return));
+    } else {
+      store.set_change_feed([self](const change_type& c) { self->on_change(c); });
+    }
     log->attached_ = true;
   }
   if (log->options_.fsync != Fsync::always) log->thread_ = detail::quiet_thread([self] { self->background(); });
@@ -887,8 +921,7 @@ void AppendLog<Store>::fail(std::string what, int err) {
 template <class Store>
 void AppendLog<Store>::encode(const change_type& c) {
   namespace aof = detail::aof;
-  scratch_.clear();  // this change's records, appended to the buffer under one lock below
-  std::uint64_t n = 0;
+  std::uint64_t& n = scratch_records_;  // the unit's records so far, in scratch_
   auto record = [&](unsigned char op, const key_type* k, const mapped_type* v, const std::int64_t* at) {
     append_record(scratch_, op, k, v, at);
     ++n;
@@ -919,9 +952,6 @@ void AppendLog<Store>::encode(const change_type& c) {
       if (!in_multi_) record(aof::kExec, nullptr, nullptr, nullptr);
       break;
   }
-  std::lock_guard<std::mutex> g(mu_);
-  buf_.append(scratch_);
-  stats_.records += n;
 }
 
 template <class Store>
@@ -961,7 +991,16 @@ void AppendLog<Store>::on_change(const change_type& c) noexcept {
     return;
   }
   if (c.op == ChangeOp::exec) in_multi_ = false;
-  if (!in_multi_) end_unit();
+  if (in_multi_) return;
+  {  // the unit is whole: into the buffer
+    std::lock_guard<std::mutex> g(mu_);
+    buf_.append(scratch_);
+    stats_.records += scratch_records_;
+    appended_seq_ = c.seq;
+  }
+  scratch_.clear();
+  scratch_records_ = 0;
+  end_unit();
 }
 
 // The end of a unit: under `always` it reaches the disk now; otherwise the thread writes it
@@ -969,7 +1008,8 @@ void AppendLog<Store>::on_change(const change_type& c) noexcept {
 template <class Store>
 void AppendLog<Store>::end_unit() {
   if (options_.fsync == Fsync::always) {
-    (void)write_out(true);
+    // A store of shards calls wait_durable() once its locks are released.
+    if constexpr (!detail::is_sharded<Store>::value) (void)write_out(true);
     return;
   }
   bool big = false;
@@ -984,9 +1024,11 @@ template <class Store>
 bool AppendLog<Store>::write_out(bool sync) {
   std::lock_guard<std::mutex> fg(fd_mu_);
   std::string out;
+  std::uint64_t covered = 0;  // the last record this write holds
   {
     std::lock_guard<std::mutex> g(mu_);
     out.swap(buf_);
+    covered = appended_seq_;
   }
   if (!failure_.code_ok()) return false;
   int err = 0;
@@ -1001,7 +1043,10 @@ bool AppendLog<Store>::write_out(bool sync) {
   std::lock_guard<std::mutex> g(mu_);
   stats_.bytes += out.size();
   stats_.incr_bytes += out.size();
-  if (sync) ++stats_.fsyncs;
+  if (sync) {
+    ++stats_.fsyncs;
+    durable_seq_ = std::max(durable_seq_, covered);
+  }
   // Keep the buffer's capacity for the next records.
   if (buf_.empty()) {
     out.clear();
@@ -1025,6 +1070,23 @@ void AppendLog<Store>::background() {
 template <class Store>
 bool AppendLog<Store>::flush() {
   return write_out(true);
+}
+
+template <class Store>
+void AppendLog<Store>::wait_durable(std::uint64_t seq) {
+  std::unique_lock<std::mutex> g(mu_);
+  while (durable_seq_ < seq && failure_.code_ok()) {
+    if (committing_) {  // a sync is running: it may cover this record; if not, the next one
+      durable_cv_.wait(g);
+      continue;
+    }
+    committing_ = true;
+    g.unlock();
+    (void)write_out(true);  // covers every record buffered before it swapped the buffer
+    g.lock();
+    committing_ = false;
+    durable_cv_.notify_all();
+  }
 }
 
 template <class Store>
@@ -1066,7 +1128,11 @@ AppendLog<Store>::~AppendLog() {
 
 template <class Store>
 bool AppendLog<Store>::start_rewrite() {
-  if (rw_ || !failure_.code_ok() || in_multi_) return false;
+  if (rw_ || !failure_.code_ok()) return false;
+  // (A store of shards never calls a listener inside a unit; its in_multi_ is the sequencer's.)
+  if constexpr (!detail::is_sharded<Store>::value) {
+    if (in_multi_) return false;
+  }
   // The changes from now on go to a new incr file, named in the manifest at once.
   if (!write_out(true)) return false;
   const std::uint64_t seq = seq_ + 1;
@@ -1132,26 +1198,40 @@ bool AppendLog<Store>::rewrite_step() {
       append_whole(out, k, v, d);
     };
     for (;;) {
-      const std::uint64_t next = store_.scan_stored(rw.cursor, 64, put);
-      if (next == Store::kRestarted) {  // a rehash moved entries: walk again, from an empty base
-        out = aof::header(true, store_.now_ms());
-        rw.bytes = 0;
-        if (::ftruncate(rw.fd, 0) != 0 || ::lseek(rw.fd, 0, SEEK_SET) != 0) {
-          return abandon("cannot truncate the new base", errno);
+      bool done = false;
+      if constexpr (detail::is_sharded<Store>::value) {
+        const std::uint64_t next = store_.scan_stored(rw.shard, rw.cursor, 64, put);
+        if (next == Store::kRestarted) {  // this shard rehashed: walk it again (see the design)
+          rw.cursor = 0;
+          std::lock_guard<std::mutex> g(mu_);
+          ++stats_.rewrite_restarts;
+          continue;
         }
-        rw.cursor = 0;
-        std::lock_guard<std::mutex> g(mu_);
-        ++stats_.rewrite_restarts;
-        continue;
+        rw.cursor = next;
+        if (next == 0) done = ++rw.shard == store_.shard_count();
+      } else {
+        const std::uint64_t next = store_.scan_stored(rw.cursor, 64, put);
+        if (next == Store::kRestarted) {  // a rehash moved entries: walk again, from an empty base
+          out = aof::header(true, store_.now_ms());
+          rw.bytes = 0;
+          if (::ftruncate(rw.fd, 0) != 0 || ::lseek(rw.fd, 0, SEEK_SET) != 0) {
+            return abandon("cannot truncate the new base", errno);
+          }
+          rw.cursor = 0;
+          std::lock_guard<std::mutex> g(mu_);
+          ++stats_.rewrite_restarts;
+          continue;
+        }
+        rw.cursor = next;
+        done = next == 0;
       }
-      rw.cursor = next;
-      if (out.size() >= (1u << 16) || next == 0) {
+      if (out.size() >= (1u << 16) || done) {
         int err = 0;
         if (!aof::write_all(rw.fd, out.data(), out.size(), err)) return abandon("cannot write the new base", err);
         rw.bytes += out.size();
         out.clear();
       }
-      if (next == 0) break;
+      if (done) break;
       if (std::chrono::steady_clock::now() >= deadline) return false;
     }
     rw.walked = true;

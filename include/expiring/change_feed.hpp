@@ -85,6 +85,11 @@ struct Change {
   // key's whole state (append_log.hpp) needs it for KEEPTTL and RENAME; apply() does not
   // read it.
   std::optional<std::int64_t> deadline = std::nullopt;
+  // The record's place in its store's stream: 1, 2, 3, ... from the store's first record, one
+  // number per record (MULTI and EXEC included), so that a reader can tell where it is and
+  // a snapshot can say where the stream after it starts (SnapshotInfo::feed_seq). Set by the
+  // store's feed; apply() does not read it.
+  std::uint64_t seq = 0;
 };
 
 // A record that owns its key and value: what a log or a replication link reads back.
@@ -97,6 +102,7 @@ struct ChangeRecord {
   std::int64_t at_ms = 0;
   ChangeTtl ttl = ChangeTtl::none;
   std::optional<std::int64_t> deadline = std::nullopt;
+  std::uint64_t seq = 0;
 
   static ChangeRecord of(const Change<K, V>& c) {
     ChangeRecord r;
@@ -107,11 +113,12 @@ struct ChangeRecord {
     r.at_ms = c.at_ms;
     r.ttl = c.ttl;
     r.deadline = c.deadline;
+    r.seq = c.seq;
     return r;
   }
   Change<K, V> view() const noexcept {
     return Change<K, V>{op,    key ? &*key : nullptr, value ? &*value : nullptr, to ? &*to : nullptr, at_ms,
-                        ttl,   deadline};
+                        ttl,   deadline, seq};
   }
 };
 
@@ -137,6 +144,8 @@ class ChangeFeed {
     impl_->reset(std::move(fn));
   }
   bool on() const noexcept { return impl_ && impl_->fn; }
+  // The number of the last record sent (0 before the first); it goes on across feeds.
+  std::uint64_t seq() const noexcept { return impl_ ? impl_->seq : 0; }
 
   // A change made by the current call: the lazy deletions it made first go ahead, in a MULTI.
   void record(const change_type& c) { impl_->record(c, depth_ != 0); }
@@ -174,6 +183,7 @@ class ChangeFeed {
     virtual void lazy_delete(const K& key, bool unlink) = 0;
     virtual void end_unit() = 0;
     function_type fn;
+    std::uint64_t seq = 0;
   };
   struct Framing final : FramingBase {
     struct Pending {
@@ -224,7 +234,11 @@ class ChangeFeed {
       pending.clear();
     }
     // The feed must not throw (the header's contract): noexcept turns a throw into terminate.
-    void send(const change_type& c) noexcept { this->fn(c); }
+    void send(const change_type& c) noexcept {
+      change_type numbered = c;
+      numbered.seq = ++this->seq;
+      this->fn(numbered);
+    }
   };
 
   int depth_ = 0;

@@ -115,6 +115,7 @@ class BasicConcurrentStore
   static constexpr std::int64_t kNoKey = engine_type::kNoKey;
   static constexpr std::int64_t kNoTtl = engine_type::kNoTtl;
   using change_type = Change<K, V>;
+  using change_feed_type = std::function<void(const change_type&)>;
   // A store of hashes (V a FieldMap<F, FV>): its fields' and their values' types.
   using hash_field_type = typename detail::HashTypes<V>::field_type;
   using hash_value_type = typename detail::HashTypes<V>::value_type;
@@ -548,6 +549,118 @@ class BasicConcurrentStore
     return apply_records(&c, 1);
   }
 
+  // ==== The change feed, units, and walks for snapshots and logs ==========================
+  // One stream for the whole store (change_feed.hpp has the records): each shard's records
+  // go to one sequencer, which numbers them (Change::seq) and hands them to `feed` while the
+  // shard's lock is held (lock order: shard, then sequencer; nothing takes a shard's lock
+  // while holding the sequencer). A shard's MULTI ... EXEC is gathered until its EXEC and
+  // sent whole; a call that locks several shards (mset(), del_many(), RENAME or COPY between
+  // shards, apply() of a unit, as_one_unit()) gathers the records of all of them and sends
+  // them as one MULTI ... EXEC (one record alone, unframed, unless as_one_unit() made it).
+  //
+  // What a reader of the stream may assume (docs/design/concurrent_feed.md):
+  //   1. it is one total order, consistent with the order of every key's changes;
+  //   2. if call A returned before call B started, A's records come before B's;
+  //   3. calls on different keys that overlap in time may appear in either order;
+  //   4. every call's records (as_one_unit()'s, across shards) are one contiguous unit.
+  // So replaying the stream in order, into any store, reaches this store's state.
+  //
+  // `feed` runs under a shard's lock and the sequencer's, and must neither call the store nor
+  // throw, as ExpiringStore's. `on_return(seq)`, if given, is called by a thread whose call
+  // sent records, after the call released its locks and before it returns, with the number
+  // of its last record: AppendLog waits there for appendfsync always (a group commit). Set
+  // the feed before other threads use the store, as the listener; an empty one removes it.
+  // Cost without a feed: one test per call.
+  void set_change_feed(change_feed_type feed, std::function<void(std::uint64_t)> on_return = {}) {
+    {
+      std::lock_guard<std::mutex> g(seq_mu_);
+      feed_ = std::move(feed);
+      feed_on_ = static_cast<bool>(feed_);
+      on_return_ = feed_on_ ? std::move(on_return) : nullptr;
+      acknowledging_ = static_cast<bool>(on_return_);
+    }
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      Shard& sh = shards_[i];
+      const Guard g(*this, sh);
+      sh.unit.clear();
+      sh.in_unit = false;
+      if (feed_on_) {
+        sh.engine->set_change_feed([this, &sh](const change_type& c) { forward(sh, c); });
+      } else {
+        sh.engine->set_change_feed({});
+      }
+    }
+  }
+  // The number of the last record the feed was sent (0 before the first): a snapshot or a
+  // log rewrite starting now holds every change up to it.
+  std::uint64_t feed_seq() const {
+    std::lock_guard<std::mutex> g(seq_mu_);
+    return seq_;
+  }
+
+  // Runs fn() (calls of this store, from this thread) with every shard locked: no other
+  // thread sees a state between its calls, and its records travel as one MULTI ... EXEC
+  // across shards (a log replays all of them or none). Nested units join the outer one;
+  // events are delivered after every lock is released. Every other thread waits meanwhile:
+  // meant for loads, replays and rare multi-key transactions, not for a hot path.
+  template <class F>
+  void as_one_unit(F&& fn) {
+    if (owns_all()) {
+      std::forward<F>(fn)();
+      return;
+    }
+    std::vector<Shard*> all(shards_n_);
+    for (std::size_t i = 0; i < shards_n_; ++i) all[i] = &shards_[i];
+    run_many(std::move(all), [&](auto&&) {
+      const Exclusive scope(exclusive_);
+      std::forward<F>(fn)();
+      return true;
+    }, /*unit=*/true);
+  }
+
+  // FLUSHALL: removes every key of every shard at once (all shards locked), with no per-key
+  // events; the feed sees one FLUSHALL. Statistics are kept.
+  void clear() {
+    std::vector<Shard*> all(shards_n_);
+    for (std::size_t i = 0; i < shards_n_; ++i) all[i] = &shards_[i];
+    run_many(std::move(all), [&](auto&&) {
+      for (std::size_t i = 0; i < shards_n_; ++i) shards_[i].engine->clear();
+      return true;
+    });
+  }
+  // Reserves room for about n keys (n / shard_count() in each shard).
+  void reserve(std::size_t n) {
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      (void)run(shards_[i], [&](engine_type& e) {
+        e.reserve((n + shards_n_ - 1) / shards_n_);
+        return true;
+      });
+    }
+  }
+
+  // A walk over one shard's stored entries, a few at a time, as ExpiringStore::scan_stored():
+  // fn(const K&, const V&, std::optional<std::int64_t> deadline) for up to `count` entries
+  // from `cursor` (0 starts), under that shard's lock (fn must not call the store); returns
+  // the cursor to go on with, 0 when the shard is done, or kRestarted when the shard rehashed
+  // since the last step (walk that shard again). What a snapshot or a log rewrite of a running
+  // store is made of: a writer waits for at most one step of one shard.
+  static constexpr std::uint64_t kRestarted = engine_type::kRestarted;
+  template <class F>
+  std::uint64_t scan_stored(std::size_t shard, std::uint64_t cursor, std::size_t count, F&& fn) const {
+    Shard& sh = shards_[shard];
+    const Guard g(*this, sh);
+    return sh.engine->scan_stored(cursor, count, std::forward<F>(fn));
+  }
+
+  const Options& options() const noexcept { return options_; }
+  Hash hash_function() const { return hash_; }
+  KeyEqual key_eq() const { return eq_; }
+  // A store of hashes: the hasher a new hash's fields take (the first shard's).
+  template <class VV = V, std::enable_if_t<hash_value_traits<VV>::enabled, int> = 0>
+  auto field_hash_function() const {
+    return shards_[0].engine->field_hash_function();
+  }
+
   // ==== Single-flight get-or-load ========================================================
 
   // As ExpiringStore::get_or_load(), for many threads: a live value that is not stale is
@@ -574,7 +687,7 @@ class BasicConcurrentStore
   std::size_t size() const {
     std::size_t n = 0;
     for (std::size_t i = 0; i < shards_n_; ++i) {
-      std::lock_guard<detail::ShardLock> g(shards_[i].lock);
+      const Guard g(*this, shards_[i]);
       n += shards_[i].engine->size();
     }
     return n;
@@ -582,7 +695,7 @@ class BasicConcurrentStore
   std::size_t expires_size() const {
     std::size_t n = 0;
     for (std::size_t i = 0; i < shards_n_; ++i) {
-      std::lock_guard<detail::ShardLock> g(shards_[i].lock);
+      const Guard g(*this, shards_[i]);
       n += shards_[i].engine->expires_size();
     }
     return n;
@@ -601,7 +714,7 @@ class BasicConcurrentStore
   Stats stats() const {
     Stats s;
     for (std::size_t i = 0; i < shards_n_; ++i) {
-      std::lock_guard<detail::ShardLock> g(shards_[i].lock);
+      const Guard g(*this, shards_[i]);
       detail::add_part(s, shards_[i].engine->stats(), shards_n_);
     }
     s.keyspace_hits += readers_.hits();
@@ -611,7 +724,7 @@ class BasicConcurrentStore
   CacheStats cache_stats() const {
     CacheStats c;
     for (std::size_t i = 0; i < shards_n_; ++i) {
-      std::lock_guard<detail::ShardLock> g(shards_[i].lock);
+      const Guard g(*this, shards_[i]);
       const CacheStats t = shards_[i].engine->cache_stats();
       c.hit_count += t.hit_count;
       c.miss_count += t.miss_count;
@@ -636,7 +749,7 @@ class BasicConcurrentStore
     listener_ = std::move(listener);
     for (std::size_t i = 0; i < shards_n_; ++i) {
       Shard& sh = shards_[i];
-      std::lock_guard<detail::ShardLock> g(sh.lock);
+      const Guard g(*this, sh);
       if (listener_) {
         sh.engine->set_listener([&sh](const event_type& ev) { sh.outbox.push_back(Owned::of(ev)); }, causes);
       } else {
@@ -665,6 +778,12 @@ class BasicConcurrentStore
     std::optional<Result<std::optional<V>>> result;
     std::exception_ptr error;
   };
+  // The records of a call over several shards, sent as one unit when it ends.
+  struct FeedGroup {
+    std::vector<ChangeRecord<K, V>> records;
+    bool framed = false;    // a shard framed its records (or as_one_unit() asked for a unit)
+    bool flushall = false;  // clear(): one FLUSHALL for all shards
+  };
   struct alignas(64) Shard {
     // The lock alone on its line: a waiter spinning on it does not take the engine's lines
     // (written by the owner on every operation) away from the owner.
@@ -677,7 +796,103 @@ class BasicConcurrentStore
     std::condition_variable deliver_cv;
     std::uint64_t serving = 0;
     std::unordered_map<K, std::shared_ptr<Flight>, Hash, KeyEqual> flights;  // under `lock`
+    // The change feed (under `lock`): a MULTI ... EXEC of this shard gathered until its EXEC,
+    // or the group of a call over several shards that this shard's records join.
+    std::vector<ChangeRecord<K, V>> unit;
+    bool in_unit = false;
+    FeedGroup* group = nullptr;
   };
+
+  // The lock of a shard for a member that reads (size(), stats()): none when this thread
+  // holds every lock already (inside as_one_unit()).
+  class Guard {
+   public:
+    Guard(const BasicConcurrentStore& s, Shard& sh) : lock_(s.owns_all() ? nullptr : &sh.lock) {
+      if (lock_ != nullptr) lock_->lock();
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() {
+      if (lock_ != nullptr) lock_->unlock();
+    }
+
+   private:
+    detail::ShardLock* lock_;
+  };
+  // as_one_unit(): marks every lock as this thread's while fn() runs, so that its calls take
+  // none. Another thread that reads the mark sees someone else's id (or none) and locks.
+  struct Exclusive {
+    std::atomic<std::thread::id>& owner;
+    explicit Exclusive(std::atomic<std::thread::id>& o) : owner(o) { owner.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+    Exclusive(const Exclusive&) = delete;
+    Exclusive& operator=(const Exclusive&) = delete;
+    ~Exclusive() { owner.store(std::thread::id{}, std::memory_order_relaxed); }
+  };
+  bool owns_all() const noexcept {
+    const std::thread::id id = exclusive_.load(std::memory_order_relaxed);
+    return EXPIRING_UNLIKELY(id != std::thread::id{}) && id == std::this_thread::get_id();
+  }
+
+  // ---- The sequencer ----
+  // A shard's feed (under its lock): a record alone goes out at once; a MULTI ... EXEC is
+  // gathered and sent whole at its EXEC; inside a group every record joins the group.
+  void forward(Shard& sh, const change_type& c) {
+    if (sh.group != nullptr) {
+      FeedGroup& g = *sh.group;
+      if (c.op == ChangeOp::multi || c.op == ChangeOp::exec) {
+        g.framed = true;
+        return;
+      }
+      if (c.op == ChangeOp::flushall) {
+        if (g.flushall) return;
+        g.flushall = true;
+      }
+      g.records.push_back(ChangeRecord<K, V>::of(c));
+      return;
+    }
+    if (c.op == ChangeOp::multi) {
+      sh.in_unit = true;
+      return;
+    }
+    if (sh.in_unit) {
+      if (c.op != ChangeOp::exec) {
+        sh.unit.push_back(ChangeRecord<K, V>::of(c));
+        return;
+      }
+      sh.in_unit = false;
+      send_unit(sh.unit, true);
+      sh.unit.clear();
+      return;
+    }
+    std::lock_guard<std::mutex> g(seq_mu_);
+    send(c);
+  }
+  // Sends recs as one unit: framed in MULTI ... EXEC when `framed` or when there are several.
+  void send_unit(const std::vector<ChangeRecord<K, V>>& recs, bool framed) {
+    if (recs.empty()) return;
+    const bool wrap = framed || recs.size() > 1;
+    std::lock_guard<std::mutex> g(seq_mu_);
+    if (wrap) send(change_type{ChangeOp::multi});
+    for (const ChangeRecord<K, V>& r : recs) send(r.view());
+    if (wrap) send(change_type{ChangeOp::exec});
+  }
+  // Under seq_mu_: numbers the record and hands it to the feed.
+  void send(const change_type& c) noexcept {
+    change_type numbered = c;
+    numbered.seq = ++seq_;
+    last_sent() = numbered.seq;
+    feed_(numbered);
+  }
+  // The number of the last record this thread's current call sent (0: none).
+  static std::uint64_t& last_sent() noexcept {
+    static thread_local std::uint64_t seq = 0;
+    return seq;
+  }
+  // After a call released its locks: on_return(seq) if it sent records.
+  void acknowledge() {
+    const std::uint64_t seq = std::exchange(last_sent(), 0);
+    if (seq != 0) on_return_(seq);
+  }
 
   // The delivery this thread is running, if any: nested operations of a listener on the same
   // shard append to it instead of waiting for their own turn (which would never come).
@@ -985,11 +1200,15 @@ class BasicConcurrentStore
       return *store->shard_of(key).engine;
     }
   };
+  // `unit` (as_one_unit()): the records go out framed even when there is one. Inside
+  // as_one_unit() (this thread holds every lock) fn runs at once, its events left for the
+  // outer call to deliver.
   template <class F>
-  auto run_many(std::vector<Shard*> shards, F&& fn) -> decltype(fn(std::declval<EngineOf&>())) {
+  auto run_many(std::vector<Shard*> shards, F&& fn, bool unit = false) -> decltype(fn(std::declval<EngineOf&>())) {
+    EngineOf engine_of{this};
+    if (owns_all()) return fn(engine_of);
     std::sort(shards.begin(), shards.end());
     shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-    EngineOf engine_of{this};
     struct Out {
       Shard* shard;
       std::vector<Owned> batch;
@@ -1002,10 +1221,19 @@ class BasicConcurrentStore
     std::exception_ptr error;
     {
       for (Shard* sh : shards) sh->lock.lock();
+      FeedGroup group;
+      group.framed = unit;
+      if (feed_on_) {
+        for (Shard* sh : shards) sh->group = &group;
+      }
       try {
         result.emplace(fn(engine_of));
       } catch (...) {
         error = std::current_exception();
+      }
+      if (feed_on_) {
+        for (Shard* sh : shards) sh->group = nullptr;
+        send_unit(group.records, group.framed);
       }
       for (std::size_t i = 0; i < shards.size(); ++i) {
         outs[i].shard = shards[i];
@@ -1013,6 +1241,7 @@ class BasicConcurrentStore
       }
       for (auto it = shards.rbegin(); it != shards.rend(); ++it) (*it)->lock.unlock();
     }
+    if (acknowledging_) acknowledge();
     for (Out& o : outs) {
       if (!o.deliver) continue;
       std::exception_ptr e = release(*o.shard, o.batch, o.ticket);
@@ -1030,6 +1259,7 @@ class BasicConcurrentStore
   template <class F>
   auto run(Shard& sh, F&& fn) -> decltype(fn(*sh.engine)) {
     using R = decltype(fn(*sh.engine));
+    if (owns_all()) return fn(*sh.engine);  // inside as_one_unit(): its events go out at its end
     sh.lock.lock();
     Held held{sh.lock};
     R out = [&]() -> R {
@@ -1048,6 +1278,7 @@ class BasicConcurrentStore
       return out;
     }
     held.unlock();
+    if (EXPIRING_UNLIKELY(acknowledging_)) acknowledge();
     return out;
   }
   // Unlocks a shard's lock once: at unlock(), or when the scope is left by an exception.
@@ -1068,6 +1299,7 @@ class BasicConcurrentStore
     bool deliver = false;
     if (!sh.outbox.empty()) take(sh, batch, ticket, deliver);
     held.unlock();
+    if (acknowledging_) acknowledge();
     return deliver ? release(sh, batch, ticket) : std::exception_ptr();
   }
   // Under sh.lock: moves the operation's events out, into the running delivery of this thread
@@ -1136,6 +1368,15 @@ class BasicConcurrentStore
   Options options_;
   bool optimistic_;
   std::mutex apply_mu_;  // apply(): one caller at a time, and the unit it holds
+  // The sequencer: the feed, its last number, and what a call does once its locks are gone.
+  mutable std::mutex seq_mu_;
+  std::uint64_t seq_ = 0;
+  change_feed_type feed_;
+  std::function<void(std::uint64_t)> on_return_;
+  bool feed_on_ = false;
+  bool acknowledging_ = false;
+  // The thread inside as_one_unit(), holding every shard's lock (none: std::thread::id{}).
+  std::atomic<std::thread::id> exclusive_{};
   bool in_unit_ = false;
   std::vector<ChangeRecord<K, V>> unit_;
   std::size_t shards_n_ = 1;

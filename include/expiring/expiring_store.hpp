@@ -885,6 +885,9 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // order; an empty function removes the feed. The feed must neither call the store nor throw
   // (see change_feed.hpp). Cost without a feed: one test per change.
   void set_change_feed(change_feed_type feed) { notify_.feed().set(std::move(feed)); }
+  // The sequence number (Change::seq) of the last record sent, 0 before the first: a snapshot
+  // taken now holds every record up to it (SnapshotInfo::feed_seq).
+  std::uint64_t feed_seq() const noexcept { return notify_.feed().seq(); }
 
   // Replays one record as the store that made it did, taking every key as valid: nothing is
   // stale to apply(), nothing is evicted or refused for memory, and a deadline already past

@@ -103,6 +103,10 @@ struct SnapshotInfo {
   std::uint64_t expired_fields = 0;  // load as primary: hash fields skipped likewise
   std::uint64_t bytes = 0;           // bytes written or read
   std::int64_t created_ms = 0;       // the saving store's clock at save (Unix ms)
+  // save: the store's feed_seq() as the save began. The snapshot plus the feed's records
+  // numbered after it (Change::seq), replayed in order, give the store's state, even when
+  // other threads wrote to a ConcurrentStore during the save.
+  std::uint64_t feed_seq = 0;
 };
 
 // Why a save or a load failed, and where. `offset` is a byte offset into the file or stream:
@@ -201,6 +205,17 @@ FileResult<SnapshotInfo> load(Store& s, const std::string& path, LoadAs as = Loa
 // ---- Implementation --------------------------------------------------------------------
 
 namespace detail {
+
+// A store made of shards (ConcurrentStore): saved and logged one bounded step of one shard at
+// a time, while other threads write.
+template <class S, class = void>
+struct is_sharded : std::false_type {};
+template <class S>
+struct is_sharded<S, std::void_t<decltype(std::declval<const S&>().shard_count())>> : std::true_type {};
+template <class S, class = void>
+struct has_feed_seq : std::false_type {};
+template <class S>
+struct has_feed_seq<S, std::void_t<decltype(std::declval<const S&>().feed_seq())>> : std::true_type {};
 
 // ---- CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing by 8 --------------
 
@@ -364,8 +379,85 @@ struct OstreamSink {
   std::string describe() const { return "the output stream failed"; }
 };
 
+// Appends what it is given to a string: a shard's part of a snapshot.
+struct StringSink {
+  std::string& out;
+  bool write(const char* p, std::size_t n) {
+    out.append(p, n);
+    return true;
+  }
+};
+
+// A store of shards, while other threads write: the feed's number first, then each shard's
+// entries in bounded steps (its lock held for one step), encoded into that shard's part of
+// the snapshot in memory, since the header's count comes first. A shard that rehashes during
+// its walk is walked again from an empty part. Each key is then written as it was at its
+// step, at or after feed_seq: the records after feed_seq, replayed on the loaded snapshot,
+// reach the store's state (docs/design/concurrent_feed.md §2 has the argument).
 template <class Store, class Sink>
-FileResult<SnapshotInfo> save_to(const Store& s, Sink& sink) {
+FileResult<SnapshotInfo> save_sharded(const Store& s, Sink& sink) {
+  using K = typename Store::key_type;
+  using V = typename Store::mapped_type;
+  constexpr std::size_t kStep = 256;
+  SnapshotInfo info;
+  info.feed_seq = s.feed_seq();
+  info.created_ms = s.now_ms();
+  std::vector<std::string> parts(s.shard_count());
+  std::uint64_t count = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    std::string& part = parts[i];
+    std::uint64_t n = 0;
+    std::uint64_t cursor = 0;
+    StringSink to_part{part};
+    std::optional<SnapshotWriter<StringSink>> pw(std::in_place, to_part);
+    for (;;) {
+      cursor = s.scan_stored(i, cursor, kStep, [&](const K& key, const V& value, const std::optional<std::int64_t>& d) {
+        if (is_empty_hash(value)) return;  // a replica's emptied hash (see save_to())
+        pw->record(key, value, d);
+        ++n;
+        pw->maybe_flush();
+      });
+      if (cursor == Store::kRestarted) {
+        part.clear();
+        n = 0;
+        cursor = 0;
+        pw.emplace(to_part);
+        continue;
+      }
+      if (cursor == 0) break;
+    }
+    (void)pw->flush();
+    count += n;
+  }
+  SnapshotWriter<Sink> w(sink);
+  std::string& b = w.buffer();
+  b.append(snap::kMagic, sizeof snap::kMagic);
+  codec::put_le(b, kSnapshotVersion, 2);
+  codec::put_le(b, 0, 2);  // flags
+  codec::put_i64(b, info.created_ms);
+  codec::put_le(b, count, 8);
+  for (std::string& part : parts) {
+    for (std::size_t at = 0; at < part.size() && !w.failed(); at += snap::kChunk) {
+      b.append(part, at, snap::kChunk);
+      w.maybe_flush();
+    }
+    std::string().swap(part);
+  }
+  if (w.failed()) return snap::error(Errc::io_error, w.offset(), sink.describe() + " " + snap::at(w.offset()));
+  b.push_back(static_cast<char>(snap::kEnd));
+  codec::put_le(b, count, 8);
+  codec::put_le(b, w.crc(), 4);
+  const std::uint64_t total = w.offset();
+  if (!w.flush() || !sink.finish()) {
+    return snap::error(Errc::io_error, w.offset(), sink.describe() + " " + snap::at(w.offset()));
+  }
+  info.keys = count;
+  info.bytes = total;
+  return info;
+}
+
+template <class Store, class Sink>
+FileResult<SnapshotInfo> save_whole(const Store& s, Sink& sink) {
   using K = typename Store::key_type;
   using V = typename Store::mapped_type;
   SnapshotWriter<Sink> w(sink);
@@ -411,7 +503,17 @@ FileResult<SnapshotInfo> save_to(const Store& s, Sink& sink) {
   info.keys = written;
   info.bytes = total;
   info.created_ms = now;
+  if constexpr (has_feed_seq<Store>::value) info.feed_seq = s.feed_seq();
   return info;
+}
+
+template <class Store, class Sink>
+FileResult<SnapshotInfo> save_to(const Store& s, Sink& sink) {
+  if constexpr (is_sharded<Store>::value) {
+    return save_sharded(s, sink);
+  } else {
+    return save_whole(s, sink);
+  }
 }
 
 // ---- Reading -----------------------------------------------------------------------------

@@ -53,6 +53,7 @@ class Notifier {
   events_type& events() noexcept { return events_; }
   const events_type& events() const noexcept { return events_; }
   feed_type& feed() noexcept { return feed_; }
+  const feed_type& feed() const noexcept { return feed_; }
   // Whether a change feed is set: when not, no record is made.
   bool recording() const noexcept { return feed_.on(); }
 
