@@ -8,6 +8,10 @@
 //   concurrent   expiring::ConcurrentStore<uint64_t, uint64_t, Clock>, default shards (--shards=N
 //                to override): get() reads without the lock (ConcurrencyOptions::optimistic_reads)
 //   locked       the same with optimistic_reads off: every get() takes its shard's lock
+//   logged       `concurrent` with an AppendLog at appendfsync everysec in a directory under
+//                $TMPDIR (or /tmp): every set() is a record in the log's buffer, written and
+//                fdatasync'ed once a second by the log's thread; after each point the log is
+//                rewritten (untimed), so that it stays the store's size
 //   mutex        one std::mutex around an expiring::Store<uint64_t, uint64_t, Clock>
 //   tbb          tbb::concurrent_hash_map<uint64_t, uint64_t> (no TTL; if found at configure time)
 //   cuckoo       libcuckoo::cuckoohash_map<uint64_t, uint64_t> (no TTL; if found at configure
@@ -38,6 +42,8 @@
 //   C2  ConcurrentStore at 2 threads >= 1.2x the unlocked store's 1-thread throughput
 //   C3  ConcurrentStore at 1 thread  >= 0.8x the unlocked store's 1-thread throughput
 //   C4  ConcurrentStore at 2 threads >= libcuckoo at 2 threads (95/5 only)
+//   P3  ConcurrentStore with its AppendLog (everysec) at 2 threads >= 0.7x the same store
+//       without a log at 2 threads (issue 26; judged at 95/5, shown for both mixes)
 //
 // Modes: --smoke (ctest; also EXPIRING_BENCH_SMOKE=1 or a tiny --benchmark_min_time: 1e3
 // keys, threads 1, 2, 4, 0.05 s, one repetition), --quick (default: 1e4 and 1e6 keys), --full.
@@ -67,7 +73,12 @@
 
 #include "bench_common.hpp"
 
+#include <expiring/append_log.hpp>
 #include <expiring/concurrent_store.hpp>
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #if defined(EXPIRING_BENCH_HAS_TBB)
 #include <oneapi/tbb/concurrent_hash_map.h>
@@ -138,6 +149,60 @@ struct Concurrent {
   }
   bool set(u64 k, u64 v) { return s.set(k, v, kTtl).ok(); }
   std::size_t size() const { return s.size(); }
+};
+
+void error(const std::string& what);  // (below) reported, counted, and the exit status 1
+[[noreturn]] void fatal(const std::string& what) {
+  std::fprintf(stderr, "bench_concurrent: ERROR: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// `concurrent` with an append-only log at everysec.
+template <class Clock>
+struct Logged {
+  static constexpr const char* name = "logged";
+  using Store = expiring::ConcurrentStore<u64, u64, Clock>;
+  std::string dir;
+  Store s;
+  std::unique_ptr<expiring::AppendLog<Store>> log;
+  Logged(Clock c, std::size_t shards) : dir(make_dir()), s(c, expiring::Options{}, expiring::ConcurrencyOptions{shards, true}) {
+    expiring::AppendLogOptions o;
+    o.fsync = expiring::Fsync::everysec;
+    auto r = expiring::AppendLog<Store>::open(s, dir, o);
+    if (!r.ok()) fatal("logged: " + r.error().message);
+    log = std::move(*r);
+  }
+  Logged(const Logged&) = delete;
+  Logged& operator=(const Logged&) = delete;
+  ~Logged() {
+    log.reset();
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (const dirent* e = ::readdir(d)) {
+        const std::string f = e->d_name;
+        if (f != "." && f != "..") ::unlink((dir + "/" + f).c_str());
+      }
+      ::closedir(d);
+    }
+    ::rmdir(dir.c_str());
+  }
+  static std::string make_dir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string t = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/expiring-bench-log-XXXXXX";
+    if (::mkdtemp(t.data()) == nullptr) fatal("logged: mkdtemp failed");
+    return t;
+  }
+  bool get(u64 k, u64& v) {
+    const std::optional<u64> r = s.get(k);
+    if (!r) return false;
+    v = *r;
+    return true;
+  }
+  bool set(u64 k, u64 v) { return s.set(k, v, kTtl).ok(); }
+  std::size_t size() const { return s.size(); }
+  // Between points, untimed: the log compacted to the store's size.
+  void after_point() {
+    if (!log->rewrite() || log->failure()) error("logged: the log failed: " + log->failure().value_or(expiring::FileError{}).message);
+  }
 };
 
 #if defined(EXPIRING_BENCH_HAS_TBB)
@@ -308,7 +373,7 @@ struct Mix {
 };
 const Mix kMixes[] = {{"95/5", 62259}, {"50/50", 32768}};  // 62259/65536 = 95.0%
 
-const std::vector<std::string> kColumns = {"concurrent", "locked", "mutex", "tbb", "cuckoo", "unlocked", "loop"};
+const std::vector<std::string> kColumns = {"concurrent", "locked", "logged", "mutex", "tbb", "cuckoo", "unlocked", "loop"};
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::nan("");
@@ -357,11 +422,18 @@ struct Entry {
   std::function<std::size_t()> size;
 };
 
+template <class C, class = void>
+struct has_after_point : std::false_type {};
+template <class C>
+struct has_after_point<C, std::void_t<decltype(std::declval<C&>().after_point())>> : std::true_type {};
+
 template <class C>
 Entry entry_for(C& c, bool one_thread_only = false) {
   return Entry{C::name, one_thread_only,
                [&c](std::uint32_t n, std::uint32_t gb, int th, double s, u64 seed) {
-                 return run_point(c, n, gb, th, s, seed);
+                 PointResult r = run_point(c, n, gb, th, s, seed);
+                 if constexpr (has_after_point<C>::value) c.after_point();
+                 return r;
                },
                [&c] { return c.size(); }};
 }
@@ -382,9 +454,12 @@ void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv&
   Mutexed<Clock> mutexed(clock);
   Concurrent<Clock> concurrent(clock, st.shards);
   Concurrent<Clock, false> locked(clock, st.shards);
+  std::unique_ptr<Logged<Clock>> logged;
+  if (st.wanted("logged")) logged = std::make_unique<Logged<Clock>>(clock, st.shards);
   std::vector<Entry> es;
   es.push_back(entry_for(concurrent));
   es.push_back(entry_for(locked));
+  if (logged) es.push_back(entry_for(*logged));
   es.push_back(entry_for(mutexed));
 #if defined(EXPIRING_BENCH_HAS_TBB)
   auto tbb = std::make_unique<Tbb>();
@@ -405,6 +480,10 @@ void run_keys(const Settings& st, Clock clock, std::size_t n, Results& res, Csv&
   fill(mutexed, n);
   fill(concurrent, n);
   fill(locked, n);
+  if (logged) {
+    fill(*logged, n);
+    logged->after_point();
+  }
 #if defined(EXPIRING_BENCH_HAS_TBB)
   fill(*tbb, n);
 #endif
@@ -508,7 +587,8 @@ void report(const Settings& st, Results& res, const std::vector<std::string>& pr
     }
   }
   res.say(fmt("\nconcurrent = `ConcurrentStore<uint64_t, uint64_t, %s>` (%s shards; get() without locks); "
-              "locked = the same with `optimistic_reads` off; mutex = one `std::mutex` "
+              "locked = the same with `optimistic_reads` off; logged = concurrent with an `AppendLog` at "
+              "appendfsync everysec on the file system of $TMPDIR or /tmp; mutex = one `std::mutex` "
               "around `Store<uint64_t, uint64_t, %s>`; unlocked = that store without a lock (1 thread only); "
               "tbb = `tbb::concurrent_hash_map<uint64_t, uint64_t>`, cuckoo = "
               "`libcuckoo::cuckoohash_map<uint64_t, uint64_t>` (no TTL); loop = the same thread loop with no map "
@@ -547,6 +627,12 @@ void report(const Settings& st, Results& res, const std::vector<std::string>& pr
               fmt("%s vs %s Mops/s", cell(c2).c_str(), cell(u1).c_str()));
       verdict("C3 single-thread cost", mix.name, n, "concurrent 1T ≥ 0.8x unlocked 1T", ratio(c1, u1), 0.8,
               fmt("%s vs %s Mops/s", cell(c1).c_str(), cell(u1).c_str()));
+      const auto* l2 = have2 ? res.find(mix.name, n, 2, "logged") : nullptr;
+      if (l2 != nullptr) {
+        const bool judged = std::string(mix.name) == "95/5";
+        verdict(judged ? "P3 the log's cost" : "P3 the log's cost (shown)", mix.name, n, "logged 2T ≥ 0.7x concurrent 2T",
+                ratio(l2, c2), judged ? 0.7 : 0.0, fmt("%s vs %s Mops/s", cell(l2).c_str(), cell(c2).c_str()));
+      }
       if (std::string(mix.name) == "95/5") {
         verdict("C4 vs libcuckoo", mix.name, n, "concurrent 2T ≥ cuckoo 2T", ratio(c2, k2), 1.0,
                 fmt("%s vs %s Mops/s", cell(c2).c_str(), cell(k2).c_str()));
