@@ -105,6 +105,7 @@
 #include "change_feed.hpp"
 #include "codec.hpp"
 #include "detail/quiet_thread.hpp"
+#include "detail/shard_lock.hpp"
 #include "error.hpp"
 #include "snapshot.hpp"
 
@@ -209,12 +210,18 @@ class AppendLog {
 
   // Writes and fdatasyncs everything buffered now, whatever the policy. False on a failure.
   bool flush();
-  // appendfsync always on a store of many threads (ConcurrentStore): returns once every
-  // record up to `seq` (Change::seq) is on disk, or the log has failed. open() makes the
-  // store call it after each call's locks are released; with attach off, pass it yourself
-  // (set_change_feed()'s on_return). The threads that wait share one fdatasync: the first
-  // writes and syncs everything buffered, the others find their records covered by it.
-  void wait_durable(std::uint64_t seq);
+  // A store of many threads (ConcurrentStore) calls this after each call that sent records,
+  // once the call's locks are released (set_change_feed()'s on_return; open() passes it, and
+  // with attach off you pass it yourself). Under appendfsync always it returns once every
+  // record up to `seq` (Change::seq) is on disk, or the log has failed: the threads that
+  // wait share one fdatasync (the first writes and syncs everything buffered, the others find
+  // their records covered by it). Otherwise it writes a buffer that passed buffer_limit.
+  void after_call(std::uint64_t seq);
+  // A store of shards' log path (set_change_log(), passed by open()): encode_shared() encodes
+  // one record under its shard's lock, on any thread, and append_unit() takes a whole unit's
+  // bytes under the store's sequencer, in stream order.
+  std::size_t encode_shared(const change_type& c, bool in_unit, std::string& out) noexcept;
+  void append_unit(std::string_view bytes, std::size_t records, std::uint64_t last_seq) noexcept;
 
   // BGREWRITEAOF: starts a rewrite (false if one is running, the log has failed, or a unit
   // of changes is open: a MULTI of the store's is not split between two files).
@@ -276,14 +283,16 @@ class AppendLog {
   FileResult<bool> replay(const std::vector<std::pair<bool, std::string>>& files, std::uint64_t last_size);
   bool create_file(const std::string& file, bool base, int& fd, std::uint64_t& size);
   bool write_manifest(const std::string& base, const std::vector<std::string>& incrs);
-  void encode(const change_type& c);
+  std::size_t encode(const change_type& c, bool in_unit, std::string& out);
   // Appends one record (its head, op byte and operands) to `out`; a key's whole state as
   // SET with its deadline or without.
   static void append_record(std::string& out, unsigned char op, const key_type* k, const mapped_type* v,
                             const std::int64_t* at);
   static void append_whole(std::string& out, const key_type& k, const mapped_type& v,
                            const std::optional<std::int64_t>& deadline);
-  void end_unit();
+  bool close_unit(std::uint64_t seq, std::size_t records);
+  void end_unit(bool big);  // big: the buffer passed buffer_limit
+  void wait_durable(std::uint64_t seq);  // after_call() under always: the group commit
   bool write_out(bool sync);  // takes fd_mu_
   void background();
   void fail(std::string what, int err);
@@ -301,21 +310,26 @@ class AppendLog {
   std::vector<std::string> incrs_;
   int fd_ = -1;  // the last incr file (guarded by fd_mu_)
 
-  // Records not yet written (mu_), written in order under fd_mu_ (taken first).
+  // Records not yet written (buf_mu_), written in order under fd_mu_ (taken first). The
+  // buffer's lock is a spinlock that yields (a shard's): it is held for one unit's append,
+  // tens of ns, under a store's sequencer; mu_ guards the statistics and the threads.
   mutable std::mutex fd_mu_;
   mutable std::mutex mu_;
+  mutable detail::ShardLock buf_mu_;
   std::string buf_;
-  // The unit being encoded (the feed's thread, or the store's sequencer): a unit goes into
+  std::string spare_;           // buf_mu_: an empty buffer with room, for the next swap
+  std::uint64_t records_ = 0;   // buf_mu_: records given to the log since open()  // The unit being encoded (the feed's thread, or the store's sequencer): a unit goes into
   // buf_ whole, so that no write or file switch ever splits one.
   std::string scratch_;
   std::uint64_t scratch_records_ = 0;
   bool in_multi_ = false;
   // appendfsync always on a store of shards (wait_durable()), under mu_: the number of the
   // last record in buf_, the last one known on disk, and whether a thread is syncing.
-  std::uint64_t appended_seq_ = 0;
+  std::uint64_t appended_seq_ = 0;  // buf_mu_
   std::uint64_t durable_seq_ = 0;
   bool committing_ = false;
   std::condition_variable durable_cv_;
+  std::atomic<bool> write_due_{false};  // a store of shards: the buffer passed buffer_limit
   bool attached_ = false;  // the store's feed is this log's
   AppendLogStats stats_;   // mu_
   Failure failure_;
@@ -761,9 +775,10 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
   AppendLog* self = log.get();
   if (log->options_.attach) {
     if constexpr (detail::is_sharded<Store>::value) {
-      std::function<void(std::uint64_t)> on_return;
-      if (log->options_.fsync == Fsync::always) on_return = [self](std::uint64_t seq) { self->wait_durable(seq); };
-      store.set_change_feed([self](const change_type& c) { self->on_change(c); }, std::move(on_return));
+      store.set_change_log(
+          [self](const change_type& c, bool in_unit, std::string& out) { return self->encode_shared(c, in_unit, out); },
+          [self](std::string_view bytes, std::size_t records, std::uint64_t last) { self->append_unit(bytes, records, last); },
+          [self](std::uint64_t seq) { self->after_call(seq); });
     } else {
       store.set_change_feed([self](const change_type& c) { self->on_change(c); });
     }
@@ -917,17 +932,19 @@ void AppendLog<Store>::fail(std::string what, int err) {
   failure_.set(FileError{Errc::io_error, 0, "append log: " + what + " (" + std::strerror(err) + ")"});
 }
 
-// The change's records (append_record()), added to the buffer in one piece.
+// The change's records (append_record()), appended to `out`; how many. `in_unit`: c is inside a
+// MULTI ... EXEC (a RENAME alone is framed here). Reads no state of the log: a store of
+// shards calls it from many threads at once.
 template <class Store>
-void AppendLog<Store>::encode(const change_type& c) {
+std::size_t AppendLog<Store>::encode(const change_type& c, bool in_unit, std::string& out) {
   namespace aof = detail::aof;
-  std::uint64_t& n = scratch_records_;  // the unit's records so far, in scratch_
+  std::size_t n = 0;
   auto record = [&](unsigned char op, const key_type* k, const mapped_type* v, const std::int64_t* at) {
-    append_record(scratch_, op, k, v, at);
+    append_record(out, op, k, v, at);
     ++n;
   };
   auto whole = [&](const key_type& k, const mapped_type& v, const std::optional<std::int64_t>& d) {
-    append_whole(scratch_, k, v, d);
+    append_whole(out, k, v, d);
     ++n;
   };
   switch (c.op) {
@@ -946,13 +963,44 @@ void AppendLog<Store>::encode(const change_type& c) {
     case ChangeOp::multi: record(aof::kMulti, nullptr, nullptr, nullptr); break;
     case ChangeOp::exec: record(aof::kExec, nullptr, nullptr, nullptr); break;
     case ChangeOp::rename:  // as the state it leaves: DEL a, SET b, in one unit
-      if (!in_multi_) record(aof::kMulti, nullptr, nullptr, nullptr);
+      if (!in_unit) record(aof::kMulti, nullptr, nullptr, nullptr);
       record(aof::kDel, c.key, nullptr, nullptr);
       whole(*c.to, *c.value, c.deadline);
-      if (!in_multi_) record(aof::kExec, nullptr, nullptr, nullptr);
+      if (!in_unit) record(aof::kExec, nullptr, nullptr, nullptr);
       break;
   }
+  return n;
 }
+
+// A store of shards: one record's bytes, encoded under its shard's lock before the store's
+// sequencer (set_change_log()), so that many threads encode at once.
+template <class Store>
+std::size_t AppendLog<Store>::encode_shared(const change_type& c, bool in_unit, std::string& out) noexcept {
+  if (!failure_.code_ok()) return 0;
+  try {
+    return encode(c, in_unit, out);
+  } catch (...) {  // an allocation or a codec: the log can no longer be trusted
+    failure_.set(FileError{Errc::io_error, 0, "append log: a record could not be encoded"});
+    return 0;
+  }
+}
+
+// A store of shards, under its sequencer: a whole unit's bytes, in stream order.
+template <class Store>
+void AppendLog<Store>::append_unit(std::string_view bytes, std::size_t records, std::uint64_t last_seq) noexcept {
+  if (!failure_.code_ok()) return;
+  bool big = false;
+  try {
+    std::lock_guard<detail::ShardLock> g(buf_mu_);
+    buf_.append(bytes.data(), bytes.size());
+    big = close_unit(last_seq, records);
+  } catch (...) {
+    failure_.set(FileError{Errc::io_error, 0, "append log: a record could not be buffered"});
+    return;
+  }
+  if (big) write_due_.store(true, std::memory_order_relaxed);
+}
+
 
 template <class Store>
 void AppendLog<Store>::append_record(std::string& out, unsigned char op, const key_type* k, const mapped_type* v,
@@ -980,65 +1028,97 @@ void AppendLog<Store>::append_whole(std::string& out, const key_type& k, const m
 template <class Store>
 void AppendLog<Store>::on_change(const change_type& c) noexcept {
   if (!failure_.code_ok()) return;
+  bool big = false;
   try {
-    encode(c);
+    if (c.op == ChangeOp::multi) in_multi_ = true;
+    if (in_multi_) {  // gathered until its EXEC, then into the buffer whole
+      scratch_records_ += encode(c, true, scratch_);
+      if (c.op != ChangeOp::exec) return;
+      in_multi_ = false;
+      std::lock_guard<detail::ShardLock> g(buf_mu_);
+      buf_.append(scratch_);
+      big = close_unit(c.seq, scratch_records_);
+      scratch_.clear();
+      scratch_records_ = 0;
+    } else {  // a unit of one record: straight into the buffer
+      std::lock_guard<detail::ShardLock> g(buf_mu_);
+      const std::size_t n = encode(c, false, buf_);
+      big = close_unit(c.seq, n);
+    }
   } catch (...) {  // an allocation or a codec: the log can no longer be trusted
     failure_.set(FileError{Errc::io_error, 0, "append log: a record could not be encoded"});
     return;
   }
-  if (c.op == ChangeOp::multi) {
-    in_multi_ = true;
-    return;
+  end_unit(big);
+}
+
+// Under buf_mu_: a whole unit of `records` records, up to the stream's record `seq`, is in the
+// buffer; whether the buffer is past its limit.
+template <class Store>
+bool AppendLog<Store>::close_unit(std::uint64_t seq, std::size_t records) {
+  records_ += records;
+  appended_seq_ = seq;
+  return buf_.size() >= options_.buffer_limit;
+}
+
+template <class Store>
+void AppendLog<Store>::after_call(std::uint64_t seq) {
+  if (options_.fsync == Fsync::always) {
+    wait_durable(seq);
+  } else if (write_due_.load(std::memory_order_relaxed) && write_due_.exchange(false, std::memory_order_relaxed)) {
+    (void)write_out(false);
   }
-  if (c.op == ChangeOp::exec) in_multi_ = false;
-  if (in_multi_) return;
-  {  // the unit is whole: into the buffer
-    std::lock_guard<std::mutex> g(mu_);
-    buf_.append(scratch_);
-    stats_.records += scratch_records_;
-    appended_seq_ = c.seq;
-  }
-  scratch_.clear();
-  scratch_records_ = 0;
-  end_unit();
 }
 
 // The end of a unit: under `always` it reaches the disk now; otherwise the thread writes it
 // within a second, or now if the buffer is past its limit.
 template <class Store>
-void AppendLog<Store>::end_unit() {
-  if (options_.fsync == Fsync::always) {
-    // A store of shards calls wait_durable() once its locks are released.
-    if constexpr (!detail::is_sharded<Store>::value) (void)write_out(true);
-    return;
+void AppendLog<Store>::end_unit(bool big) {
+  if constexpr (detail::is_sharded<Store>::value) {
+    // The store's locks are held: the write waits for after_call(), once they are released.
+    if (big) write_due_.store(true, std::memory_order_relaxed);
+  } else if (options_.fsync == Fsync::always) {
+    (void)write_out(true);
+  } else if (big) {
+    (void)write_out(false);
   }
-  bool big = false;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    big = buf_.size() >= options_.buffer_limit;
-  }
-  if (big) (void)write_out(false);
 }
 
+// Writes are ordered by fd_mu_; the fdatasync runs after it is released, on a duplicate of the
+// descriptor, so that a write of the store's threads never waits for the disk behind the
+// log's thread (a rewrite may meanwhile switch fd_ to a new file: the duplicate keeps the old
+// one open until its sync is done).
 template <class Store>
 bool AppendLog<Store>::write_out(bool sync) {
-  std::lock_guard<std::mutex> fg(fd_mu_);
   std::string out;
   std::uint64_t covered = 0;  // the last record this write holds
+  int sync_on = -1;
   {
-    std::lock_guard<std::mutex> g(mu_);
-    out.swap(buf_);
-    covered = appended_seq_;
+    std::lock_guard<std::mutex> fg(fd_mu_);
+    {
+      std::lock_guard<detail::ShardLock> g(buf_mu_);
+      out.swap(buf_);
+      buf_.swap(spare_);  // the last write's buffer, kept with its capacity
+      covered = appended_seq_;
+    }
+    if (!failure_.code_ok()) return false;
+    int err = 0;
+    if (!out.empty() && !detail::aof::write_all(fd_, out.data(), out.size(), err)) {
+      fail("write failed", err);
+      return false;
+    }
+    if (sync && (sync_on = detail::open_cloexec_dup(fd_)) < 0) {
+      fail("cannot duplicate the log's descriptor", errno);
+      return false;
+    }
   }
-  if (!failure_.code_ok()) return false;
-  int err = 0;
-  if (!out.empty() && !detail::aof::write_all(fd_, out.data(), out.size(), err)) {
-    fail("write failed", err);
-    return false;
-  }
-  if (sync && (err = detail::aof::sync_fd(fd_)) != 0) {
-    fail("fdatasync failed", err);
-    return false;
+  if (sync) {
+    const int err = detail::aof::sync_fd(sync_on);
+    ::close(sync_on);
+    if (err != 0) {
+      fail("fdatasync failed", err);
+      return false;
+    }
   }
   std::lock_guard<std::mutex> g(mu_);
   stats_.bytes += out.size();
@@ -1047,11 +1127,10 @@ bool AppendLog<Store>::write_out(bool sync) {
     ++stats_.fsyncs;
     durable_seq_ = std::max(durable_seq_, covered);
   }
-  // Keep the buffer's capacity for the next records.
-  if (buf_.empty()) {
-    out.clear();
-    buf_.swap(out);
-  }
+  // Keep the buffer's capacity for the next write's records.
+  out.clear();
+  std::lock_guard<detail::ShardLock> b(buf_mu_);
+  if (out.capacity() > spare_.capacity()) spare_.swap(out);
   return true;
 }
 
@@ -1099,6 +1178,10 @@ template <class Store>
 AppendLogStats AppendLog<Store>::stats() const {
   std::lock_guard<std::mutex> g(mu_);
   AppendLogStats s = stats_;
+  {
+    std::lock_guard<detail::ShardLock> b(buf_mu_);
+    s.records = records_;
+  }
   s.rewriting = rw_.has_value();
   s.ok = failure_.code_ok();
   return s;

@@ -62,6 +62,8 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -572,29 +574,27 @@ class BasicConcurrentStore
   // the feed before other threads use the store, as the listener; an empty one removes it.
   // Cost without a feed: one test per call.
   void set_change_feed(change_feed_type feed, std::function<void(std::uint64_t)> on_return = {}) {
-    {
-      std::lock_guard<std::mutex> g(seq_mu_);
-      feed_ = std::move(feed);
-      feed_on_ = static_cast<bool>(feed_);
-      on_return_ = feed_on_ ? std::move(on_return) : nullptr;
-      acknowledging_ = static_cast<bool>(on_return_);
-    }
-    for (std::size_t i = 0; i < shards_n_; ++i) {
-      Shard& sh = shards_[i];
-      const Guard g(*this, sh);
-      sh.unit.clear();
-      sh.in_unit = false;
-      if (feed_on_) {
-        sh.engine->set_change_feed([this, &sh](const change_type& c) { forward(sh, c); });
-      } else {
-        sh.engine->set_change_feed({});
-      }
-    }
+    const bool on = static_cast<bool>(feed);
+    install_feed(std::move(feed), {}, {}, on ? std::move(on_return) : nullptr);
+  }
+  // The same stream as bytes, for a log (AppendLog uses it; it replaces set_change_feed()'s
+  // function): encode(c, in_unit, out) appends record c's encoding to `out` and returns how
+  // many records it wrote (in_unit: c is inside a MULTI ... EXEC); it runs under the shard's
+  // lock but before the sequencer, so that threads encode at once. append(bytes, records,
+  // last_seq) then takes a whole unit's bytes under the sequencer, in stream order: what is
+  // serialized is a copy of a few dozen bytes. Neither may call the store or throw.
+  using change_encoder_type = std::function<std::size_t(const change_type&, bool, std::string&)>;
+  using change_sink_type = std::function<void(std::string_view, std::size_t, std::uint64_t)>;
+  void set_change_log(change_encoder_type encode, change_sink_type append,
+                      std::function<void(std::uint64_t)> on_return = {}) {
+    const bool on = encode && append;
+    install_feed({}, on ? std::move(encode) : nullptr, on ? std::move(append) : nullptr,
+                 on ? std::move(on_return) : nullptr);
   }
   // The number of the last record the feed was sent (0 before the first): a snapshot or a
   // log rewrite starting now holds every change up to it.
   std::uint64_t feed_seq() const {
-    std::lock_guard<std::mutex> g(seq_mu_);
+    std::lock_guard<detail::ShardLock> g(seq_mu_);
     return seq_;
   }
 
@@ -834,6 +834,32 @@ class BasicConcurrentStore
   }
 
   // ---- The sequencer ----
+  // set_change_feed() and set_change_log(): the consumer, then every shard's forwarder.
+  void install_feed(change_feed_type feed, change_encoder_type encode, change_sink_type append,
+                    std::function<void(std::uint64_t)> on_return) {
+    {
+      std::lock_guard<detail::ShardLock> g(seq_mu_);
+      feed_ = std::move(feed);
+      encode_ = std::move(encode);
+      append_ = std::move(append);
+      encoded_ = static_cast<bool>(encode_);
+      feed_on_ = static_cast<bool>(feed_) || encoded_;
+      on_return_ = std::move(on_return);
+      acknowledging_ = static_cast<bool>(on_return_);
+    }
+    for (std::size_t i = 0; i < shards_n_; ++i) {
+      Shard& sh = shards_[i];
+      const Guard g(*this, sh);
+      sh.unit.clear();
+      sh.in_unit = false;
+      if (feed_on_) {
+        sh.engine->set_change_feed([this, &sh](const change_type& c) { forward(sh, c); });
+      } else {
+        sh.engine->set_change_feed({});
+      }
+    }
+  }
+
   // A shard's feed (under its lock): a record alone goes out at once; a MULTI ... EXEC is
   // gathered and sent whole at its EXEC; inside a group every record joins the group.
   void forward(Shard& sh, const change_type& c) {
@@ -864,14 +890,37 @@ class BasicConcurrentStore
       sh.unit.clear();
       return;
     }
-    std::lock_guard<std::mutex> g(seq_mu_);
+    if (encoded_) {
+      std::string& bytes = encode_buffer();
+      bytes.clear();
+      const std::size_t n = encode_(c, false, bytes);
+      std::lock_guard<detail::ShardLock> g(seq_mu_);
+      const std::uint64_t seq = ++seq_;
+      last_sent() = seq;
+      append_(bytes, n, seq);
+      return;
+    }
+    std::lock_guard<detail::ShardLock> g(seq_mu_);
     send(c);
   }
   // Sends recs as one unit: framed in MULTI ... EXEC when `framed` or when there are several.
   void send_unit(const std::vector<ChangeRecord<K, V>>& recs, bool framed) {
     if (recs.empty()) return;
     const bool wrap = framed || recs.size() > 1;
-    std::lock_guard<std::mutex> g(seq_mu_);
+    if (encoded_) {  // encoded here, then handed over whole under the sequencer
+      std::string& bytes = encode_buffer();
+      bytes.clear();
+      std::size_t n = 0;
+      if (wrap) n += encode_(change_type{ChangeOp::multi}, true, bytes);
+      for (const ChangeRecord<K, V>& r : recs) n += encode_(r.view(), wrap, bytes);
+      if (wrap) n += encode_(change_type{ChangeOp::exec}, true, bytes);
+      std::lock_guard<detail::ShardLock> g(seq_mu_);
+      seq_ += recs.size() + (wrap ? 2 : 0);  // the numbers the records would have had
+      last_sent() = seq_;
+      append_(bytes, n, seq_);
+      return;
+    }
+    std::lock_guard<detail::ShardLock> g(seq_mu_);
     if (wrap) send(change_type{ChangeOp::multi});
     for (const ChangeRecord<K, V>& r : recs) send(r.view());
     if (wrap) send(change_type{ChangeOp::exec});
@@ -882,6 +931,11 @@ class BasicConcurrentStore
     numbered.seq = ++seq_;
     last_sent() = numbered.seq;
     feed_(numbered);
+  }
+  // set_change_log()'s bytes of one unit, on this thread.
+  static std::string& encode_buffer() {
+    static thread_local std::string bytes;
+    return bytes;
   }
   // The number of the last record this thread's current call sent (0: none).
   static std::uint64_t& last_sent() noexcept {
@@ -1369,11 +1423,16 @@ class BasicConcurrentStore
   bool optimistic_;
   std::mutex apply_mu_;  // apply(): one caller at a time, and the unit it holds
   // The sequencer: the feed, its last number, and what a call does once its locks are gone.
-  mutable std::mutex seq_mu_;
+  // Its lock is held for one hand-over (tens of ns): a spinlock that yields, as a shard's,
+  // since a futex round trip per contended record cost more than the records themselves.
+  alignas(64) mutable detail::ShardLock seq_mu_;
   std::uint64_t seq_ = 0;
   change_feed_type feed_;
+  change_encoder_type encode_;  // set_change_log(): encode_ and append_ instead of feed_
+  change_sink_type append_;
   std::function<void(std::uint64_t)> on_return_;
-  bool feed_on_ = false;
+  bool feed_on_ = false;  // a feed or a log is set
+  bool encoded_ = false;  // ... a log
   bool acknowledging_ = false;
   // The thread inside as_one_unit(), holding every shard's lock (none: std::thread::id{}).
   std::atomic<std::thread::id> exclusive_{};

@@ -900,6 +900,15 @@ inline int open_cloexec(const char* path, int flags, mode_t mode = 0) {
   return fd;
 }
 
+// dup(fd), closed on exec as open_cloexec()'s descriptors are.
+inline int open_cloexec_dup(int fd) {
+#if defined(F_DUPFD_CLOEXEC)
+  return ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+#else
+  return ::dup(fd);
+#endif
+}
+
 // What a file that is not a regular one is, for an error message.
 inline const char* file_kind(mode_t m) noexcept {
   if (S_ISLNK(m)) return "a symbolic link";
