@@ -217,11 +217,10 @@ class AppendLog {
   // wait share one fdatasync (the first writes and syncs everything buffered, the others find
   // their records covered by it). Otherwise it writes a buffer that passed buffer_limit.
   void after_call(std::uint64_t seq);
-  // A store of shards' log path (set_change_log(), passed by open()): encode_shared() encodes
-  // one record under its shard's lock, on any thread, and append_unit() takes a whole unit's
-  // bytes under the store's sequencer, in stream order.
+  // A store of shards' log path (set_change_log(), passed by open()): encodes one record
+  // into its shard's buffer, under the shard's lock, on any thread; write_out() drains the
+  // shards' buffers in stream order (drain_log()).
   std::size_t encode_shared(const change_type& c, bool in_unit, std::string& out) noexcept;
-  void append_unit(std::string_view bytes, std::size_t records, std::uint64_t last_seq) noexcept;
 
   // BGREWRITEAOF: starts a rewrite (false if one is running, the log has failed, or a unit
   // of changes is open: a MULTI of the store's is not split between two files).
@@ -293,7 +292,7 @@ class AppendLog {
   bool close_unit(std::uint64_t seq, std::size_t records);
   void end_unit(bool big);  // big: the buffer passed buffer_limit
   void wait_durable(std::uint64_t seq);  // after_call() under always: the group commit
-  bool write_out(bool sync);  // takes fd_mu_
+  bool write_out(bool sync, bool wait = true);  // takes fd_mu_ (or, without `wait`, only if free)
   void background();
   void fail(std::string what, int err);
   void remove_strays() const;
@@ -777,8 +776,8 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
     if constexpr (detail::is_sharded<Store>::value) {
       store.set_change_log(
           [self](const change_type& c, bool in_unit, std::string& out) { return self->encode_shared(c, in_unit, out); },
-          [self](std::string_view bytes, std::size_t records, std::uint64_t last) { self->append_unit(bytes, records, last); },
-          [self](std::uint64_t seq) { self->after_call(seq); });
+          [self](std::uint64_t seq) { self->after_call(seq); },
+          log->options_.buffer_limit);  // per shard: the log's thread drains them every second
     } else {
       store.set_change_feed([self](const change_type& c) { self->on_change(c); });
     }
@@ -972,8 +971,8 @@ std::size_t AppendLog<Store>::encode(const change_type& c, bool in_unit, std::st
   return n;
 }
 
-// A store of shards: one record's bytes, encoded under its shard's lock before the store's
-// sequencer (set_change_log()), so that many threads encode at once.
+// A store of shards: one record's bytes, encoded into its shard's log buffer under the shard's
+// lock (set_change_log()), so that many threads encode at once.
 template <class Store>
 std::size_t AppendLog<Store>::encode_shared(const change_type& c, bool in_unit, std::string& out) noexcept {
   if (!failure_.code_ok()) return 0;
@@ -984,23 +983,6 @@ std::size_t AppendLog<Store>::encode_shared(const change_type& c, bool in_unit, 
     return 0;
   }
 }
-
-// A store of shards, under its sequencer: a whole unit's bytes, in stream order.
-template <class Store>
-void AppendLog<Store>::append_unit(std::string_view bytes, std::size_t records, std::uint64_t last_seq) noexcept {
-  if (!failure_.code_ok()) return;
-  bool big = false;
-  try {
-    std::lock_guard<detail::ShardLock> g(buf_mu_);
-    buf_.append(bytes.data(), bytes.size());
-    big = close_unit(last_seq, records);
-  } catch (...) {
-    failure_.set(FileError{Errc::io_error, 0, "append log: a record could not be buffered"});
-    return;
-  }
-  if (big) write_due_.store(true, std::memory_order_relaxed);
-}
-
 
 template <class Store>
 void AppendLog<Store>::append_record(std::string& out, unsigned char op, const key_type* k, const mapped_type* v,
@@ -1065,9 +1047,13 @@ template <class Store>
 void AppendLog<Store>::after_call(std::uint64_t seq) {
   if (options_.fsync == Fsync::always) {
     wait_durable(seq);
-  } else if (write_due_.load(std::memory_order_relaxed) && write_due_.exchange(false, std::memory_order_relaxed)) {
-    (void)write_out(false);
+    return;
   }
+  bool due = write_due_.load(std::memory_order_relaxed) && write_due_.exchange(false, std::memory_order_relaxed);
+  if constexpr (detail::is_sharded<Store>::value) due = store_.take_log_due() || due;
+  // Unless a write is running (the log's thread's, which drains the same buffers): a writer
+  // of the store does not wait behind it.
+  if (due) (void)write_out(false, /*wait=*/false);
 }
 
 // The end of a unit: under `always` it reaches the disk now; otherwise the thread writes it
@@ -1089,17 +1075,30 @@ void AppendLog<Store>::end_unit(bool big) {
 // log's thread (a rewrite may meanwhile switch fd_ to a new file: the duplicate keeps the old
 // one open until its sync is done).
 template <class Store>
-bool AppendLog<Store>::write_out(bool sync) {
+bool AppendLog<Store>::write_out(bool sync, bool wait) {
   std::string out;
   std::uint64_t covered = 0;  // the last record this write holds
   int sync_on = -1;
+  std::size_t drained = 0;  // records from the shards' buffers
   {
-    std::lock_guard<std::mutex> fg(fd_mu_);
+    std::unique_lock<std::mutex> fg(fd_mu_, std::defer_lock);
+    if (wait) {
+      fg.lock();
+    } else if (!fg.try_lock()) {
+      return true;  // another write is running; it or the next takes these records
+    }
     {
       std::lock_guard<detail::ShardLock> g(buf_mu_);
       out.swap(buf_);
       buf_.swap(spare_);  // the last write's buffer, kept with its capacity
       covered = appended_seq_;
+    }
+    if constexpr (detail::is_sharded<Store>::value) {  // the shards' buffers, in stream order
+      if (attached_) {
+        const std::pair<std::size_t, std::uint64_t> d = store_.drain_log(out);
+        drained = d.first;
+        covered = std::max(covered, d.second);
+      }
     }
     if (!failure_.code_ok()) return false;
     int err = 0;
@@ -1130,18 +1129,27 @@ bool AppendLog<Store>::write_out(bool sync) {
   // Keep the buffer's capacity for the next write's records.
   out.clear();
   std::lock_guard<detail::ShardLock> b(buf_mu_);
+  records_ += drained;
   if (out.capacity() > spare_.capacity()) spare_.swap(out);
   return true;
 }
 
 template <class Store>
 void AppendLog<Store>::background() {
+  // A store of shards buffers in its shards until this thread drains them: every 100 ms, so
+  // that the buffers stay small, with the fdatasync of everysec once a second.
+  constexpr bool kSharded = detail::is_sharded<Store>::value;
+  const auto period = kSharded ? std::chrono::milliseconds(100) : std::chrono::milliseconds(1000);
+  auto last_sync = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> g(mu_);
   while (!stop_) {
-    wake_.wait_for(g, std::chrono::seconds(1), [&] { return stop_; });
+    wake_.wait_for(g, period, [&] { return stop_; });
     if (stop_) break;
     g.unlock();
-    (void)write_out(options_.fsync == Fsync::everysec);
+    const auto now = std::chrono::steady_clock::now();
+    const bool sync = options_.fsync == Fsync::everysec && (!kSharded || now - last_sync >= std::chrono::seconds(1));
+    if (sync) last_sync = now;
+    (void)write_out(sync);
     g.lock();
   }
 }

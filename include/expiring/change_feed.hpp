@@ -88,8 +88,9 @@ struct Change {
   // The record's place in its store's stream: 1, 2, 3, ... from the store's first record, one
   // number per record (MULTI and EXEC included), so that a reader can tell where it is and
   // a snapshot can say where the stream after it starts (SnapshotInfo::feed_seq). Set by the
-  // store's feed; apply() does not read it.
-  std::uint64_t seq = 0;
+  // store's feed as it sends the record (mutable: numbered in place, without a copy); apply()
+  // does not read it.
+  mutable std::uint64_t seq = 0;
 };
 
 // A record that owns its key and value: what a log or a replication link reads back.
@@ -235,9 +236,8 @@ class ChangeFeed {
     }
     // The feed must not throw (the header's contract): noexcept turns a throw into terminate.
     void send(const change_type& c) noexcept {
-      change_type numbered = c;
-      numbered.seq = ++this->seq;
-      this->fn(numbered);
+      c.seq = ++this->seq;
+      this->fn(c);
     }
   };
 

@@ -575,27 +575,38 @@ class BasicConcurrentStore
   // Cost without a feed: one test per call.
   void set_change_feed(change_feed_type feed, std::function<void(std::uint64_t)> on_return = {}) {
     const bool on = static_cast<bool>(feed);
-    install_feed(std::move(feed), {}, {}, on ? std::move(on_return) : nullptr);
+    install_feed(std::move(feed), {}, on ? std::move(on_return) : nullptr);
   }
   // The same stream as bytes, for a log (AppendLog uses it; it replaces set_change_feed()'s
-  // function): encode(c, in_unit, out) appends record c's encoding to `out` and returns how
+  // function). encode(c, in_unit, out) appends record c's encoding to `out` and returns how
   // many records it wrote (in_unit: c is inside a MULTI ... EXEC); it runs under the shard's
-  // lock but before the sequencer, so that threads encode at once. append(bytes, records,
-  // last_seq) then takes a whole unit's bytes under the sequencer, in stream order: what is
-  // serialized is a copy of a few dozen bytes. Neither may call the store or throw.
+  // lock, on the calling thread, into that shard's own buffer, and the unit takes its numbers
+  // with one atomic add: nothing is serialized across shards, and no cache line but the
+  // counter's is shared by the writers. drain_log() then hands the units over in stream
+  // order. A shard's buffer past `shard_limit` bytes makes take_log_due() true (the log then
+  // drains early). encode must neither call the store nor throw.
   using change_encoder_type = std::function<std::size_t(const change_type&, bool, std::string&)>;
-  using change_sink_type = std::function<void(std::string_view, std::size_t, std::uint64_t)>;
-  void set_change_log(change_encoder_type encode, change_sink_type append,
-                      std::function<void(std::uint64_t)> on_return = {}) {
-    const bool on = encode && append;
-    install_feed({}, on ? std::move(encode) : nullptr, on ? std::move(append) : nullptr,
-                 on ? std::move(on_return) : nullptr);
+  void set_change_log(change_encoder_type encode, std::function<void(std::uint64_t)> on_return = {},
+                      std::size_t shard_limit = std::size_t{1} << 16) {
+    const bool on = static_cast<bool>(encode);
+    log_shard_limit_ = shard_limit;
+    install_feed({}, on ? std::move(encode) : nullptr, on ? std::move(on_return) : nullptr);
+  }
+  // set_change_log(): appends to `out`, in stream order, every unit numbered up to the
+  // stream's end when the call began, and removes them from the shards' buffers (one shard's
+  // lock at a time); returns how many records and the number of the last (0: nothing yet).
+  // Every unit up to that number is in `out` or was in an earlier drain: a log that writes
+  // the drains in order holds a prefix of the stream. Calls must not overlap.
+  std::pair<std::size_t, std::uint64_t> drain_log(std::string& out);
+  // Whether a shard's log buffer passed its limit since the last call (then false again).
+  bool take_log_due() noexcept {
+    return log_due_.load(std::memory_order_relaxed) && log_due_.exchange(false, std::memory_order_relaxed);
   }
   // The number of the last record the feed was sent (0 before the first): a snapshot or a
   // log rewrite starting now holds every change up to it.
   std::uint64_t feed_seq() const {
-    std::lock_guard<detail::ShardLock> g(seq_mu_);
-    return seq_;
+    std::lock_guard<detail::ShardLock> g(seq_mu_);  // a feed's unit is numbered under it
+    return seq_.load(std::memory_order_acquire);
   }
 
   // Runs fn() (calls of this store, from this thread) with every shard locked: no other
@@ -784,6 +795,13 @@ class BasicConcurrentStore
     bool framed = false;    // a shard framed its records (or as_one_unit() asked for a unit)
     bool flushall = false;  // clear(): one FLUSHALL for all shards
   };
+  // One encoded unit in a shard's log buffer: its first number, where its bytes end, and how
+  // many records they hold.
+  struct LogMark {
+    std::uint64_t first;
+    std::size_t end;
+    std::size_t records;
+  };
   struct alignas(64) Shard {
     // The lock alone on its line: a waiter spinning on it does not take the engine's lines
     // (written by the owner on every operation) away from the owner.
@@ -801,6 +819,11 @@ class BasicConcurrentStore
     std::vector<ChangeRecord<K, V>> unit;
     bool in_unit = false;
     FeedGroup* group = nullptr;
+    // set_change_log(): this shard's encoded units not yet drained, and where each ends.
+    std::string log_bytes;
+    std::vector<LogMark> log_marks;
+    std::string log_spare;  // the last drain's buffers, empty, kept for their room
+    std::vector<LogMark> log_marks_spare;
   };
 
   // The lock of a shard for a member that reads (size(), stats()): none when this thread
@@ -835,13 +858,11 @@ class BasicConcurrentStore
 
   // ---- The sequencer ----
   // set_change_feed() and set_change_log(): the consumer, then every shard's forwarder.
-  void install_feed(change_feed_type feed, change_encoder_type encode, change_sink_type append,
-                    std::function<void(std::uint64_t)> on_return) {
+  void install_feed(change_feed_type feed, change_encoder_type encode, std::function<void(std::uint64_t)> on_return) {
     {
       std::lock_guard<detail::ShardLock> g(seq_mu_);
       feed_ = std::move(feed);
       encode_ = std::move(encode);
-      append_ = std::move(append);
       encoded_ = static_cast<bool>(encode_);
       feed_on_ = static_cast<bool>(feed_) || encoded_;
       on_return_ = std::move(on_return);
@@ -852,6 +873,11 @@ class BasicConcurrentStore
       const Guard g(*this, sh);
       sh.unit.clear();
       sh.in_unit = false;
+      if (encoded_) {  // a new log starts empty (what an old one left undrained is not its)
+        sh.log_bytes.clear();
+        sh.log_marks.clear();
+        log_drained_ = seq_.load(std::memory_order_relaxed);
+      }
       if (feed_on_) {
         sh.engine->set_change_feed([this, &sh](const change_type& c) { forward(sh, c); });
       } else {
@@ -886,38 +912,46 @@ class BasicConcurrentStore
         return;
       }
       sh.in_unit = false;
-      send_unit(sh.unit, true);
+      send_unit(sh.unit, true, sh);
       sh.unit.clear();
       return;
     }
     if (encoded_) {
-      std::string& bytes = encode_buffer();
-      bytes.clear();
-      const std::size_t n = encode_(c, false, bytes);
-      std::lock_guard<detail::ShardLock> g(seq_mu_);
-      const std::uint64_t seq = ++seq_;
-      last_sent() = seq;
-      append_(bytes, n, seq);
+      log_unit(sh, 1, [&](std::string& out) { return encode_(c, false, out); });
       return;
     }
     std::lock_guard<detail::ShardLock> g(seq_mu_);
     send(c);
   }
+  // set_change_log(): a unit of `numbers` records encoded into `sh`'s buffer (its lock held)
+  // and numbered with one atomic add.
+  template <class Encode>
+  void log_unit(Shard& sh, std::uint64_t numbers, Encode&& encode) {
+    const std::size_t records = encode(sh.log_bytes);
+    const std::uint64_t last = seq_.fetch_add(numbers, std::memory_order_acq_rel) + numbers;
+    sh.log_marks.push_back(LogMark{last - numbers + 1, sh.log_bytes.size(), records});
+    // The buffer's next lines, for the next units: 32 shards' tails are more streams than the
+    // hardware prefetcher follows, and a write to a line not in the cache waits for it.
+    const std::size_t ahead = sh.log_bytes.size() + 128;
+    if (ahead < sh.log_bytes.capacity()) EXPIRING_PREFETCH_WRITE(sh.log_bytes.data() + ahead);
+    last_sent() = last;
+    if (sh.log_bytes.size() >= log_shard_limit_ && !log_due_.load(std::memory_order_relaxed)) {
+      log_due_.store(true, std::memory_order_relaxed);
+    }
+  }
   // Sends recs as one unit: framed in MULTI ... EXEC when `framed` or when there are several.
-  void send_unit(const std::vector<ChangeRecord<K, V>>& recs, bool framed) {
+  // `sh`: a shard the caller holds, whose log buffer takes the unit (set_change_log()).
+  void send_unit(const std::vector<ChangeRecord<K, V>>& recs, bool framed, Shard& sh) {
     if (recs.empty()) return;
     const bool wrap = framed || recs.size() > 1;
-    if (encoded_) {  // encoded here, then handed over whole under the sequencer
-      std::string& bytes = encode_buffer();
-      bytes.clear();
-      std::size_t n = 0;
-      if (wrap) n += encode_(change_type{ChangeOp::multi}, true, bytes);
-      for (const ChangeRecord<K, V>& r : recs) n += encode_(r.view(), wrap, bytes);
-      if (wrap) n += encode_(change_type{ChangeOp::exec}, true, bytes);
-      std::lock_guard<detail::ShardLock> g(seq_mu_);
-      seq_ += recs.size() + (wrap ? 2 : 0);  // the numbers the records would have had
-      last_sent() = seq_;
-      append_(bytes, n, seq_);
+    if (encoded_) {
+      log_unit(sh, recs.size() + (wrap ? 2 : 0), [&](std::string& out) {
+        std::size_t n = 0;
+        if (wrap) n += encode_(change_type{ChangeOp::multi}, true, out);
+        for (const ChangeRecord<K, V>& r : recs) n += encode_(r.view(), wrap, out);
+        if (wrap) n += encode_(change_type{ChangeOp::exec}, true, out);
+        return n;
+      });
       return;
     }
     std::lock_guard<detail::ShardLock> g(seq_mu_);
@@ -927,15 +961,9 @@ class BasicConcurrentStore
   }
   // Under seq_mu_: numbers the record and hands it to the feed.
   void send(const change_type& c) noexcept {
-    change_type numbered = c;
-    numbered.seq = ++seq_;
-    last_sent() = numbered.seq;
-    feed_(numbered);
-  }
-  // set_change_log()'s bytes of one unit, on this thread.
-  static std::string& encode_buffer() {
-    static thread_local std::string bytes;
-    return bytes;
+    c.seq = seq_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    last_sent() = c.seq;
+    feed_(c);
   }
   // The number of the last record this thread's current call sent (0: none).
   static std::uint64_t& last_sent() noexcept {
@@ -1287,7 +1315,7 @@ class BasicConcurrentStore
       }
       if (feed_on_) {
         for (Shard* sh : shards) sh->group = nullptr;
-        send_unit(group.records, group.framed);
+        send_unit(group.records, group.framed, *shards.front());
       }
       for (std::size_t i = 0; i < shards.size(); ++i) {
         outs[i].shard = shards[i];
@@ -1425,18 +1453,22 @@ class BasicConcurrentStore
   // The sequencer: the feed, its last number, and what a call does once its locks are gone.
   // Its lock is held for one hand-over (tens of ns): a spinlock that yields, as a shard's,
   // since a futex round trip per contended record cost more than the records themselves.
+  // The lock and the counter, written by every record, have a cache line to themselves; what
+  // every call reads and only set_change_feed()/set_change_log() write has the next.
   alignas(64) mutable detail::ShardLock seq_mu_;
-  std::uint64_t seq_ = 0;
-  change_feed_type feed_;
-  change_encoder_type encode_;  // set_change_log(): encode_ and append_ instead of feed_
-  change_sink_type append_;
+  std::atomic<std::uint64_t> seq_{0};  // the last number taken (a feed's, under seq_mu_)
+  alignas(64) change_feed_type feed_;
+  change_encoder_type encode_;  // set_change_log(): encode_ into the shards' buffers instead of feed_
+  std::size_t log_shard_limit_ = std::size_t{1} << 16;
+  std::uint64_t log_drained_ = 0;  // drain_log(): the last number drained
+  std::atomic<bool> log_due_{false};
   std::function<void(std::uint64_t)> on_return_;
   bool feed_on_ = false;  // a feed or a log is set
   bool encoded_ = false;  // ... a log
   bool acknowledging_ = false;
   // The thread inside as_one_unit(), holding every shard's lock (none: std::thread::id{}).
   std::atomic<std::thread::id> exclusive_{};
-  bool in_unit_ = false;
+  alignas(64) bool in_unit_ = false;  // apply()'s (a line apart from what every call reads)
   std::vector<ChangeRecord<K, V>> unit_;
   std::size_t shards_n_ = 1;
   int shift_ = 63;  // 64 - log2(shards_n_), and 63 for one shard
@@ -1447,6 +1479,74 @@ class BasicConcurrentStore
   std::atomic<std::uint64_t> load_ns_{0};
   std::atomic<std::uint64_t> load_failed_{0};
 };
+
+// drain_log(): each shard's units numbered up to `upto` are taken out under its lock (its units
+// are in increasing order, and a unit is encoded and numbered in one hold of the lock, so all
+// of them up to `upto` are there), then merged by number.
+template <class K, class V, class H, class E, class C, class P>
+std::pair<std::size_t, std::uint64_t> BasicConcurrentStore<K, V, H, E, C, P>::drain_log(std::string& out) {
+  const std::uint64_t upto = seq_.load(std::memory_order_acquire);
+  struct Run {
+    Shard* shard;
+    std::string bytes;
+    std::vector<LogMark> marks;
+    std::size_t next = 0;
+  };
+  std::vector<Run> runs;
+  for (std::size_t i = 0; i < shards_n_; ++i) {
+    Shard& sh = shards_[i];
+    const Guard g(*this, sh);
+    std::size_t k = 0;
+    while (k < sh.log_marks.size() && sh.log_marks[k].first <= upto) ++k;
+    if (k == 0) continue;
+    Run r;
+    r.shard = &sh;
+    if (k == sh.log_marks.size()) {
+      r.bytes.swap(sh.log_bytes);
+      r.marks.swap(sh.log_marks);
+      sh.log_bytes.swap(sh.log_spare);
+      sh.log_marks.swap(sh.log_marks_spare);
+    } else {  // units numbered after `upto` stay for the next drain
+      const std::size_t cut = sh.log_marks[k - 1].end;
+      r.bytes.assign(sh.log_bytes, 0, cut);
+      sh.log_bytes.erase(0, cut);
+      r.marks.assign(sh.log_marks.begin(), sh.log_marks.begin() + static_cast<std::ptrdiff_t>(k));
+      sh.log_marks.erase(sh.log_marks.begin(), sh.log_marks.begin() + static_cast<std::ptrdiff_t>(k));
+      for (LogMark& m : sh.log_marks) m.end -= cut;
+    }
+    runs.push_back(std::move(r));
+  }
+  // The units' numbers are dense: every number in (log_drained_, upto] belongs to exactly
+  // one unit taken now, so each unit's place follows from its first number (a table of the
+  // numbers, filled run by run, then read in order: no comparison, no heap).
+  const std::uint64_t base = log_drained_;
+  log_drained_ = upto;
+  std::size_t records = 0;
+  std::size_t total = out.size();
+  for (const Run& r : runs) total += r.bytes.size();
+  out.reserve(total);
+  std::vector<std::uint32_t> starts(static_cast<std::size_t>(upto - base), 0);  // run + 1 of the unit starting there
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    for (const LogMark& m : runs[r].marks) starts[static_cast<std::size_t>(m.first - base - 1)] = static_cast<std::uint32_t>(r + 1);
+  }
+  for (const std::uint32_t r : starts) {
+    if (r == 0) continue;  // a number inside a unit
+    Run& run = runs[r - 1];
+    const LogMark& m = run.marks[run.next];
+    const std::size_t begin = run.next == 0 ? 0 : run.marks[run.next - 1].end;
+    out.append(run.bytes, begin, m.end - begin);
+    records += m.records;
+    ++run.next;
+  }
+  for (Run& run : runs) {  // the buffers go back to their shards, emptied, for their room
+    run.bytes.clear();
+    run.marks.clear();
+    const Guard g(*this, *run.shard);
+    if (run.bytes.capacity() > run.shard->log_spare.capacity()) run.shard->log_spare.swap(run.bytes);
+    if (run.marks.capacity() > run.shard->log_marks_spare.capacity()) run.shard->log_marks_spare.swap(run.marks);
+  }
+  return {records, upto};
+}
 
 // Single-flight get-or-load: the first caller for a key registers a Flight under the shard's
 // lock and loads outside it; later callers find the Flight and wait for it.

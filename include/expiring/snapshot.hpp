@@ -236,9 +236,36 @@ constexpr Crc32cTables make_crc32c_tables() {
 }
 inline constexpr Crc32cTables kCrc32c = make_crc32c_tables();
 
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define EXPIRING_CRC32C_HW 1
+// The CPU's CRC32 instruction (SSE 4.2) computes this very CRC, 8 bytes an instruction: used
+// when the CPU has it (checked once), whatever the flags the program was compiled with.
+__attribute__((target("sse4.2"))) inline std::uint32_t crc32c_update_hw(std::uint32_t state, const unsigned char* p,
+                                                                      std::size_t n) noexcept {
+  std::uint64_t s = state;
+  while (n >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    s = __builtin_ia32_crc32di(s, v);
+    p += 8;
+    n -= 8;
+  }
+  auto s32 = static_cast<std::uint32_t>(s);
+  while (n-- != 0) s32 = __builtin_ia32_crc32qi(s32, *p++);
+  return s32;
+}
+inline bool crc32c_hw_available() noexcept {
+  static const bool yes = __builtin_cpu_supports("sse4.2") != 0;
+  return yes;
+}
+#endif
+
 // The running state (start with ~0u; the CRC is ~state): state after `n` more bytes.
 inline std::uint32_t crc32c_update(std::uint32_t state, const void* data, std::size_t n) noexcept {
   const auto* p = static_cast<const unsigned char*>(data);
+#if defined(EXPIRING_CRC32C_HW)
+  if (crc32c_hw_available()) return crc32c_update_hw(state, p, n);
+#endif
   const auto& t = kCrc32c.t;
   while (n >= 8) {
     const std::uint32_t lo = state ^ (std::uint32_t{p[0]} | std::uint32_t{p[1]} << 8 | std::uint32_t{p[2]} << 16 |

@@ -29,6 +29,7 @@
 #include "../change_feed.hpp"
 #include "../events.hpp"
 #include "arith.hpp"
+#include "attributes.hpp"
 #include "event_queue.hpp"
 
 namespace expiring::detail {
@@ -60,7 +61,7 @@ class Notifier {
   // The record of a change that leaves its entry in place. `idle`: the store has an idle TTL
   // (an update moves the deadline, so it is sent). `emptied`: a hash whose last field went,
   // whose DEL is the record (the engine removes it next).
-  void changed(KeyEventCause cause, const Subject& s, bool idle, bool emptied) {
+  EXPIRING_INLINE void changed(KeyEventCause cause, const Subject& s, bool idle, bool emptied) {
     const change_type as_is{ChangeOp::set, &s.key, &s.value, nullptr, s.deadline ? *s.deadline : 0,
                             s.deadline ? ChangeTtl::at : ChangeTtl::none, s.deadline};
     switch (cause) {
