@@ -74,17 +74,19 @@
 // Threads: the log is driven from the store's thread (the feed, rewrite_step(), flush()). Its
 // own threads only write and sync files.
 //
-// A store of many threads (ConcurrentStore): its feed is one numbered stream of whole units
-// (concurrent_store.hpp), handed to the log under the store's sequencer, so records reach
-// the buffer in stream order. A rewrite walks the shards one bounded step of one shard at a
-// time (scan_stored(shard, ...)); a shard that rehashes mid-walk is walked again, and the
-// keys it already gave are written twice, harmlessly: a base's later record of a key is a
-// later state of it, and the incr file that started with the rewrite holds every change
-// since, so the argument above holds. Under appendfsync always the feed only buffers, and the
-// calling thread waits after its call has released the store's locks (wait_durable()): one
-// fdatasync covers every unit buffered before it began, so writers share syncs (a group
-// commit, as Redis's and PostgreSQL's) instead of holding the store while the disk works.
-// rewrite_step() and flush() may be called from any one thread while others write.
+// A store of many threads (ConcurrentStore): its stream is numbered store-wide
+// (concurrent_store.hpp). The log takes it as bytes (set_change_log()): each shard encodes its
+// units into a buffer of its own under its own lock, and every write_out() drains the shards'
+// buffers in stream order (drain_log()), so what the file holds is always a prefix of the
+// stream. The log's thread drains every 100 ms (fdatasync once a second under everysec). A
+// rewrite walks the shards one bounded step of one shard at a time (scan_stored(shard, ...));
+// a shard that rehashes mid-walk is walked again, and the keys it already gave are written
+// twice, harmlessly: a base's later record of a key is a later state of it, and the incr file
+// that started with the rewrite holds every change since, so the argument above holds. Under
+// appendfsync always the calling thread waits after its call has released the store's locks
+// (after_call()): one fdatasync covers every unit drained before it began, so writers share
+// syncs (a group commit, as Redis's and PostgreSQL's) instead of holding the store while the
+// disk works. rewrite_step() and flush() may be called from any one thread while others write.
 #pragma once
 
 #include <atomic>
