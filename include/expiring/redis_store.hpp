@@ -50,6 +50,9 @@
 //                      do not exist here: they are the server's configuration (maxmemory,
 //                      CONFIG SET), INFO, or need a callback under a lock that a server does
 //                      not run. Calling them does not compile.
+//   set_change_feed(), apply(), as_one_unit(), save(), load(), AppendLog
+//                      the server replicates, saves and logs by itself: these stop the build
+//                      with a message that says so.
 //   Time               EX/PX/EXAT/PXAT, TTL and EXPIRETIME use the server's clock; there is no
 //                      Clock parameter. ttl_jitter (RedisOptions) is applied client-side: the
 //                      jittered TTL is sent as PX / PEXPIRE.
@@ -649,6 +652,22 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
 
   // Does nothing: the server expires keys itself.
   TickReport tick(CycleKind = CycleKind::Slow) noexcept { return TickReport{}; }
+
+  // The server replicates, saves and logs by itself (REPLICAOF, SAVE and BGSAVE, appendonly):
+  // the in-process stores' change feed, apply(), as_one_unit(), save()/load() and AppendLog
+  // have no analogue here, and calling them stops the build with this message.
+  template <class F>
+  void set_change_feed(F&&) {
+    static_assert(sizeof(F) == 0, "expiring: RedisStore has no change feed: the server replicates itself (REPLICAOF)");
+  }
+  template <class C>
+  void apply(const C&) {
+    static_assert(sizeof(C) == 0, "expiring: RedisStore has no apply(): the server replicates itself (REPLICAOF)");
+  }
+  template <class F>
+  void as_one_unit(F&&) {
+    static_assert(sizeof(F) == 0, "expiring: RedisStore has no as_one_unit(): use a server-side script (MULTI/EVAL)");
+  }
 
   // PING every master (or the server); throws RedisError if one does not answer PONG.
   void ping() { on_every_master(client::Cmd("PING")); }

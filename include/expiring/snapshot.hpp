@@ -213,6 +213,12 @@ struct is_sharded : std::false_type {};
 template <class S>
 struct is_sharded<S, std::void_t<decltype(std::declval<const S&>().shard_count())>> : std::true_type {};
 template <class S, class = void>
+struct has_visit_stored : std::false_type {};
+template <class S>
+struct has_visit_stored<S, std::void_t<decltype(std::declval<const S&>().visit_stored(
+                               [](const typename S::key_type&, const typename S::mapped_type&,
+                                  const std::optional<std::int64_t>&) {}))>> : std::true_type {};
+template <class S, class = void>
 struct has_feed_seq : std::false_type {};
 template <class S>
 struct has_feed_seq<S, std::void_t<decltype(std::declval<const S&>().feed_seq())>> : std::true_type {};
@@ -536,6 +542,9 @@ FileResult<SnapshotInfo> save_whole(const Store& s, Sink& sink) {
 
 template <class Store, class Sink>
 FileResult<SnapshotInfo> save_to(const Store& s, Sink& sink) {
+  static_assert(is_sharded<Store>::value || has_visit_stored<Store>::value,
+                "expiring: save() needs an in-process store (ExpiringStore, ConcurrentStore); a Redis server "
+                "saves itself (SAVE, BGSAVE)");
   if constexpr (is_sharded<Store>::value) {
     return save_sharded(s, sink);
   } else {

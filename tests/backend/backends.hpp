@@ -35,10 +35,16 @@ namespace backend_test {
 using Str = std::string;
 inline constexpr std::int64_t kEpochMs = 1'750'000'000'000;  // 2025-06-15, a plausible "now"
 
-// An in-process store (kConcurrent: ConcurrentStore on 4 shards) on a ManualClock.
-template <class V, bool kConcurrent>
+// An in-process store on a ManualClock: ExpiringStore (kShards 0) or a ConcurrentStore of
+// kShards shards.
+template <class V, std::size_t kShards>
 struct LocalOf {
-  static constexpr const char* kName = kConcurrent ? "ConcurrentStore" : "ExpiringStore";
+  static constexpr bool kConcurrent = kShards != 0;
+  static constexpr const char* kName = kShards == 0   ? "ExpiringStore"
+                                       : kShards == 1 ? "ConcurrentStore (1 shard)"
+                                       : kShards == 4 ? "ConcurrentStore (4 shards)"
+                                                      : "ConcurrentStore (64 shards)";
+  static_assert(kShards == 0 || kShards == 1 || kShards == 4 || kShards == 64, "a shard count the suite names");
   static constexpr bool kRemote = false;
   static constexpr std::int64_t kSlackMs = 0;
   using store_type =
@@ -54,7 +60,7 @@ struct LocalOf {
  private:
   static store_type make(expiring::ManualClock clock) {
     if constexpr (kConcurrent) {
-      return store_type(clock, expiring::Options{}, expiring::ConcurrencyOptions{4});
+      return store_type(clock, expiring::Options{}, expiring::ConcurrencyOptions{kShards});
     } else {
       return store_type(clock);
     }
@@ -63,9 +69,13 @@ struct LocalOf {
   store_type store_ = make(clock_);
 };
 template <class V>
-using InProcessOf = LocalOf<V, false>;
+using InProcessOf = LocalOf<V, 0>;
 template <class V>
-using ConcurrentOf = LocalOf<V, true>;
+using ConcurrentOf = LocalOf<V, 4>;
+template <class V>
+using Concurrent1Of = LocalOf<V, 1>;
+template <class V>
+using Concurrent64Of = LocalOf<V, 64>;
 
 // The server's TIME in ms.
 inline std::int64_t server_time_ms(const live::Reply& r) {
@@ -164,10 +174,14 @@ using ClusterOf = RemoteOf<V, true>;
 // The backends of string values (the suite's), and of integer values (for INCRBY).
 using InProcess = InProcessOf<Str>;
 using Concurrent = ConcurrentOf<Str>;
+using Concurrent1 = Concurrent1Of<Str>;
+using Concurrent64 = Concurrent64Of<Str>;
 using Standalone = StandaloneOf<Str>;
 using Cluster = ClusterOf<Str>;
 using InProcessInt = InProcessOf<std::int64_t>;
 using ConcurrentInt = ConcurrentOf<std::int64_t>;
+using Concurrent1Int = Concurrent1Of<std::int64_t>;
+using Concurrent64Int = Concurrent64Of<std::int64_t>;
 using StandaloneInt = StandaloneOf<std::int64_t>;
 using ClusterInt = ClusterOf<std::int64_t>;
 // expiring-server (server/), which has Redis 7.4's field TTLs, shared by the test process;
@@ -227,6 +241,8 @@ struct OwnServerOf {
 using FieldHash = expiring::FieldMap<Str, Str>;
 using InProcessHash = InProcessOf<FieldHash>;
 using ConcurrentHash = ConcurrentOf<FieldHash>;
+using Concurrent1Hash = Concurrent1Of<FieldHash>;
+using Concurrent64Hash = Concurrent64Of<FieldHash>;
 using OwnServerHash = OwnServerOf<FieldHash>;
 using StandaloneHash = StandaloneOf<FieldHash>;
 

@@ -1,6 +1,7 @@
 // tests/backend/test_conformance.cpp: one contract, several engines.
 //
-// Every case runs on ExpiringStore and ConcurrentStore (on a ManualClock) and on RedisStore
+// Every case runs on ExpiringStore and ConcurrentStore of 1, 4 and 64 shards (on a ManualClock)
+// and on RedisStore
 // against a real redis-server and a real three-node Redis Cluster (backends.hpp). Every reply
 // Redis defines must agree exactly; where time passes between two calls on a server, a
 // relative reading (TTL, PTTL) is checked within B::kSlackMs, and absolute ones (EXPIRETIME,
@@ -37,10 +38,13 @@ namespace {
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 }  // namespace
 
-#define BACKENDS backend_test::InProcess, backend_test::Concurrent, backend_test::Standalone, backend_test::Cluster
+#define BACKENDS                                                                                            \
+  backend_test::InProcess, backend_test::Concurrent1, backend_test::Concurrent, backend_test::Concurrent64, \
+      backend_test::Standalone, backend_test::Cluster
 
-#define INT_BACKENDS \
-  backend_test::InProcessInt, backend_test::ConcurrentInt, backend_test::StandaloneInt, backend_test::ClusterInt
+#define INT_BACKENDS                                                                                   \
+  backend_test::InProcessInt, backend_test::Concurrent1Int, backend_test::ConcurrentInt,              \
+      backend_test::Concurrent64Int, backend_test::StandaloneInt, backend_test::ClusterInt
 
 TEMPLATE_TEST_CASE("conformance: set, get, exists, touch, del, unlink", "[conformance]", BACKENDS) {
   BACKEND_SETUP();

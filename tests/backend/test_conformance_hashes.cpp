@@ -29,7 +29,9 @@ using Times = std::vector<std::int64_t>;
 using Pairs = std::vector<std::pair<Str, Str>>;
 using Names = std::vector<Str>;
 
-#define HASH_BACKENDS backend_test::InProcessHash, backend_test::ConcurrentHash, backend_test::OwnServerHash
+#define HASH_BACKENDS                                                                          \
+  backend_test::InProcessHash, backend_test::Concurrent1Hash, backend_test::ConcurrentHash, \
+      backend_test::Concurrent64Hash, backend_test::OwnServerHash
 
 namespace {
 constexpr std::int64_t kCap = (std::int64_t{1} << 46) - 1;  // the largest field deadline
