@@ -212,12 +212,15 @@ template <class S, class = void>
 struct is_sharded : std::false_type {};
 template <class S>
 struct is_sharded<S, std::void_t<decltype(std::declval<const S&>().shard_count())>> : std::true_type {};
+struct AnyVisitor {
+  template <class... A>
+  void operator()(const A&...) const noexcept {}
+};
 template <class S, class = void>
 struct has_visit_stored : std::false_type {};
 template <class S>
-struct has_visit_stored<S, std::void_t<decltype(std::declval<const S&>().visit_stored(
-                               [](const typename S::key_type&, const typename S::mapped_type&,
-                                  const std::optional<std::int64_t>&) {}))>> : std::true_type {};
+struct has_visit_stored<S, std::void_t<decltype(std::declval<const S&>().visit_stored(AnyVisitor{}))>>
+    : std::true_type {};
 template <class S, class = void>
 struct has_feed_seq : std::false_type {};
 template <class S>
