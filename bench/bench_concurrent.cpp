@@ -169,16 +169,15 @@ void error(const std::string& what);  // (below) reported, counted, and the exit
 
 // `concurrent` with an append-only log at everysec.
 template <class Clock>
-struct Logged {
+struct Logged : Concurrent<Clock> {
   static constexpr const char* name = "logged";
   using Store = expiring::ConcurrentStore<u64, u64, Clock>;
-  std::string dir;
-  Store s;
+  std::string dir = make_dir();
   std::unique_ptr<expiring::AppendLog<Store>> log;
-  Logged(Clock c, std::size_t shards) : dir(make_dir()), s(c, expiring::Options{}, expiring::ConcurrencyOptions{shards, true}) {
+  Logged(Clock c, std::size_t shards) : Concurrent<Clock>(c, shards) {
     expiring::AppendLogOptions o;
     o.fsync = expiring::Fsync::everysec;
-    auto r = expiring::AppendLog<Store>::open(s, dir, o);
+    auto r = expiring::AppendLog<Store>::open(this->s, dir, o);
     if (!r.ok()) fatal("logged: " + r.error().message);
     log = std::move(*r);
   }
@@ -201,14 +200,6 @@ struct Logged {
     if (::mkdtemp(t.data()) == nullptr) fatal("logged: mkdtemp failed");
     return t;
   }
-  bool get(u64 k, u64& v) {
-    const std::optional<u64> r = s.get(k);
-    if (!r) return false;
-    v = *r;
-    return true;
-  }
-  bool set(u64 k, u64 v) { return s.set(k, v, kTtl).ok(); }
-  std::size_t size() const { return s.size(); }
   // Between points, untimed: the log compacted to the store's size.
   void after_point() {
     if (!log->rewrite() || log->failure()) error("logged: the log failed: " + log->failure().value_or(expiring::FileError{}).message);

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "hash_state.hpp"
 #include "temp_dir.hpp"
 #include "test_concurrent_support.hpp"
 #include "test_policy.hpp"
@@ -68,29 +69,19 @@ struct Recorder {
   void operator()(const expiring::Change<std::string, FM>& c) { records.push_back(Record::of(c)); }
 };
 
-// A store's state over the test's keys, as text: each key's PEXPIRETIME, its fields and values
-// (sorted) and each field's PEXPIRETIME. Read on a frozen clock, so reading changes nothing.
+// A store's state over the test's keys, as text (hash_state.hpp). Read on a frozen clock, so
+// reading changes nothing.
+const std::vector<std::string>& all_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (int i = 0; i < kKeys; ++i) k.push_back(key_name(static_cast<std::uint64_t>(i)));
+    return k;
+  }();
+  return keys;
+}
 template <class S>
 std::string dump(S& s) {
-  std::string out;
-  for (int i = 0; i < kKeys; ++i) {
-    const std::string k = key_name(static_cast<std::uint64_t>(i));
-    auto got = s.hgetall(k);
-    REQUIRE(got.ok());
-    auto& all = got.value();
-    if (all.empty()) continue;
-    std::sort(all.begin(), all.end());
-    Names fields;
-    for (const auto& p : all) fields.push_back(p.first);
-    auto times = s.hpexpiretime(k, fields);
-    REQUIRE(times.ok());
-    out += k + " @" + std::to_string(s.pexpiretime(k)) + ":";
-    for (std::size_t j = 0; j < all.size(); ++j) {
-      out += " " + all[j].first + "=" + all[j].second + "@" + std::to_string(times.value()[j]);
-    }
-    out += "\n";
-  }
-  return out;
+  return test_state::hash_state(s, all_keys());
 }
 
 // One random write on shared keys, by any of several threads.
@@ -331,23 +322,9 @@ void write(S& s, int t, std::uint32_t i) {
 // Thread t's keys, as dump() shows keys.
 template <class S>
 std::string state_of(S& s, int t) {
-  std::string out;
-  for (std::uint32_t j = 0; j < 8; ++j) {
-    const std::string k = key_of(t, j);
-    auto got = s.hgetall(k);
-    if (!got.ok() || got.value().empty()) continue;
-    auto& all = got.value();
-    std::sort(all.begin(), all.end());
-    Names fields;
-    for (const auto& p : all) fields.push_back(p.first);
-    auto times = s.hpexpiretime(k, fields);
-    out += k + "@" + std::to_string(s.pexpiretime(k)) + ":";
-    for (std::size_t x = 0; x < all.size(); ++x) {
-      out += " " + all[x].first + "=" + all[x].second + "@" + std::to_string(times.ok() ? times.value()[x] : -9);
-    }
-    out += "\n";
-  }
-  return out;
+  std::vector<std::string> keys;
+  for (std::uint32_t j = 0; j < 8; ++j) keys.push_back(key_of(t, j));
+  return test_state::hash_state(s, keys);
 }
 
 [[noreturn]] void child(const std::string& dir, expiring::Fsync policy, int fd) {

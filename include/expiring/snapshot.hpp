@@ -415,6 +415,30 @@ struct OstreamSink {
   std::string describe() const { return "the output stream failed"; }
 };
 
+// The header, with the record count it announces.
+template <class Sink>
+void write_header(SnapshotWriter<Sink>& w, std::int64_t created_ms, std::uint64_t count) {
+  std::string& b = w.buffer();
+  b.append(snap::kMagic, sizeof snap::kMagic);
+  codec::put_le(b, kSnapshotVersion, 2);
+  codec::put_le(b, 0, 2);  // flags
+  codec::put_i64(b, created_ms);
+  codec::put_le(b, count, 8);
+}
+// The end (marker, count again, CRC), flushed to the sink; the snapshot's size, or the error.
+template <class Sink>
+FileResult<std::uint64_t> write_end(SnapshotWriter<Sink>& w, Sink& sink, std::uint64_t count) {
+  std::string& b = w.buffer();
+  b.push_back(static_cast<char>(snap::kEnd));
+  codec::put_le(b, count, 8);
+  codec::put_le(b, w.crc(), 4);
+  const std::uint64_t total = w.offset();
+  if (!w.flush() || !sink.finish()) {
+    return snap::error(Errc::io_error, w.offset(), sink.describe() + " " + snap::at(w.offset()));
+  }
+  return total;
+}
+
 // Appends what it is given to a string: a shard's part of a snapshot.
 struct StringSink {
   std::string& out;
@@ -466,12 +490,8 @@ FileResult<SnapshotInfo> save_sharded(const Store& s, Sink& sink) {
     count += n;
   }
   SnapshotWriter<Sink> w(sink);
+  write_header(w, info.created_ms, count);
   std::string& b = w.buffer();
-  b.append(snap::kMagic, sizeof snap::kMagic);
-  codec::put_le(b, kSnapshotVersion, 2);
-  codec::put_le(b, 0, 2);  // flags
-  codec::put_i64(b, info.created_ms);
-  codec::put_le(b, count, 8);
   for (std::string& part : parts) {
     for (std::size_t at = 0; at < part.size() && !w.failed(); at += snap::kChunk) {
       b.append(part, at, snap::kChunk);
@@ -480,15 +500,10 @@ FileResult<SnapshotInfo> save_sharded(const Store& s, Sink& sink) {
     std::string().swap(part);
   }
   if (w.failed()) return snap::error(Errc::io_error, w.offset(), sink.describe() + " " + snap::at(w.offset()));
-  b.push_back(static_cast<char>(snap::kEnd));
-  codec::put_le(b, count, 8);
-  codec::put_le(b, w.crc(), 4);
-  const std::uint64_t total = w.offset();
-  if (!w.flush() || !sink.finish()) {
-    return snap::error(Errc::io_error, w.offset(), sink.describe() + " " + snap::at(w.offset()));
-  }
+  FileResult<std::uint64_t> total = write_end(w, sink, count);
+  if (!total.ok()) return total.error();
   info.keys = count;
-  info.bytes = total;
+  info.bytes = *total;
   return info;
 }
 
@@ -509,12 +524,7 @@ FileResult<SnapshotInfo> save_whole(const Store& s, Sink& sink) {
       });
     }
   }
-  std::string& b = w.buffer();
-  b.append(snap::kMagic, sizeof snap::kMagic);
-  codec::put_le(b, kSnapshotVersion, 2);
-  codec::put_le(b, 0, 2);  // flags
-  codec::put_i64(b, now);
-  codec::put_le(b, count, 8);
+  write_header(w, now, count);
   std::uint64_t written = 0;
   s.visit_stored([&](const K& key, const V& value, const std::optional<std::int64_t>& deadline) {
     if (w.failed() || is_empty_hash(value)) return;
@@ -528,16 +538,11 @@ FileResult<SnapshotInfo> save_whole(const Store& s, Sink& sink) {
                        "the store visited " + std::to_string(written) + " keys, but its size() is " +
                            std::to_string(count));
   }
-  b.push_back(static_cast<char>(snap::kEnd));
-  codec::put_le(b, count, 8);
-  codec::put_le(b, w.crc(), 4);
-  const std::uint64_t total = w.offset();
-  if (!w.flush() || !sink.finish()) {
-    return snap::error(Errc::io_error, w.offset(), sink.describe() + " " + snap::at(w.offset()));
-  }
+  FileResult<std::uint64_t> total = write_end(w, sink, count);
+  if (!total.ok()) return total.error();
   SnapshotInfo info;
   info.keys = written;
-  info.bytes = total;
+  info.bytes = *total;
   info.created_ms = now;
   if constexpr (has_feed_seq<Store>::value) info.feed_seq = s.feed_seq();
   return info;

@@ -26,6 +26,7 @@
 #include "backend/backends.hpp"
 #include "backend/conformance.hpp"
 #include "catch.hpp"
+#include "hash_state.hpp"
 #include "temp_dir.hpp"
 
 using backend_test::Str;
@@ -56,27 +57,12 @@ std::string strings_state(S& s) {
   return out;
 }
 
-// A store of hashes' state: each key's deadline, fields, values and field deadlines.
+// A store of hashes' state (hash_state.hpp).
 template <class S>
 std::string hashes_state(S& s) {
-  std::string out;
-  for (int i = 0; i < kKeys; ++i) {
-    auto got = s.hgetall(key(i));
-    REQUIRE(got.ok());
-    auto& all = got.value();
-    if (all.empty()) continue;
-    std::sort(all.begin(), all.end());
-    Names fields;
-    for (const auto& p : all) fields.push_back(p.first);
-    auto times = s.hpexpiretime(key(i), fields);
-    REQUIRE(times.ok());
-    out += key(i) + "@" + std::to_string(s.pexpiretime(key(i))) + ":";
-    for (std::size_t j = 0; j < all.size(); ++j) {
-      out += " " + all[j].first + "=" + all[j].second + "@" + std::to_string(times.value()[j]);
-    }
-    out += "\n";
-  }
-  return out;
+  std::vector<Str> keys;
+  for (int i = 0; i < kKeys; ++i) keys.push_back(key(i));
+  return test_state::hash_state(s, keys);
 }
 
 template <class S>
