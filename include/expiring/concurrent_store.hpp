@@ -19,6 +19,10 @@
 //     evenly), from your timer; or an Expirer (below) does it on its own thread.
 //   * get_or_load() is single-flight: concurrent misses on one key call the loader once,
 //     outside every lock, and all callers get its value (or its exception).
+//   * Durability and replication, while threads write: one change feed for the whole store
+//     (every record numbered, every call one unit: "The change feed" below), as_one_unit(),
+//     save() and load() (snapshot.hpp), AppendLog<ConcurrentStore<...>> (append_log.hpp), and
+//     replica mode (apply()).
 //
 // Limits are per shard: Options::max_entries and maxmemory are divided evenly (rounded up)
 // among the shards, so the store-wide bound is exact to within one key per shard.
