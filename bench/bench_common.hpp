@@ -27,7 +27,10 @@
 #include <type_traits>
 #include <vector>
 
+#include <dirent.h>
 #include <malloc.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <absl/container/flat_hash_map.h>
 
@@ -289,5 +292,31 @@ __attribute__((format(printf, 1, 2))) inline std::string fmt(const char* f, ...)
   va_end(ap);
   return buf;
 }
+
+// A directory of its own under $TMPDIR (or /tmp), removed with its files at the end (the
+// benches that write files: a snapshot, a log). Aborts if it cannot be made.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    path = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/expiring-bench-XXXXXX";
+    if (::mkdtemp(path.data()) == nullptr) {
+      std::fprintf(stderr, "bench: cannot make a directory under %s\n", path.c_str());
+      std::abort();
+    }
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    if (DIR* d = ::opendir(path.c_str())) {
+      while (const dirent* e = ::readdir(d)) {
+        const std::string f = e->d_name;
+        if (f != "." && f != "..") ::unlink((path + "/" + f).c_str());
+      }
+      ::closedir(d);
+    }
+    ::rmdir(path.c_str());
+  }
+};
 
 }  // namespace bench

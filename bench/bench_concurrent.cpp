@@ -82,10 +82,6 @@
 
 #if defined(EXPIRING_BENCH_WITH_LOG)
 #include <expiring/append_log.hpp>
-
-#include <dirent.h>
-#include <stdlib.h>
-#include <unistd.h>
 #endif
 
 #if defined(EXPIRING_BENCH_HAS_TBB)
@@ -172,33 +168,14 @@ template <class Clock>
 struct Logged : Concurrent<Clock> {
   static constexpr const char* name = "logged";
   using Store = expiring::ConcurrentStore<u64, u64, Clock>;
-  std::string dir = make_dir();
+  TempDir dir;  // before the log: the log closes its files before they go
   std::unique_ptr<expiring::AppendLog<Store>> log;
   Logged(Clock c, std::size_t shards) : Concurrent<Clock>(c, shards) {
     expiring::AppendLogOptions o;
     o.fsync = expiring::Fsync::everysec;
-    auto r = expiring::AppendLog<Store>::open(this->s, dir, o);
+    auto r = expiring::AppendLog<Store>::open(this->s, dir.path, o);
     if (!r.ok()) fatal("logged: " + r.error().message);
     log = std::move(*r);
-  }
-  Logged(const Logged&) = delete;
-  Logged& operator=(const Logged&) = delete;
-  ~Logged() {
-    log.reset();
-    if (DIR* d = ::opendir(dir.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        const std::string f = e->d_name;
-        if (f != "." && f != "..") ::unlink((dir + "/" + f).c_str());
-      }
-      ::closedir(d);
-    }
-    ::rmdir(dir.c_str());
-  }
-  static std::string make_dir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string t = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/expiring-bench-log-XXXXXX";
-    if (::mkdtemp(t.data()) == nullptr) fatal("logged: mkdtemp failed");
-    return t;
   }
   // Between points, untimed: the log compacted to the store's size.
   void after_point() {

@@ -17,7 +17,6 @@
 #include <hiredis/hiredis.h>
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -45,6 +44,7 @@ namespace {
 
 using Store = expiring::Store<std::string, std::string, expiring::SystemClock>;
 using clk = std::chrono::steady_clock;
+using bench::TempDir;
 
 double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
 
@@ -58,25 +58,6 @@ std::uint64_t file_size(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/expiring-bench-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) std::abort();
-    path = tmpl;
-  }
-  ~TempDir() {
-    if (DIR* d = ::opendir(path.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        const std::string f = e->d_name;
-        if (f != "." && f != "..") ::unlink((path + "/" + f).c_str());
-      }
-      ::closedir(d);
-    }
-    ::rmdir(path.c_str());
-  }
-};
 
 void fill(Store& s, std::size_t n) {
   s.reserve(n);
