@@ -150,6 +150,11 @@ class BasicConcurrentStore
     shards_.reset(new Shard[shards_n_]);
     for (std::size_t i = 0; i < shards_n_; ++i) {
       shards_[i].engine.emplace(clock, shard_options(options, i), hash, eq);
+      // Every shard hashes keys as the store picks shards (keyed from Options::seed), so that
+      // a call hashes its key once (with()).
+      if constexpr (detail::is_rekeyable<Hash>::value) {
+        if (options.seed) shards_[i].engine->share_hasher(hash_);
+      }
       if (optimistic_) shards_[i].engine->set_free_hook(&detail::Readers::synchronize_at, &readers_);
     }
   }
@@ -181,10 +186,15 @@ class BasicConcurrentStore
       if (get_locked(k, value) == RacyRead::hit) return value;
       return std::nullopt;
     } else {
-      return with(key, [&](engine_type& e) -> std::optional<V> {
+      // Copied once, into the optional returned (a value moved through the lock's return
+      // path costs a string move or two: ~30 instructions each, out of line in libstdc++).
+      std::optional<V> out;
+      (void)with(key, [&](engine_type& e) {
         const V* v = e.get(key);
-        return v != nullptr ? std::optional<V>(*v) : std::nullopt;
+        if (v != nullptr) out.emplace(*v);
+        return v != nullptr;
       });
+      return out;
     }
   }
   // GET, seen in place: calls fn(const V&) under the shard's lock if the key is live; returns
@@ -374,11 +384,17 @@ class BasicConcurrentStore
   // HGET: a copy of the live field's value, or nullopt.
   template <class KK, class FF>
   Result<std::optional<hash_value_type>> hget(const KK& key, const FF& field) {
-    return with_hash(key, [&](engine_type& e) -> Result<std::optional<hash_value_type>> {
+    Result<std::optional<hash_value_type>> out{std::optional<hash_value_type>()};  // (copied once, as get())
+    (void)with_hash(key, [&](engine_type& e) {
       const Result<const hash_value_type*> r = e.hget(key, field);
-      if (!r.ok()) return r.error();
-      return *r != nullptr ? std::optional<hash_value_type>(**r) : std::nullopt;
+      if (!r.ok()) {
+        out = r.error();
+      } else if (*r != nullptr) {
+        out.value().emplace(**r);
+      }
+      return r.ok();
     });
+    return out;
   }
   // HMGET: out[j] = a copy of fields[j]'s live value or nullopt; returns the number found.
   // `out` must have room for every field.
@@ -1337,11 +1353,25 @@ class BasicConcurrentStore
     return std::move(*result);
   }
 
-  // Runs fn(engine) under the key's shard lock, then delivers the events it raised.
+  // Runs fn(engine) under the key's shard lock, then delivers the events it raised. The key
+  // is hashed once: the hash that picks the shard is handed to the shard for its lookup.
   template <class KK, class F>
   decltype(auto) with(const KK& key, F&& fn) {
-    return run(shard_of(key), std::forward<F>(fn));
+    const auto raw = static_cast<std::uint64_t>(hash_(key));
+    return run(shards_[shard_index(raw)], [&](engine_type& e) -> decltype(auto) {
+      e.hint_hash(key, raw);
+      const HintScope scope(e);
+      return fn(e);
+    });
   }
+  // Clears a shard's hash hint when the call that set it ends, however it ends.
+  struct HintScope {
+    const engine_type& e;
+    explicit HintScope(const engine_type& en) noexcept : e(en) {}
+    HintScope(const HintScope&) = delete;
+    HintScope& operator=(const HintScope&) = delete;
+    ~HintScope() { e.clear_hash_hint(); }
+  };
   template <class F>
   auto run(Shard& sh, F&& fn) -> decltype(fn(*sh.engine)) {
     using R = decltype(fn(*sh.engine));
