@@ -383,11 +383,13 @@ inline void put_crc(std::string& h) {
   put_u32(c, detail::crc32c(h.data(), h.size()));
   h.append(c, 4);
 }
-// Fills the head of the record whose payload follows `head` (kRecordHead bytes before it).
-inline void seal(char* head, std::size_t len) noexcept {
-  put_u32(head, static_cast<std::uint32_t>(len));
-  put_u32(head + 4, detail::crc32c(head, 4));
-  put_u32(head + 8, detail::crc32c(head + kRecordHead, len));
+// Fills the head of the record whose payload follows `head` (kRecordHead bytes before it) and
+// whose CRC-32C is `crc`.
+inline void seal(char* head, std::size_t len, std::uint32_t crc) noexcept {
+  const auto n = static_cast<std::uint32_t>(len);
+  put_u32(head, n);
+  put_u32(head + 4, ~detail::crc32c_le(~0u, n, 4));
+  put_u32(head + 8, crc);
 }
 inline std::string header(bool base, std::int64_t created_ms) {
   std::string h(kMagic, sizeof kMagic);
@@ -990,13 +992,47 @@ template <class Store>
 void AppendLog<Store>::append_record(std::string& out, unsigned char op, const key_type* k, const mapped_type* v,
                                      const std::int64_t* at) {
   namespace aof = detail::aof;
+  // The fixed-width front (head, op, deadline, and the key when its codec has a fixed width,
+  // and then the value too when its codec has one) is sized with one append and written in
+  // place: a record of integers costs one call into the string, not one per field.
+  constexpr std::size_t kKey = codec::fixed_bytes<key_type>::value;
+  constexpr std::size_t kValue = kKey != 0 ? codec::fixed_bytes<mapped_type>::value : 0;
   const std::size_t start = out.size();
-  out.append(aof::kRecordHead, '\0');
-  out.push_back(static_cast<char>(op));
-  if (at != nullptr) codec::put_i64(out, *at);
-  if (k != nullptr) Codec<key_type>::encode(*k, out);
-  if (v != nullptr) Codec<mapped_type>::encode(*v, out);
-  aof::seal(&out[start], out.size() - start - aof::kRecordHead);
+  std::size_t front = aof::kRecordHead + 1 + (at != nullptr ? 8 : 0);
+  if constexpr (kKey != 0) front += k != nullptr ? kKey : 0;
+  if constexpr (kValue != 0) front += v != nullptr ? kValue : 0;
+  // The payload's CRC is taken from the values for that front, and from the bytes for the rest.
+  out.append(front, '\0');
+  char* p = &out[start + aof::kRecordHead];
+  *p++ = static_cast<char>(op);
+  std::uint32_t crc = detail::crc32c_le(~0u, op, 1);
+  if (at != nullptr) {
+    codec::store_le(p, static_cast<std::uint64_t>(*at), 8);
+    crc = detail::crc32c_le(crc, static_cast<std::uint64_t>(*at), 8);
+    p += 8;
+  }
+  std::size_t rest = out.size();
+  if constexpr (kKey != 0) {
+    if (k != nullptr) {
+      const std::uint64_t bits = Codec<key_type>::bits(*k);
+      codec::store_le(p, bits, kKey);
+      crc = detail::crc32c_le(crc, bits, kKey);
+      p += kKey;
+    }
+  } else {
+    if (k != nullptr) Codec<key_type>::encode(*k, out);
+  }
+  if constexpr (kValue != 0) {
+    if (v != nullptr) {
+      const std::uint64_t bits = Codec<mapped_type>::bits(*v);
+      codec::store_le(p, bits, kValue);
+      crc = detail::crc32c_le(crc, bits, kValue);
+    }
+  } else {
+    if (v != nullptr) Codec<mapped_type>::encode(*v, out);
+  }
+  crc = detail::crc32c_update(crc, out.data() + rest, out.size() - rest);
+  aof::seal(&out[start], out.size() - start - aof::kRecordHead, ~crc);
 }
 
 template <class Store>

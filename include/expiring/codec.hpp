@@ -101,10 +101,14 @@ inline bool get_varint(std::string_view& in, std::uint64_t& v) noexcept {
   return false;  // short, or more than 10 bytes
 }
 
+// Writes the low `n` bytes of v at p, little-endian.
+inline void store_le(char* p, std::uint64_t v, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<char>(static_cast<unsigned char>(v >> (8 * i)));
+}
 // Appends the low `n` bytes of v, little-endian.
 inline void put_le(std::string& out, std::uint64_t v, std::size_t n) {
   char buf[8];
-  for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<char>(static_cast<unsigned char>(v >> (8 * i)));
+  store_le(buf, v, n);
   out.append(buf, n);
 }
 // Reads an n-byte little-endian integer (n <= 8). False (`in` unchanged) when short.
@@ -166,11 +170,17 @@ struct Codec<bool> {
   }
 };
 
-// Integers (char types included): sizeof(T) bytes, little-endian, two's complement.
+// Integers (char types included): sizeof(T) bytes, little-endian, two's complement. Like the
+// other fixed-width codecs below, it also says so (kFixedBytes) and writes in place (store()),
+// so that a writer of many small records (append_log.hpp) can size a record before filling it.
 template <class T>
 struct Codec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
   static_assert(sizeof(T) <= 8, "expiring::Codec: integers of more than 64 bits need a codec of their own");
   using U = std::make_unsigned_t<T>;
+  static constexpr std::size_t kFixedBytes = sizeof(T);
+  // The encoding as an integer: its kFixedBytes low bytes, little-endian, are the bytes.
+  static std::uint64_t bits(T v) noexcept { return static_cast<U>(v); }
+  static void store(T v, char* p) noexcept { codec::store_le(p, bits(v), sizeof(T)); }
   static void encode(T v, std::string& out) { codec::put_le(out, static_cast<U>(v), sizeof(T)); }
   static bool decode(std::string_view& in, T& out) noexcept {
     std::uint64_t x = 0;
@@ -200,6 +210,13 @@ struct Codec<T, std::enable_if_t<std::is_same_v<T, float> || std::is_same_v<T, d
   static_assert(std::numeric_limits<T>::is_iec559, "expiring::Codec: float and double must be IEEE 754");
   using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   static_assert(sizeof(U) == sizeof(T), "expiring::Codec: unexpected float size");
+  static constexpr std::size_t kFixedBytes = sizeof(T);
+  static std::uint64_t bits(T v) noexcept {
+    U u = 0;
+    std::memcpy(&u, &v, sizeof u);
+    return u;
+  }
+  static void store(T v, char* p) noexcept { codec::store_le(p, bits(v), sizeof(T)); }
   static void encode(T v, std::string& out) {
     U u = 0;
     std::memcpy(&u, &v, sizeof u);
@@ -215,6 +232,15 @@ struct Codec<T, std::enable_if_t<std::is_same_v<T, float> || std::is_same_v<T, d
 };
 
 // A hash with per-field deadlines. Decoding rebuilds the map with out's field hasher.
+namespace codec {
+// Codec<T>::kFixedBytes when T's codec declares a fixed width (with bits() and store()), else 0.
+template <class T, class = void>
+struct fixed_bytes : std::integral_constant<std::size_t, 0> {};
+template <class T>
+struct fixed_bytes<T, std::void_t<decltype(Codec<T>::kFixedBytes)>>
+    : std::integral_constant<std::size_t, Codec<T>::kFixedBytes> {};
+}  // namespace codec
+
 template <class F, class W, class H, class E>
 struct Codec<FieldMap<F, W, H, E>> {
   using map_type = FieldMap<F, W, H, E>;

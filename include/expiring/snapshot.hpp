@@ -292,6 +292,30 @@ inline std::uint32_t crc32c_update(std::uint32_t state, const void* data, std::s
 // CRC-32C of a whole buffer (crc32c("123456789") == 0xE3069283).
 inline std::uint32_t crc32c(const void* data, std::size_t n) noexcept { return ~crc32c_update(~0u, data, n); }
 
+// The state after the low `n` bytes of v, little-endian (n = 1, 2, 4 or 8): the same as
+// crc32c_update() over those bytes in memory, from a register. A writer that has just stored
+// a record's fields would otherwise read them back with loads that span several of its own
+// narrower stores, which the CPU cannot forward (a stall of ~15 cycles each).
+#if defined(EXPIRING_CRC32C_HW)
+__attribute__((target("sse4.2"))) inline std::uint32_t crc32c_le_hw(std::uint32_t state, std::uint64_t v,
+                                                                   std::size_t n) noexcept {
+  switch (n) {
+    case 1: return __builtin_ia32_crc32qi(state, static_cast<unsigned char>(v));
+    case 2: return __builtin_ia32_crc32hi(state, static_cast<unsigned short>(v));
+    case 4: return __builtin_ia32_crc32si(state, static_cast<unsigned int>(v));
+    default: return static_cast<std::uint32_t>(__builtin_ia32_crc32di(state, v));
+  }
+}
+#endif
+inline std::uint32_t crc32c_le(std::uint32_t state, std::uint64_t v, std::size_t n) noexcept {
+#if defined(EXPIRING_CRC32C_HW)
+  if (crc32c_hw_available()) return crc32c_le_hw(state, v, n);
+#endif
+  unsigned char b[8];
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<unsigned char>(v >> (8 * i));
+  return crc32c_update(state, b, n);
+}
+
 // ---- The format's constants ------------------------------------------------------------
 
 namespace snap {
