@@ -91,6 +91,10 @@ enum class Errc : std::uint8_t {
   // apply() of a record the store cannot replay (a missing key or value, a deadline out of
   // range).
   invalid_record,
+  // A file holds a value of a type the store does not hold: an RDB's list, set, sorted set,
+  // stream or module value, or a hash for a store of strings (rdb.hpp). The error names the
+  // key and the type.
+  unsupported_type,
 };
 
 // A short, stable description of the error (not Redis's reply text).
@@ -119,6 +123,7 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::truncated_file: return "truncated file";
     case Errc::unsupported_version: return "unsupported file format version";
     case Errc::invalid_record: return "invalid change record";
+    case Errc::unsupported_type: return "a value of a type the store does not hold";
   }
   return "unknown error";
 }

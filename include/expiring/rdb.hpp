@@ -1,0 +1,870 @@
+// expiring/rdb.hpp: Redis's own RDB format: load a dump.rdb that redis-server wrote into a store.
+//
+//   expiring::Store<std::string, std::string> s;
+//   expiring::FileResult<expiring::RdbInfo> r = expiring::load_rdb(s, "/var/lib/redis/dump.rdb");
+//   if (!r.ok()) log(r.error().message);   // corrupt_file / truncated_file at an offset; store unchanged
+//
+// What it reads
+// -------------
+// RDB versions 1 to 12 (Redis 2.x to 7.4): the header "REDIS" + 4 digits, AUX fields, SELECTDB,
+// RESIZEDB, key expiry in ms (EXPIRETIME_MS) and in s (EXPIRETIME), LRU/LFU hints (IDLE, FREQ:
+// read and ignored), function libraries (skipped), the EOF opcode and the CRC-64 trailer
+// (Redis's: Jones polynomial, reflected, initial 0; a trailer of 0 means the writer had
+// rdbchecksum off and is not checked, as redis-server does).
+//   strings   every encoding: raw, integers (8, 16 and 32 bit, read as their decimal text, as
+//             Redis does) and LZF-compressed
+//   hashes    hashtable (type 4), ziplist (13, Redis < 7), listpack (16, Redis 7), and Redis 7.4's
+//             hashes with field TTLs: hashtable with metadata (22, 24) and listpack-ex (23, 25),
+//             every field deadline exact
+//   others    lists, sets, sorted sets, streams and module values have no place in a store of
+//             strings and hashes: Errc::unsupported_type naming the key and the type, or, with
+//             RdbLoadOptions::skip_other_types, skipped and counted (RdbInfo::skipped); module
+//             data that cannot be skipped (a module's own opaque encoding) is refused either way
+// Keys of databases other than RdbLoadOptions::db are skipped and counted (RdbInfo::other_db).
+//
+// As snapshot.hpp's load(): the whole input is read and verified first (every opcode, every
+// value decoded, the checksum), and only then replaces the store's content, as one unit of its
+// change feed; a corrupt, truncated or hostile input is refused with the store unchanged. A
+// key past its deadline is skipped under LoadAs::primary (counted in `expired`; a field past
+// its deadline likewise, in `expired_fields`) and kept under LoadAs::replica. Every length is
+// checked against the bytes that remain before anything is allocated, so no length can make
+// the loader reserve more than the input's size; LZF output is bounded by the length the
+// record declares, and that by what the input could hold (a ratio no LZF stream exceeds).
+//
+// Value types: a store of std::string values takes strings (a hash is unsupported_type), a
+// store of FieldMap<std::string, std::string> takes hashes (a string is unsupported_type), a
+// store of redis::Value takes both. Keys are std::string.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "field_map.hpp"
+#include "snapshot.hpp"
+
+namespace expiring {
+
+// How load_rdb() reads.
+struct RdbLoadOptions {
+  LoadAs as = LoadAs::primary;
+  // Lists, sets, sorted sets and streams (and module values Redis can skip): skipped and
+  // counted instead of refused.
+  bool skip_other_types = false;
+  // The database whose keys are loaded; the others' are skipped and counted.
+  std::uint64_t db = 0;
+};
+
+// What load_rdb() read.
+struct RdbInfo {
+  unsigned version = 0;           // the file's RDB version
+  std::uint64_t keys = 0;         // keys now in the store
+  std::uint64_t expired = 0;      // keys skipped because their deadline had passed (LoadAs::primary)
+  std::uint64_t expired_fields = 0;
+  std::uint64_t skipped = 0;      // values of other types skipped (skip_other_types)
+  std::uint64_t other_db = 0;     // keys of other databases
+  std::uint64_t bytes = 0;        // the input's size
+  std::vector<std::pair<std::string, std::string>> aux;  // AUX fields, in order (redis-ver, ctime, ...)
+};
+
+// Loads `bytes`, a whole RDB file (or a DUMP-less RDB stream of a full sync).
+template <class Store>
+FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLoadOptions& options = {});
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+// Loads the regular file at `path` (opened as snapshot.hpp's load() opens one: no symbolic
+// link, FIFO or device), read whole into memory first.
+template <class Store>
+FileResult<RdbInfo> load_rdb(Store& s, const std::string& path, const RdbLoadOptions& options = {});
+#endif
+
+// =========================================================================================
+// Implementation
+// =========================================================================================
+
+namespace detail::rdb {
+
+// ---- CRC-64 (Jones polynomial 0xad93d23594c935a9, reflected, initial 0, no final xor) --------
+
+struct Crc64Table {
+  std::uint64_t t[256];
+};
+constexpr Crc64Table make_crc64_table() {
+  // The reflected form of the polynomial: its bits in reverse order.
+  constexpr std::uint64_t poly = 0xad93d23594c935a9ull;
+  std::uint64_t rev = 0;
+  for (int b = 0; b < 64; ++b) {
+    if (((poly >> b) & 1u) != 0) rev |= std::uint64_t{1} << (63 - b);
+  }
+  Crc64Table x{};
+  for (std::uint64_t i = 0; i < 256; ++i) {
+    std::uint64_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1u) != 0 ? (c >> 1) ^ rev : c >> 1;
+    x.t[i] = c;
+  }
+  return x;
+}
+inline constexpr Crc64Table kCrc64 = make_crc64_table();
+// crc64(0, "123456789", 9) == 0xe9c6d914c4b8d9ca, Redis's check value.
+inline std::uint64_t crc64(std::uint64_t crc, const void* data, std::size_t n) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) crc = kCrc64.t[(crc ^ p[i]) & 0xFFu] ^ (crc >> 8);
+  return crc;
+}
+
+// ---- LZF ----------------------------------------------------------------------------------
+
+// Decompresses `in` into exactly `out_len` bytes; false if the stream is malformed, refers
+// before the start of the output, or does not produce exactly out_len bytes.
+inline bool lzf_decompress(std::string_view in, std::size_t out_len, std::string& out) {
+  out.assign(out_len, '\0');
+  std::size_t ip = 0, op = 0;
+  while (ip < in.size()) {
+    const unsigned ctrl = static_cast<unsigned char>(in[ip++]);
+    if (ctrl < 32) {  // a literal run of ctrl + 1 bytes
+      const std::size_t run = ctrl + 1u;
+      if (run > in.size() - ip || run > out_len - op) return false;
+      std::memcpy(&out[op], in.data() + ip, run);
+      ip += run;
+      op += run;
+    } else {  // a back reference: length (ctrl >> 5) + 2, distance from the low bits and a byte
+      std::size_t len = ctrl >> 5;
+      if (len == 7) {
+        if (ip >= in.size()) return false;
+        len += static_cast<unsigned char>(in[ip++]);
+      }
+      len += 2;
+      if (ip >= in.size()) return false;
+      const std::size_t back = ((std::size_t{ctrl} & 0x1Fu) << 8) + static_cast<unsigned char>(in[ip++]) + 1u;
+      if (back > op || len > out_len - op) return false;
+      for (std::size_t i = 0; i < len; ++i, ++op) out[op] = out[op - back];  // may overlap: byte by byte
+    }
+  }
+  return op == out_len;
+}
+
+// ---- The format's constants ---------------------------------------------------------------
+
+enum Opcode : unsigned char {
+  kSlotInfo = 244,
+  kFunction2 = 245,
+  kFunctionPreGa = 246,
+  kModuleAux = 247,
+  kIdle = 248,
+  kFreq = 249,
+  kAux = 250,
+  kResizeDb = 251,
+  kExpireTimeMs = 252,
+  kExpireTime = 253,
+  kSelectDb = 254,
+  kEof = 255,
+};
+enum Type : unsigned char {
+  kString = 0,
+  kList = 1,
+  kSet = 2,
+  kZset = 3,
+  kHash = 4,
+  kZset2 = 5,
+  kModulePreGa = 6,
+  kModule2 = 7,
+  kHashZipmap = 9,
+  kListZiplist = 10,
+  kSetIntset = 11,
+  kZsetZiplist = 12,
+  kHashZiplist = 13,
+  kListQuicklist = 14,
+  kStreamListpacks = 15,
+  kHashListpack = 16,
+  kZsetListpack = 17,
+  kListQuicklist2 = 18,
+  kStreamListpacks2 = 19,
+  kSetListpack = 20,
+  kStreamListpacks3 = 21,
+  kHashMetadataPreGa = 22,
+  kHashListpackExPreGa = 23,
+  kHashMetadata = 24,
+  kHashListpackEx = 25,
+};
+inline constexpr unsigned kMaxVersion = 12;
+// Redis 7.4's largest field deadline (EB_EXPIRE_TIME_MAX): 2^48 - 1 ms.
+inline constexpr std::uint64_t kMaxFieldExpire = (std::uint64_t{1} << 48) - 1;
+
+inline const char* type_name(unsigned t) noexcept {
+  switch (t) {
+    case kList: case kListZiplist: case kListQuicklist: case kListQuicklist2: return "list";
+    case kSet: case kSetIntset: case kSetListpack: return "set";
+    case kZset: case kZset2: case kZsetZiplist: case kZsetListpack: return "zset";
+    case kStreamListpacks: case kStreamListpacks2: case kStreamListpacks3: return "stream";
+    case kModulePreGa: case kModule2: return "module";
+    case kHashZipmap: return "hash (zipmap)";
+    default: return "unknown";
+  }
+}
+
+// One decoded value: a string, or a hash's fields (deadline 0: none).
+struct HashField {
+  std::string name;
+  std::string value;
+  std::uint64_t deadline;
+};
+struct Value {
+  bool is_hash = false;
+  std::string str;
+  std::vector<HashField> fields;
+};
+
+// A cursor over the input; every read is bounds-checked and a failure names the offset.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+
+  std::uint64_t offset() const noexcept { return pos_; }
+  std::size_t left() const noexcept { return in_.size() - pos_; }
+  bool failed() const noexcept { return err_.has_value(); }
+  const FileError& error() const { return *err_; }
+
+  // Records the first failure (truncated: the input ended) and returns false.
+  bool fail(Errc code, std::string what) {
+    if (!err_) err_ = FileError{code, pos_, what + " at offset " + std::to_string(pos_)};
+    return false;
+  }
+  bool short_input(const char* what) { return fail(Errc::truncated_file, std::string("truncated: ") + what); }
+
+  bool byte(unsigned& b, const char* what) {
+    if (left() < 1) return short_input(what);
+    b = static_cast<unsigned char>(in_[pos_++]);
+    return true;
+  }
+  bool bytes(std::size_t n, std::string_view& out, const char* what) {
+    if (left() < n) return short_input(what);
+    out = in_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool le(std::size_t n, std::uint64_t& v, const char* what) {
+    std::string_view b;
+    if (!bytes(n, b, what)) return false;
+    v = 0;
+    for (std::size_t i = 0; i < n; ++i) v |= std::uint64_t{static_cast<unsigned char>(b[i])} << (8 * i);
+    return true;
+  }
+  bool be(std::size_t n, std::uint64_t& v, const char* what) {
+    std::string_view b;
+    if (!bytes(n, b, what)) return false;
+    v = 0;
+    for (std::size_t i = 0; i < n; ++i) v = (v << 8) | static_cast<unsigned char>(b[i]);
+    return true;
+  }
+
+  // A length, or (encoded) the code of a special string encoding.
+  bool length(std::uint64_t& len, bool* encoded, const char* what) {
+    unsigned b = 0;
+    if (!byte(b, what)) return false;
+    if (encoded != nullptr) *encoded = false;
+    switch (b >> 6) {
+      case 0: len = b & 0x3Fu; return true;
+      case 1: {
+        unsigned b2 = 0;
+        if (!byte(b2, what)) return false;
+        len = ((std::uint64_t{b} & 0x3Fu) << 8) | b2;
+        return true;
+      }
+      case 2:
+        if (b == 0x80) return be(4, len, what);
+        if (b == 0x81) return be(8, len, what);
+        return fail(Errc::corrupt_file, std::string("bad length encoding in ") + what);
+      default:
+        if (encoded == nullptr) return fail(Errc::corrupt_file, std::string("an encoded string where a length belongs in ") + what);
+        *encoded = true;
+        len = b & 0x3Fu;
+        return true;
+    }
+  }
+  bool plain_length(std::uint64_t& len, const char* what) { return length(len, nullptr, what); }
+
+  // A string in any of its encodings (raw, integer, LZF).
+  bool string(std::string& out, const char* what) {
+    std::uint64_t len = 0;
+    bool encoded = false;
+    if (!length(len, &encoded, what)) return false;
+    if (!encoded) {
+      std::string_view b;
+      if (len > left()) return short_input(what);
+      if (!bytes(static_cast<std::size_t>(len), b, what)) return false;
+      out.assign(b.data(), b.size());
+      return true;
+    }
+    switch (len) {
+      case 0: case 1: case 2: {  // a signed integer of 1, 2 or 4 bytes, little-endian
+        const std::size_t n = std::size_t{1} << len;
+        std::uint64_t u = 0;
+        if (!le(n, u, what)) return false;
+        const unsigned shift = static_cast<unsigned>(64 - 8 * n);
+        const auto v = static_cast<std::int64_t>(u << shift) >> shift;  // sign-extend
+        out = std::to_string(v);
+        return true;
+      }
+      case 3: {
+        std::uint64_t clen = 0, ulen = 0;
+        if (!plain_length(clen, what) || !plain_length(ulen, what)) return false;
+        if (clen > left()) return short_input(what);
+        // LZF expands at most ~264x (a back reference of 264 bytes takes 2 to 3): a larger
+        // claim cannot be a real stream, and would make us allocate it first.
+        if (ulen > clen * 264 + 64) return fail(Errc::corrupt_file, std::string("an LZF length out of proportion in ") + what);
+        std::string_view c;
+        if (!bytes(static_cast<std::size_t>(clen), c, what)) return false;
+        if (!lzf_decompress(c, static_cast<std::size_t>(ulen), out)) {
+          return fail(Errc::corrupt_file, std::string("a malformed LZF string in ") + what);
+        }
+        return true;
+      }
+      default: return fail(Errc::corrupt_file, std::string("unknown string encoding in ") + what);
+    }
+  }
+  bool skip_string(const char* what) {
+    std::string tmp;
+    return string(tmp, what);
+  }
+  // A double as Redis's ZSET (type 3) wrote it: a length byte (253: NaN, 254: +inf, 255:
+  // -inf) then that many characters.
+  bool skip_text_double(const char* what) {
+    unsigned n = 0;
+    if (!byte(n, what)) return false;
+    if (n >= 253) return true;
+    std::string_view b;
+    return bytes(n, b, what);
+  }
+
+ private:
+  std::string_view in_;
+  std::size_t pos_ = 0;
+  std::optional<FileError> err_;
+};
+
+// ---- Listpacks and ziplists (inside a string) ----------------------------------------------
+
+// Calls fn(std::string) for each element of a listpack; false if malformed.
+template <class Fn>
+bool listpack_each(std::string_view lp, Fn&& fn) {
+  if (lp.size() < 7) return false;
+  const auto u32 = [&](std::size_t at) {
+    std::uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<unsigned char>(lp[at + static_cast<std::size_t>(i)])} << (8 * i);
+    return v;
+  };
+  if (u32(0) != lp.size()) return false;
+  std::size_t p = 6;
+  std::size_t count = 0;
+  for (;;) {
+    if (p >= lp.size()) return false;
+    const unsigned b = static_cast<unsigned char>(lp[p]);
+    if (b == 0xFF) break;
+    std::size_t head = 0, len = 0;  // the encoding's bytes, and the string's (0 for an integer)
+    bool is_int = true;
+    std::int64_t v = 0;
+    const auto need = [&](std::size_t n) { return n <= lp.size() - p; };
+    const auto uint_at = [&](std::size_t at, std::size_t n) {
+      std::uint64_t x = 0;
+      for (std::size_t i = 0; i < n; ++i) x |= std::uint64_t{static_cast<unsigned char>(lp[at + i])} << (8 * i);
+      return x;
+    };
+    const auto signed_of = [](std::uint64_t x, unsigned bits) {
+      const unsigned shift = 64 - bits;
+      return static_cast<std::int64_t>(x << shift) >> shift;
+    };
+    if ((b & 0x80u) == 0) {
+      head = 1;
+      v = b & 0x7F;
+    } else if ((b & 0xC0u) == 0x80u) {
+      head = 1;
+      len = b & 0x3Fu;
+      is_int = false;
+    } else if ((b & 0xE0u) == 0xC0u) {
+      if (!need(2)) return false;
+      head = 2;
+      v = signed_of((std::uint64_t{b} & 0x1Fu) << 8 | static_cast<unsigned char>(lp[p + 1]), 13);
+    } else if ((b & 0xF0u) == 0xE0u) {
+      if (!need(2)) return false;
+      head = 2;
+      len = (std::size_t{b} & 0x0Fu) << 8 | static_cast<unsigned char>(lp[p + 1]);
+      is_int = false;
+    } else if (b == 0xF0) {
+      if (!need(5)) return false;
+      head = 5;
+      len = static_cast<std::size_t>(uint_at(p + 1, 4));
+      is_int = false;
+    } else if (b >= 0xF1 && b <= 0xF4) {
+      static constexpr std::size_t kBytes[] = {2, 3, 4, 8};
+      const std::size_t n = kBytes[b - 0xF1];
+      if (!need(1 + n)) return false;
+      head = 1 + n;
+      v = signed_of(uint_at(p + 1, n), static_cast<unsigned>(8 * n));
+    } else {
+      return false;  // 0xF5 .. 0xFE are unused
+    }
+    if (!is_int && len > lp.size() - p - head) return false;
+    const std::size_t entry = head + len;
+    // The back-length: entry's size in 1 to 5 bytes of 7 bits.
+    const std::size_t back = entry < 128 ? 1 : entry < 16384 ? 2 : entry < 2097152 ? 3 : entry < 268435456 ? 4 : 5;
+    if (back > lp.size() - p - entry) return false;
+    if (is_int) {
+      fn(std::to_string(v));
+    } else {
+      fn(std::string(lp.substr(p + head, len)));
+    }
+    p += entry + back;
+    ++count;
+  }
+  if (p + 1 != lp.size()) return false;
+  const std::uint32_t n16 = static_cast<unsigned char>(lp[4]) | std::uint32_t{static_cast<unsigned char>(lp[5])} << 8;
+  return n16 == 65535 || n16 == count;  // 65535: "too many to count"
+}
+
+// Calls fn(std::string) for each element of a ziplist (Redis < 7); false if malformed.
+template <class Fn>
+bool ziplist_each(std::string_view zl, Fn&& fn) {
+  if (zl.size() < 11) return false;
+  const auto uint_at = [&](std::size_t at, std::size_t n) {
+    std::uint64_t x = 0;
+    for (std::size_t i = 0; i < n; ++i) x |= std::uint64_t{static_cast<unsigned char>(zl[at + i])} << (8 * i);
+    return x;
+  };
+  if (uint_at(0, 4) != zl.size()) return false;
+  std::size_t p = 10;
+  std::size_t count = 0;
+  for (;;) {
+    if (p >= zl.size()) return false;
+    if (static_cast<unsigned char>(zl[p]) == 0xFF) break;
+    // prevlen: 1 byte, or 0xFE then 4 bytes
+    p += static_cast<unsigned char>(zl[p]) == 0xFE ? 5 : 1;
+    if (p >= zl.size()) return false;
+    const unsigned b = static_cast<unsigned char>(zl[p]);
+    const std::size_t rem = zl.size() - p;
+    const auto signed_of = [](std::uint64_t x, unsigned bits) {
+      const unsigned shift = 64 - bits;
+      return static_cast<std::int64_t>(x << shift) >> shift;
+    };
+    std::size_t head = 0, len = 0;
+    bool is_int = true;
+    std::int64_t v = 0;
+    switch (b >> 6) {
+      case 0: head = 1; len = b & 0x3Fu; is_int = false; break;
+      case 1:
+        if (rem < 2) return false;
+        head = 2; len = (std::size_t{b} & 0x3Fu) << 8 | static_cast<unsigned char>(zl[p + 1]); is_int = false;
+        break;
+      case 2:
+        if (b != 0x80 || rem < 5) return false;
+        head = 5;
+        len = static_cast<std::size_t>(static_cast<std::uint64_t>(static_cast<unsigned char>(zl[p + 1])) << 24 |
+                                       static_cast<std::uint64_t>(static_cast<unsigned char>(zl[p + 2])) << 16 |
+                                       static_cast<std::uint64_t>(static_cast<unsigned char>(zl[p + 3])) << 8 |
+                                       static_cast<unsigned char>(zl[p + 4]));
+        is_int = false;
+        break;
+      default: {
+        std::size_t n = 0;
+        if (b == 0xC0) n = 2;
+        else if (b == 0xD0) n = 4;
+        else if (b == 0xE0) n = 8;
+        else if (b == 0xF0) n = 3;
+        else if (b == 0xFE) n = 1;
+        else if (b >= 0xF1 && b <= 0xFD) { head = 1; v = static_cast<std::int64_t>(b & 0x0Fu) - 1; break; }
+        else return false;
+        if (rem < 1 + n) return false;
+        head = 1 + n;
+        v = signed_of(uint_at(p + 1, n), static_cast<unsigned>(8 * n));
+      }
+    }
+    if (!is_int && len > rem - head) return false;
+    if (is_int) {
+      fn(std::to_string(v));
+    } else {
+      fn(std::string(zl.substr(p + head, len)));
+    }
+    p += head + len;
+    ++count;
+  }
+  if (p + 1 != zl.size()) return false;
+  const std::uint64_t n16 = uint_at(8, 2);
+  return n16 == 65535 || n16 == count;
+}
+
+// ---- Values ---------------------------------------------------------------------------------
+
+// Reads the value of type `t` into v; skip: consume it without keeping it (other types).
+// false on failure (the reader holds the error).
+inline bool read_value(Reader& r, unsigned t, Value& v, const std::string& key) {
+  const std::string what = "the value of key '" + key + "'";
+  const char* w = what.c_str();
+  v = Value{};
+  switch (t) {
+    case kString: return r.string(v.str, w);
+    case kHash: case kHashMetadata: case kHashMetadataPreGa: {
+      v.is_hash = true;
+      std::uint64_t min_expire = 0;
+      if (t == kHashMetadata && !r.le(8, min_expire, w)) return false;
+      if (t == kHashMetadata && min_expire > kMaxFieldExpire + 1) {
+        return r.fail(Errc::corrupt_file, "a hash's minimum field deadline out of range in " + what);
+      }
+      std::uint64_t n = 0;
+      if (!r.plain_length(n, w)) return false;
+      if (n > r.left() / 2) return r.short_input(w);  // each field takes 2 bytes at least
+      v.fields.reserve(static_cast<std::size_t>(n));
+      for (std::uint64_t i = 0; i < n; ++i) {
+        HashField f{{}, {}, 0};
+        if (t != kHash) {
+          std::uint64_t ttl = 0;
+          if (!r.plain_length(ttl, w)) return false;
+          if (t == kHashMetadata) {
+            if (ttl != 0 && ttl - 1 > kMaxFieldExpire - std::min(min_expire, kMaxFieldExpire)) {
+              return r.fail(Errc::corrupt_file, "a field deadline out of range in " + what);
+            }
+            f.deadline = ttl == 0 ? 0 : ttl + min_expire - 1;
+          } else {
+            f.deadline = ttl;
+          }
+          if (f.deadline > kMaxFieldExpire) return r.fail(Errc::corrupt_file, "a field deadline out of range in " + what);
+        }
+        if (!r.string(f.name, w) || !r.string(f.value, w)) return false;
+        v.fields.push_back(std::move(f));
+      }
+      return true;
+    }
+    case kHashZiplist: case kHashListpack: case kHashListpackEx: case kHashListpackExPreGa: {
+      v.is_hash = true;
+      if (t == kHashListpackEx) {
+        std::uint64_t min_expire = 0;
+        if (!r.le(8, min_expire, w)) return false;
+      }
+      std::string blob;
+      if (!r.string(blob, w)) return false;
+      const std::size_t tuple = (t == kHashListpackEx || t == kHashListpackExPreGa) ? 3 : 2;
+      std::vector<std::string> items;
+      const auto take = [&](std::string s) { items.push_back(std::move(s)); };
+      const bool ok = t == kHashZiplist ? ziplist_each(blob, take) : listpack_each(blob, take);
+      if (!ok) return r.fail(Errc::corrupt_file, "a malformed " + std::string(t == kHashZiplist ? "ziplist" : "listpack") + " in " + what);
+      if (items.size() % tuple != 0) return r.fail(Errc::corrupt_file, "a hash with an odd element count in " + what);
+      v.fields.reserve(items.size() / tuple);
+      for (std::size_t i = 0; i < items.size(); i += tuple) {
+        HashField f{std::move(items[i]), std::move(items[i + 1]), 0};
+        if (tuple == 3) {
+          const std::string& ttl = items[i + 2];
+          std::uint64_t d = 0;
+          for (const char c : ttl) {
+            if (c < '0' || c > '9' || d > kMaxFieldExpire) return r.fail(Errc::corrupt_file, "a bad field deadline in " + what);
+            d = d * 10 + static_cast<unsigned>(c - '0');
+          }
+          if (ttl.empty() || d > kMaxFieldExpire) return r.fail(Errc::corrupt_file, "a bad field deadline in " + what);
+          f.deadline = d;
+        }
+        v.fields.push_back(std::move(f));
+      }
+      return true;
+    }
+    default: break;
+  }
+  return false;
+}
+
+// Consumes a value of another type (list, set, zset, module value Redis can parse); false
+// with the reader's error when it cannot (a stream, a malformed value).
+inline bool skip_value(Reader& r, unsigned t, const std::string& key) {
+  const std::string what = "the " + std::string(type_name(t)) + " value of key '" + key + "'";
+  const char* w = what.c_str();
+  std::uint64_t n = 0;
+  switch (t) {
+    case kList: case kSet:
+      if (!r.plain_length(n, w)) return false;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        if (!r.skip_string(w)) return false;
+      }
+      return true;
+    case kZset: case kZset2:
+      if (!r.plain_length(n, w)) return false;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        if (!r.skip_string(w)) return false;
+        if (t == kZset2) {
+          std::string_view d;
+          if (!r.bytes(8, d, w)) return false;
+        } else if (!r.skip_text_double(w)) {
+          return false;
+        }
+      }
+      return true;
+    case kListQuicklist:
+      if (!r.plain_length(n, w)) return false;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        if (!r.skip_string(w)) return false;
+      }
+      return true;
+    case kListQuicklist2:
+      if (!r.plain_length(n, w)) return false;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        std::uint64_t container = 0;
+        if (!r.plain_length(container, w) || !r.skip_string(w)) return false;
+      }
+      return true;
+    case kHashZipmap: case kListZiplist: case kSetIntset: case kZsetZiplist: case kZsetListpack: case kSetListpack:
+      return r.skip_string(w);
+    default:
+      return r.fail(Errc::unsupported_type, "cannot skip " + what + " (type " + std::to_string(t) + ")");
+  }
+}
+
+// A key as read: its value, deadline and where its record began.
+struct Entry {
+  std::string key;
+  Value value;
+  std::int64_t expire_ms;
+  bool timed;
+  std::uint64_t offset;
+};
+
+// Parses a whole RDB file into entries of database `db` (the others counted); the reader holds
+// the error on failure.
+inline bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& info, std::vector<Entry>& out) {
+  std::string_view magic;
+  if (!r.bytes(9, magic, "the header")) return false;
+  if (magic.substr(0, 5) != "REDIS") return r.fail(Errc::corrupt_file, "bad magic: not an RDB file (no \"REDIS\")");
+  unsigned version = 0;
+  for (std::size_t i = 5; i < 9; ++i) {
+    if (magic[i] < '0' || magic[i] > '9') return r.fail(Errc::corrupt_file, "bad version digits in the header");
+    version = version * 10 + static_cast<unsigned>(magic[i] - '0');
+  }
+  if (version < 1 || version > kMaxVersion) {
+    return r.fail(Errc::unsupported_version, "RDB version " + std::to_string(version) + " (this build reads 1 to " +
+                                                 std::to_string(kMaxVersion) + ")");
+  }
+  info.version = version;
+  std::uint64_t db = 0;
+  std::int64_t expire = 0;
+  bool timed = false;
+  for (;;) {
+    const std::uint64_t at = r.offset();
+    unsigned op = 0;
+    if (!r.byte(op, "an opcode")) return false;
+    switch (op) {
+      case kEof: {
+        const std::size_t body = static_cast<std::size_t>(r.offset());
+        if (version >= 5) {
+          std::uint64_t stored = 0;
+          if (!r.le(8, stored, "the checksum")) return false;
+          const std::uint64_t computed = crc64(0, in.data(), body);
+          if (stored != 0 && stored != computed) {
+            return r.fail(Errc::corrupt_file, "checksum mismatch (stored " + std::to_string(stored) + ", computed " +
+                                                  std::to_string(computed) + ")");
+          }
+        }
+        if (r.left() != 0) return r.fail(Errc::corrupt_file, "bytes after the end of the RDB");
+        return true;
+      }
+      case kSelectDb:
+        if (!r.plain_length(db, "SELECTDB")) return false;
+        continue;
+      case kResizeDb: {
+        std::uint64_t a = 0, b = 0;
+        if (!r.plain_length(a, "RESIZEDB") || !r.plain_length(b, "RESIZEDB")) return false;
+        continue;
+      }
+      case kExpireTimeMs: {
+        std::uint64_t u = 0;
+        if (!r.le(8, u, "EXPIRETIME_MS")) return false;
+        expire = static_cast<std::int64_t>(u);
+        timed = true;
+        continue;
+      }
+      case kExpireTime: {
+        std::uint64_t u = 0;
+        if (!r.le(4, u, "EXPIRETIME")) return false;
+        expire = static_cast<std::int64_t>(static_cast<std::int32_t>(static_cast<std::uint32_t>(u))) * 1000;
+        timed = true;
+        continue;
+      }
+      case kIdle: {
+        std::uint64_t idle = 0;
+        if (!r.plain_length(idle, "IDLE")) return false;
+        continue;
+      }
+      case kFreq: {
+        unsigned f = 0;
+        if (!r.byte(f, "FREQ")) return false;
+        continue;
+      }
+      case kAux: {
+        std::string k, v;
+        if (!r.string(k, "an AUX field") || !r.string(v, "an AUX field")) return false;
+        info.aux.emplace_back(std::move(k), std::move(v));
+        continue;
+      }
+      case kFunction2:
+        if (!r.skip_string("a function library")) return false;
+        continue;
+      case kSlotInfo: {
+        std::uint64_t a = 0;
+        for (int i = 0; i < 3; ++i) {
+          if (!r.plain_length(a, "SLOT_INFO")) return false;
+        }
+        continue;
+      }
+      case kModuleAux: case kFunctionPreGa:
+        return r.fail(Errc::unsupported_type, std::string(op == kModuleAux ? "module auxiliary data" : "a 7.0 RC function") +
+                                                  " (a module's own encoding)");
+      default: break;
+    }
+    // A key: type, key, value.
+    std::string key;
+    if (!r.string(key, "a key")) return false;
+    const bool ours = db == o.db;
+    const bool known = op == kString || op == kHash || op == kHashZiplist || op == kHashListpack ||
+                       op == kHashMetadata || op == kHashMetadataPreGa || op == kHashListpackEx ||
+                       op == kHashListpackExPreGa;
+    if (!known) {
+      if (op > kHashListpackEx || op == 8) return r.fail(Errc::corrupt_file, "unknown value type " + std::to_string(op) + " of key '" + key + "'");
+      if (!o.skip_other_types && ours) {
+        return r.fail(Errc::unsupported_type, "key '" + key + "' holds a " + type_name(op) +
+                                                  ", which the store does not hold (RdbLoadOptions::skip_other_types skips it)");
+      }
+      if (!skip_value(r, op, key)) return false;
+      if (ours) ++info.skipped;
+      else ++info.other_db;
+      timed = false;
+      continue;
+    }
+    Entry e{std::move(key), {}, expire, timed, at};
+    timed = false;
+    if (!read_value(r, op, e.value, e.key)) return false;
+    if (!ours) {
+      ++info.other_db;
+      continue;
+    }
+    if (e.value.is_hash && e.value.fields.empty()) return r.fail(Errc::corrupt_file, "key '" + e.key + "' is an empty hash");
+    out.push_back(std::move(e));
+  }
+}
+
+}  // namespace detail::rdb
+
+template <class Store>
+FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLoadOptions& options) {
+  using K = typename Store::key_type;
+  using V = typename Store::mapped_type;
+  static_assert(std::is_same_v<K, std::string>, "expiring::load_rdb: RDB keys are byte strings; use a store of std::string keys");
+  constexpr bool kTakesHashes = hash_value_traits<V>::enabled;
+  constexpr bool kTakesStrings = std::is_constructible_v<V, std::string>;
+  namespace rdb = detail::rdb;
+  RdbInfo info;
+  info.bytes = bytes.size();
+  std::vector<rdb::Entry> entries;
+  rdb::Reader r(bytes);
+  if (!rdb::parse(r, bytes, options, info, entries)) return r.error();
+
+  // Into the store's values, checking duplicates and types; past deadlines skipped (primary).
+  const std::int64_t now = s.now_ms();
+  const bool primary = options.as == LoadAs::primary;
+  std::vector<detail::LoadedKey<K, V>> keys;
+  keys.reserve(entries.size());
+  detail::SeenKeys<Store, detail::LoadedKey<K, V>> seen(s);
+  for (rdb::Entry& e : entries) {
+    const auto fail = [&](Errc c, const std::string& what) {
+      return FileError{c, e.offset, "key '" + e.key + "' at offset " + std::to_string(e.offset) + ": " + what};
+    };
+    V value = detail::value_prototype<V>(s);
+    bool skipped = primary && e.timed && now > e.expire_ms;
+    if (e.value.is_hash) {
+      if constexpr (kTakesHashes) {
+        auto* m = hash_value_traits<V>::map(value);
+        if (m == nullptr) {  // a redis::Value: make it a hash with the store's field hasher
+          value = V(typename hash_value_traits<V>::map_type(s.field_hash_function()));
+          m = hash_value_traits<V>::map(value);
+        }
+        for (rdb::HashField& f : e.value.fields) {
+          const auto placed = m->assign(std::move(f.name), std::move(f.value));
+          if (!placed.second) return fail(Errc::corrupt_file, "a hash with a duplicate field");
+          if (f.deadline != 0) m->set_deadline(placed.first, static_cast<std::int64_t>(f.deadline));
+        }
+        if (primary && !skipped) {
+          const std::size_t gone = m->reclaim_due(now, std::numeric_limits<std::size_t>::max(), [](auto&, std::int64_t) {});
+          info.expired_fields += gone;
+          if (gone != 0 && m->empty()) skipped = true;
+        }
+      } else {
+        return fail(Errc::unsupported_type, "a hash, and the store holds strings");
+      }
+    } else {
+      if constexpr (kTakesStrings) {
+        value = V(std::move(e.value.str));
+      } else {
+        return fail(Errc::unsupported_type, "a string, and the store holds hashes");
+      }
+    }
+    if (skipped) {
+      ++info.expired;
+      value = detail::value_prototype<V>(s);
+    }
+    keys.push_back(detail::LoadedKey<K, V>{std::move(e.key), std::move(value), e.expire_ms, e.offset, e.timed, skipped});
+    if (const std::optional<std::size_t> first = seen.insert(keys, keys.size() - 1)) {
+      return FileError{Errc::corrupt_file, e.offset,
+                       "key '" + keys.back().key + "' at offset " + std::to_string(e.offset) + " appears twice (first at offset " +
+                           std::to_string(keys[*first].offset) + ")"};
+    }
+  }
+  entries.clear();
+  entries.shrink_to_fit();
+
+  // Replace the store's content as one unit of its change feed, as snapshot.hpp's load().
+  std::optional<FileError> refused;
+  s.as_one_unit([&] {
+    s.clear();
+    for (detail::LoadedKey<K, V>& e : keys) {
+      if (e.skipped) continue;
+      const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.timed ? e.deadline : Store::kNoTtl,
+                           e.timed ? ChangeTtl::at : ChangeTtl::none};
+      const Result<bool> applied = s.apply(c);
+      if (!applied.ok()) {
+        refused = FileError{applied.error(), e.offset,
+                            "the store refused key '" + e.key + "' (" + to_string(applied.error()) + ")"};
+        return;
+      }
+      ++info.keys;
+    }
+  });
+  if (refused) return *refused;
+  return info;
+}
+
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+template <class Store>
+FileResult<RdbInfo> load_rdb(Store& s, const std::string& path, const RdbLoadOptions& options) {
+  std::uint64_t size = 0;
+  int err = 0;
+  std::string why;
+  const int fd = detail::open_regular(path.c_str(), O_RDONLY, size, err, why);
+  if (fd < 0) return FileError{Errc::io_error, 0, "cannot open '" + path + "' (" + why + ")"};
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (size > std::numeric_limits<std::size_t>::max()) return FileError{Errc::out_of_memory, 0, "'" + path + "' is larger than memory"};
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(fd, &bytes[got], bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return FileError{Errc::io_error, got, "reading '" + path + "': " + std::strerror(errno)};
+    if (n == 0) return FileError{Errc::io_error, got, "'" + path + "' shrank while being read"};
+    got += static_cast<std::size_t>(n);
+  }
+  return load_rdb_bytes(s, bytes, options);
+}
+#endif  // EXPIRING_SNAPSHOT_POSIX
+
+}  // namespace expiring
