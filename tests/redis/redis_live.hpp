@@ -444,6 +444,8 @@ class RedisServer {
     ::rmdir(dir_.c_str());
   }
   int port() const noexcept { return port_; }
+  // Its --dir (where SAVE writes dump.rdb; a test that makes files there removes them).
+  const std::string& dir() const noexcept { return dir_; }
 
  private:
   int port_ = 0;
