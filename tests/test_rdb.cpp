@@ -13,7 +13,9 @@
 #include <expiring/rdb.hpp>
 #include <expiring/redis/value.hpp>
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -299,4 +301,83 @@ TEST_CASE("rdb: hostile lengths and versions", "[rdb]") {
   CHECK(code(finish("REDIS0010\x04" + str("k") + len(0))) == Errc::corrupt_file);
   CHECK(code(finish("REDIS0010\xF7" + len(1))) == Errc::unsupported_type);
   CHECK(s.size() == 0);
+}
+
+TEST_CASE("rdb: save_rdb() writes what load_rdb() reads back, in Redis's encodings", "[rdb]") {
+  ManualClock clock{T0};
+  VStore s{clock};
+  using expiring::redis::Value;
+  (void)s.set("int", Value(std::string("-42")));
+  (void)s.set("int32", Value(std::string("2000000000")));
+  (void)s.set("notint", Value(std::string("007")));
+  (void)s.set("long", Value(std::string(3000, 'a') + "b"));
+  (void)s.set("empty", Value(std::string()));
+  (void)s.set("timed", Value(std::string("t")), expiring::PxAt{kLater});
+  (void)s.hset("small", "a", "1");
+  (void)s.hset("small", "b", "-5000");
+  (void)s.hset("small", "c", "text");
+  for (int i = 0; i < 200; ++i) (void)s.hset("big", "f" + std::to_string(i), std::to_string(i * 7));
+  std::string bytes;
+  const auto w = expiring::save_rdb(s, bytes);
+  REQUIRE(w.ok());
+  CHECK(w->version == 10);
+  CHECK(bytes.compare(0, 9, "REDIS0010") == 0);
+  CHECK(bytes.find(std::string("\x00", 1) + str("int") + "\xC0" + le(static_cast<std::uint8_t>(-42), 1)) != std::string::npos);
+  CHECK(bytes.find("\x10" + str("small")) != std::string::npos);  // a listpack
+  CHECK(bytes.find("\x04" + str("big")) != std::string::npos);    // a hashtable
+  CHECK(bytes.size() < 1000 + 200 * 12);                         // the long string went in compressed
+  VStore t{clock};
+  const auto r = expiring::load_rdb_bytes(t, bytes);
+  REQUIRE(r.ok());
+  CHECK(r->keys == s.size());
+  for (const char* k : {"int", "int32", "notint", "long", "empty", "timed", "small", "big"}) {
+    INFO(k);
+    CHECK(text_of(t, k) == text_of(s, k));
+    CHECK(t.pexpiretime(k) == s.pexpiretime(k));
+  }
+  SECTION("a field TTL makes it version 12, with Redis 7.4's hash with metadata") {
+    (void)s.hpexpireat("small", kLater + 1, std::array<std::string_view, 1>{"b"});
+    std::string b12;
+    REQUIRE(expiring::save_rdb(s, b12).ok());
+    CHECK(b12.compare(0, 9, "REDIS0012") == 0);
+    VStore u{clock};
+    REQUIRE(expiring::load_rdb_bytes(u, b12).ok());
+    CHECK(text_of(u, "small") == "a=1;b=-5000@" + std::to_string(kLater + 1) + ";c=text;");
+  }
+  SECTION("without compression the long string is raw") {
+    expiring::RdbSaveOptions o;
+    o.compress = false;
+    std::string raw;
+    REQUIRE(expiring::save_rdb(s, raw, o).ok());
+    CHECK(raw.find(std::string(3000, 'a') + "b") != std::string::npos);
+    VStore u{clock};
+    REQUIRE(expiring::load_rdb_bytes(u, raw).ok());
+    CHECK(text_of(u, "long") == text_of(s, "long"));
+  }
+}
+
+TEST_CASE("rdb: LZF round trips on text, repeats, random bytes and the window's edge", "[rdb]") {
+  std::vector<std::string> inputs = {std::string(10000, 'x'), "abcabcabcabcabcabcabcabcabcabc"};
+  std::string random;
+  std::uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    random.push_back(static_cast<char>(x & 0xFF));
+  }
+  inputs.push_back(random);
+  inputs.push_back(random.substr(0, 9000) + random.substr(0, 9000));  // a repeat 9000 bytes back: past the window
+  inputs.push_back(random.substr(0, 8000) + random.substr(0, 8000));  // within it
+  std::vector<std::uint32_t> table;
+  for (const std::string& in : inputs) {
+    std::string c;
+    if (!expiring::detail::rdb::lzf_compress(in, in.size() + in.size() / 16 + 64, c, table)) continue;
+    std::string back;
+    REQUIRE(expiring::detail::rdb::lzf_decompress(c, in.size(), back));
+    CHECK(back == in);
+  }
+  std::string c;
+  CHECK_FALSE(expiring::detail::rdb::lzf_compress(random, random.size() - 4, c, table));  // random bytes do not shrink
+  CHECK(c.empty());
 }

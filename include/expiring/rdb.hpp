@@ -85,6 +85,26 @@ template <class Store>
 FileResult<RdbInfo> load_rdb(Store& s, const std::string& path, const RdbLoadOptions& options = {});
 #endif
 
+// How save_rdb() writes.
+struct RdbSaveOptions {
+  // LZF-compress strings of more than 20 bytes when that saves at least 4 (Redis's
+  // rdbcompression yes).
+  bool compress = true;
+};
+
+// Writes every stored key (stale ones included, as Redis's SAVE does) as an RDB file:
+// version 10 (Redis 7.0), strings as Redis encodes them (integers, LZF, raw), hashes as a
+// listpack when Redis would keep them in one (at most 128 fields of at most 64 bytes) and as a
+// hashtable otherwise; with a field TTL anywhere, version 12 and Redis 7.4's hash with
+// metadata for those hashes (redis-server 7.0 cannot read that). One database, 0.
+template <class Store>
+FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOptions& options = {});
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+// To a file, as snapshot.hpp's save() writes one (a temporary file, fsync, rename).
+template <class Store>
+FileResult<RdbInfo> save_rdb(const Store& s, const std::string& path, const RdbSaveOptions& options = {});
+#endif
+
 // =========================================================================================
 // Implementation
 // =========================================================================================
@@ -351,6 +371,18 @@ class Reader {
 
 // ---- Listpacks and ziplists (inside a string) ----------------------------------------------
 
+// An entry's back-length (its encoding and data's size, for walking backwards), as Redis
+// writes it: 7 bits a byte, the most significant group first, every byte but the first with
+// its top bit set. Returns how many bytes it takes (1 to 5).
+inline std::size_t lp_backlen(std::size_t l, char* out) noexcept {
+  std::size_t n = l <= 127 ? 1 : l < 16383 ? 2 : l < 2097151 ? 3 : l < 268435455 ? 4 : 5;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto group = static_cast<unsigned>((l >> (7 * (n - 1 - i))) & 127u);
+    out[i] = static_cast<char>(i == 0 ? group : group | 128u);
+  }
+  return n;
+}
+
 // Calls fn(std::string) for each element of a listpack; false if malformed.
 template <class Fn>
 bool listpack_each(std::string_view lp, Fn&& fn) {
@@ -412,9 +444,9 @@ bool listpack_each(std::string_view lp, Fn&& fn) {
     }
     if (!is_int && len > lp.size() - p - head) return false;
     const std::size_t entry = head + len;
-    // The back-length: entry's size in 1 to 5 bytes of 7 bits.
-    const std::size_t back = entry < 128 ? 1 : entry < 16384 ? 2 : entry < 2097152 ? 3 : entry < 268435456 ? 4 : 5;
-    if (back > lp.size() - p - entry) return false;
+    char want[5];
+    const std::size_t back = lp_backlen(entry, want);
+    if (back > lp.size() - p - entry || std::memcmp(want, lp.data() + p + entry, back) != 0) return false;
     if (is_int) {
       fn(std::to_string(v));
     } else {
@@ -840,6 +872,360 @@ FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLo
   if (refused) return *refused;
   return info;
 }
+
+namespace detail::rdb {
+
+// ---- Writing ------------------------------------------------------------------------------
+
+// The hash type of a store's values (a stand-in for a store of strings, never used).
+template <class V, bool = hash_value_traits<V>::enabled>
+struct MapOf {
+  using type = FieldMap<std::string, std::string>;
+};
+template <class V>
+struct MapOf<V, true> {
+  using type = typename hash_value_traits<V>::map_type;
+};
+// A value that holds a string or something else, and says which (redis::Value's string()).
+template <class V, class = void>
+struct has_string_member : std::false_type {};
+template <class V>
+struct has_string_member<V, std::void_t<decltype(std::declval<const V&>().string())>> : std::true_type {};
+
+// Compresses `in` as LZF, appending to `out`; false (out as it was) when the result would
+// be longer than `max_out` bytes. Greedy: each position's 3 bytes are looked up in a table of
+// the last position that hashed alike, within LZF's 8 KiB window; matches of 3 to 264 bytes.
+inline bool lzf_compress(std::string_view in, std::size_t max_out, std::string& out, std::vector<std::uint32_t>& table) {
+  constexpr unsigned kBits = 14;
+  table.assign(std::size_t{1} << kBits, 0);  // position + 1; 0: none
+  const std::size_t start = out.size();
+  const std::size_t n = in.size();
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  std::size_t lit = 0;  // where the pending literal run begins
+  const auto literals = [&](std::size_t until) {
+    while (lit < until) {
+      const std::size_t k = std::min<std::size_t>(32, until - lit);
+      out.push_back(static_cast<char>(k - 1));
+      out.append(in.data() + lit, k);
+      lit += k;
+    }
+  };
+  std::size_t ip = 0;
+  while (ip + 2 < n) {
+    if (out.size() - start > max_out) {
+      out.resize(start);
+      return false;
+    }
+    const std::uint32_t three = std::uint32_t{p[ip]} << 16 | std::uint32_t{p[ip + 1]} << 8 | p[ip + 2];
+    const std::size_t h = (three * 2654435761u) >> (32 - kBits);
+    const std::size_t cand = table[h];
+    table[h] = static_cast<std::uint32_t>(ip + 1);
+    if (cand != 0 && ip - (cand - 1) <= 8192 && std::memcmp(p + cand - 1, p + ip, 3) == 0) {
+      const std::size_t ref = cand - 1;
+      const std::size_t max_len = std::min<std::size_t>(264, n - ip);
+      std::size_t len = 3;
+      while (len < max_len && p[ref + len] == p[ip + len]) ++len;
+      literals(ip);
+      const std::size_t off = ip - ref - 1;
+      const std::size_t l = len - 2;
+      if (l < 7) {
+        out.push_back(static_cast<char>((l << 5) | (off >> 8)));
+      } else {
+        out.push_back(static_cast<char>((7u << 5) | (off >> 8)));
+        out.push_back(static_cast<char>(l - 7));
+      }
+      out.push_back(static_cast<char>(off & 0xFFu));
+      ip += len;
+      lit = ip;
+    } else {
+      ++ip;
+    }
+  }
+  literals(n);
+  if (out.size() - start > max_out) {
+    out.resize(start);
+    return false;
+  }
+  return true;
+}
+
+// A canonical decimal integer ("-12", not "012", "+1" or "-0"): its value.
+inline bool canonical_int(std::string_view t, std::int64_t& v) noexcept {
+  if (t.empty() || t.size() > 20) return false;
+  std::size_t i = 0;
+  const bool neg = t[0] == '-';
+  if (neg) i = 1;
+  if (i == t.size()) return false;
+  if (t[i] == '0' && (t.size() != 1)) return false;  // leading zero, or "-0"
+  std::uint64_t u = 0;
+  for (; i < t.size(); ++i) {
+    if (t[i] < '0' || t[i] > '9') return false;
+    const auto d = static_cast<unsigned>(t[i] - '0');
+    if (u > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return false;
+    u = u * 10 + d;
+  }
+  if (neg) {
+    if (u > std::uint64_t{1} << 63) return false;
+    v = static_cast<std::int64_t>(0 - u);  // two's complement, INT64_MIN included
+  } else {
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return false;
+    v = static_cast<std::int64_t>(u);
+  }
+  return true;
+}
+
+// Appends RDB encodings to a string.
+class Writer {
+ public:
+  Writer(std::string& out, bool compress) : out_(out), compress_(compress) {}
+
+  void byte(unsigned b) { out_.push_back(static_cast<char>(b)); }
+  void le(std::uint64_t v, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xFFu));
+  }
+  void length(std::uint64_t n) {
+    if (n < 64) {
+      byte(static_cast<unsigned>(n));
+    } else if (n < 16384) {
+      byte(static_cast<unsigned>(0x40u | (n >> 8)));
+      byte(static_cast<unsigned>(n & 0xFFu));
+    } else if (n <= 0xFFFFFFFFu) {
+      byte(0x80);
+      for (int i = 3; i >= 0; --i) byte(static_cast<unsigned>((n >> (8 * i)) & 0xFFu));
+    } else {
+      byte(0x81);
+      for (int i = 7; i >= 0; --i) byte(static_cast<unsigned>((n >> (8 * i)) & 0xFFu));
+    }
+  }
+  // A string as Redis's rdbSaveRawString writes it: an integer of up to 32 bits when the text
+  // is one (and at most 11 characters), else LZF when that saves 4 bytes or more, else raw.
+  void string(std::string_view t) {
+    std::int64_t v = 0;
+    if (t.size() <= 11 && canonical_int(t, v)) {
+      if (v >= -128 && v <= 127) {
+        byte(0xC0);
+        le(static_cast<std::uint64_t>(v), 1);
+        return;
+      }
+      if (v >= -32768 && v <= 32767) {
+        byte(0xC1);
+        le(static_cast<std::uint64_t>(v), 2);
+        return;
+      }
+      if (v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max()) {
+        byte(0xC2);
+        le(static_cast<std::uint64_t>(v), 4);
+        return;
+      }
+    }
+    if (compress_ && t.size() > 20) {
+      scratch_.clear();
+      if (lzf_compress(t, t.size() - 4, scratch_, table_)) {
+        byte(0xC3);
+        length(scratch_.size());
+        length(t.size());
+        out_.append(scratch_);
+        return;
+      }
+    }
+    length(t.size());
+    out_.append(t.data(), t.size());
+  }
+  // A listpack of the given elements, as Redis's lpAppend encodes each (canonical integers as
+  // integers, the rest as strings).
+  template <class Each>
+  void listpack(std::size_t count, Each&& each) {
+    std::string& lp = scratch_;
+    lp.assign(6, '\0');
+    each([&](std::string_view t) {
+      const std::size_t begin = lp.size();
+      std::int64_t v = 0;
+      if (canonical_int(t, v)) {
+        if (v >= 0 && v <= 127) {
+          lp.push_back(static_cast<char>(v));
+        } else if (v >= -4096 && v <= 4095) {
+          const auto u = static_cast<std::uint64_t>(v) & 0x1FFFu;
+          lp.push_back(static_cast<char>(0xC0u | (u >> 8)));
+          lp.push_back(static_cast<char>(u & 0xFFu));
+        } else {
+          const std::size_t n = v >= -32768 && v <= 32767 ? 2 : v >= -8388608 && v <= 8388607 ? 3
+                                : v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max() ? 4 : 8;
+          lp.push_back(static_cast<char>(n == 2 ? 0xF1 : n == 3 ? 0xF2 : n == 4 ? 0xF3 : 0xF4));
+          for (std::size_t i = 0; i < n; ++i) lp.push_back(static_cast<char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xFFu));
+        }
+      } else if (t.size() < 64) {
+        lp.push_back(static_cast<char>(0x80u | t.size()));
+        lp.append(t.data(), t.size());
+      } else if (t.size() < 4096) {
+        lp.push_back(static_cast<char>(0xE0u | (t.size() >> 8)));
+        lp.push_back(static_cast<char>(t.size() & 0xFFu));
+        lp.append(t.data(), t.size());
+      } else {
+        lp.push_back(static_cast<char>(0xF0));
+        for (std::size_t i = 0; i < 4; ++i) lp.push_back(static_cast<char>((t.size() >> (8 * i)) & 0xFFu));
+        lp.append(t.data(), t.size());
+      }
+      char back[5];
+      lp.append(back, lp_backlen(lp.size() - begin, back));
+    });
+    lp.push_back(static_cast<char>(0xFF));
+    const std::size_t total = lp.size();
+    for (std::size_t i = 0; i < 4; ++i) lp[i] = static_cast<char>((total >> (8 * i)) & 0xFFu);
+    const std::size_t n16 = count < 65535 ? count : 65535;
+    lp[4] = static_cast<char>(n16 & 0xFFu);
+    lp[5] = static_cast<char>(n16 >> 8);
+    std::string blob;
+    blob.swap(lp);
+    string_raw_or_lzf(blob);
+  }
+
+ private:
+  // A listpack blob: never integer-encoded, LZF when it saves (as Redis saves one).
+  void string_raw_or_lzf(std::string_view t) {
+    if (compress_ && t.size() > 20) {
+      std::string c;
+      if (lzf_compress(t, t.size() - 4, c, table_)) {
+        byte(0xC3);
+        length(c.size());
+        length(t.size());
+        out_.append(c);
+        return;
+      }
+    }
+    length(t.size());
+    out_.append(t.data(), t.size());
+  }
+
+  std::string& out_;
+  bool compress_;
+  std::string scratch_;
+  std::vector<std::uint32_t> table_;
+};
+
+}  // namespace detail::rdb
+
+template <class Store>
+FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOptions& options) {
+  using K = typename Store::key_type;
+  using V = typename Store::mapped_type;
+  static_assert(std::is_same_v<K, std::string>, "expiring::save_rdb: RDB keys are byte strings; use a store of std::string keys");
+  static_assert(detail::has_visit_stored<Store>::value, "expiring::save_rdb: the store must have visit_stored()");
+  namespace rdb = detail::rdb;
+  using Map = typename rdb::MapOf<V>::type;
+  // The map of a value, or nullptr for a string.
+  const auto map_of = [](const V& v) -> const Map* {
+    if constexpr (hash_value_traits<V>::enabled) {
+      return hash_value_traits<V>::map(v);
+    } else {
+      return nullptr;
+    }
+  };
+  const auto text_of = [](const V& v) -> std::string_view {
+    if constexpr (std::is_convertible_v<const V&, std::string_view>) {
+      return v;
+    } else if constexpr (rdb::has_string_member<V>::value) {  // redis::Value: a string or a hash
+      return *v.string();
+    } else {
+      static_assert(hash_value_traits<V>::enabled, "expiring::save_rdb: values must be strings, hashes or redis::Value");
+      return {};
+    }
+  };
+  // A first pass: the counts, and whether any field has a TTL (version 12 then).
+  std::uint64_t keys = 0, timed = 0;
+  bool field_ttls = false;
+  s.visit_stored([&](const K&, const V& v, const std::optional<std::int64_t>& deadline) {
+    ++keys;
+    if (deadline) ++timed;
+    if (const Map* m = map_of(v)) field_ttls = field_ttls || m->volatile_count() != 0;
+  });
+  RdbInfo info;
+  info.version = field_ttls ? 12 : 10;
+  const std::size_t begin = out.size();
+  out += field_ttls ? "REDIS0012" : "REDIS0010";
+  rdb::Writer w(out, options.compress);
+  const auto aux = [&](std::string_view k, std::string_view v) {
+    w.byte(rdb::kAux);
+    w.string(k);
+    w.string(v);
+    info.aux.emplace_back(std::string(k), std::string(v));
+  };
+  aux("redis-ver", field_ttls ? "7.4.0" : "7.0.0");  // the format's, for tools that read it
+  aux("redis-bits", "64");
+  aux("ctime", std::to_string(s.now_ms() / 1000));
+  w.byte(rdb::kSelectDb);
+  w.length(0);
+  w.byte(rdb::kResizeDb);
+  w.length(keys);
+  w.length(timed);
+  s.visit_stored([&](const K& k, const V& v, const std::optional<std::int64_t>& deadline) {
+    if (deadline) {
+      w.byte(rdb::kExpireTimeMs);
+      w.le(static_cast<std::uint64_t>(*deadline), 8);
+    }
+    const Map* m = map_of(v);
+    if (m == nullptr) {
+      w.byte(rdb::kString);
+      w.string(k);
+      w.string(text_of(v));
+      return;
+    }
+    if (m->volatile_count() != 0) {
+      // Redis 7.4's hash with metadata: the earliest deadline, then per field its deadline
+      // relative to it plus 1 (0: none), its name, its value.
+      std::int64_t min = Map::kNoDeadline;
+      for (std::uint32_t i = 0; i < m->size(); ++i) min = std::min(min, m->deadline(i));
+      w.byte(rdb::kHashMetadata);
+      w.string(k);
+      w.le(static_cast<std::uint64_t>(min), 8);
+      w.length(m->size());
+      for (std::uint32_t i = 0; i < m->size(); ++i) {
+        const std::int64_t d = m->deadline(i);
+        w.length(d == Map::kNoDeadline ? 0 : static_cast<std::uint64_t>(d - min) + 1);
+        w.string(m->at(i).name);
+        w.string(m->at(i).value);
+      }
+      return;
+    }
+    bool small = m->size() <= 128;
+    for (std::uint32_t i = 0; small && i < m->size(); ++i) small = m->at(i).name.size() <= 64 && m->at(i).value.size() <= 64;
+    if (small) {
+      w.byte(rdb::kHashListpack);
+      w.string(k);
+      w.listpack(2 * std::size_t{m->size()}, [&](auto&& put) {
+        for (std::uint32_t i = 0; i < m->size(); ++i) {
+          put(std::string_view(m->at(i).name));
+          put(std::string_view(m->at(i).value));
+        }
+      });
+    } else {
+      w.byte(rdb::kHash);
+      w.string(k);
+      w.length(m->size());
+      for (std::uint32_t i = 0; i < m->size(); ++i) {
+        w.string(m->at(i).name);
+        w.string(m->at(i).value);
+      }
+    }
+  });
+  w.byte(rdb::kEof);
+  w.le(rdb::crc64(0, out.data() + begin, out.size() - begin), 8);
+  info.keys = keys;
+  info.bytes = out.size() - begin;
+  return info;
+}
+
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+template <class Store>
+FileResult<RdbInfo> save_rdb(const Store& s, const std::string& path, const RdbSaveOptions& options) {
+  return detail::write_file_atomically<RdbInfo>(path, [&](detail::FdSink& sink) -> FileResult<RdbInfo> {
+    std::string bytes;
+    FileResult<RdbInfo> r = save_rdb(s, bytes, options);
+    if (!r.ok()) return r;
+    if (!sink.write(bytes.data(), bytes.size())) return FileError{Errc::io_error, 0, sink.describe()};
+    return r;
+  });
+}
+#endif
 
 #if defined(EXPIRING_SNAPSHOT_POSIX)
 template <class Store>

@@ -1123,23 +1123,26 @@ FileResult<SnapshotInfo> load_bytes(Store& s, std::string_view bytes, LoadAs as)
 }
 
 #if defined(EXPIRING_SNAPSHOT_POSIX)
-template <class Store, class>
-FileResult<SnapshotInfo> save(const Store& s, const std::string& path) {
-  using detail::snap::errno_text;
-  using detail::snap::error;
-  detail::TempFile tmp;
+namespace detail {
+// Writes a file as save() does: write(sink) into `path + ".tmp-" + pid`, fsync, rename over
+// `path`, fsync the directory; a crash leaves the old file or the new one. R has `bytes`.
+template <class R, class Write>
+FileResult<R> write_file_atomically(const std::string& path, Write&& write) {
+  using snap::errno_text;
+  using snap::error;
+  TempFile tmp;
   tmp.path = path + ".tmp-" + std::to_string(static_cast<long long>(::getpid()));
   // The temporary name is this process's: whatever a crash left there goes, and the file is
   // created anew (O_EXCL: never written through a symbolic link or into a FIFO put there).
   ::unlink(tmp.path.c_str());
-  tmp.fd = detail::open_cloexec(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
+  tmp.fd = open_cloexec(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0666);
   if (tmp.fd < 0) {
     const int err = errno;
     tmp.keep = true;  // not ours: nothing was created
     return error(Errc::io_error, 0, "cannot create '" + tmp.path + "' (" + errno_text(err) + ")");
   }
-  detail::FdSink sink{tmp.fd, tmp.path};
-  FileResult<SnapshotInfo> r = detail::save_to(s, sink);
+  FdSink sink{tmp.fd, tmp.path};
+  FileResult<R> r = write(sink);
   if (!r.ok()) return r;
   if (::fsync(tmp.fd) != 0) {
     const int err = errno;
@@ -1159,8 +1162,8 @@ FileResult<SnapshotInfo> save(const Store& s, const std::string& path) {
   tmp.keep = true;
   // The rename is durable once the directory is: sync it (Redis's fsyncFileDir; EINVAL and
   // EBADF mean a file system that cannot sync directories, and are not errors).
-  const std::string dir = detail::directory_of(path);
-  const int dfd = detail::open_cloexec(dir.c_str(), O_RDONLY);
+  const std::string dir = directory_of(path);
+  const int dfd = open_cloexec(dir.c_str(), O_RDONLY);
   int err = dfd < 0 ? errno : 0;
   if (dfd >= 0) {
     if (::fsync(dfd) != 0 && errno != EINVAL && errno != EBADF) err = errno;
@@ -1172,6 +1175,12 @@ FileResult<SnapshotInfo> save(const Store& s, const std::string& path) {
                      ")");
   }
   return r;
+}
+}  // namespace detail
+
+template <class Store, class>
+FileResult<SnapshotInfo> save(const Store& s, const std::string& path) {
+  return detail::write_file_atomically<SnapshotInfo>(path, [&](detail::FdSink& sink) { return detail::save_to(s, sink); });
 }
 
 template <class Store, class>

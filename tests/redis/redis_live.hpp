@@ -416,13 +416,21 @@ class Conn {
 // ---- Servers ---------------------------------------------------------------------------------
 
 // Debian's redis-server on a free port, no persistence. Throws if it does not come up.
+// `dump_rdb`, when given, is written to its directory as dump.rdb first, for it to load.
 class RedisServer {
  public:
-  explicit RedisServer(const std::string& binary) {
+  explicit RedisServer(const std::string& binary, const std::string& dump_rdb = {}) {
     for (int attempt = 0; attempt < 5; ++attempt) {
       port_ = free_port();
       dir_ = "/tmp/expiring-redis-" + std::to_string(::getpid()) + "-" + std::to_string(port_);
       ::mkdir(dir_.c_str(), 0700);
+      if (!dump_rdb.empty()) {
+        const std::string path = dir_ + "/dump.rdb";
+        FILE* f = std::fopen(path.c_str(), "wb");
+        if (f == nullptr) throw std::runtime_error("cannot write " + path);
+        const bool ok = std::fwrite(dump_rdb.data(), 1, dump_rdb.size(), f) == dump_rdb.size();
+        if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write " + path);
+      }
       proc_ = std::make_unique<Process>(
           Argv{binary, "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                "--dir", dir_, "--daemonize", "no", "--enable-debug-command", "local", "--logfile", ""},
@@ -441,6 +449,7 @@ class RedisServer {
   }
   ~RedisServer() {
     proc_.reset();
+    ::unlink((dir_ + "/dump.rdb").c_str());
     ::rmdir(dir_.c_str());
   }
   int port() const noexcept { return port_; }
