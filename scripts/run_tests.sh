@@ -177,11 +177,11 @@ for c in "${configs[@]}"; do
       read -r total_passed total_skipped < "build/ci-asan/.passed"
       ;;
     fuzz)
-      # The four libFuzzer targets of tests/fuzz alone, with clang++ (-O1: more inputs in the
+      # The libFuzzer targets of tests/fuzz alone, with clang++ (-O1: more inputs in the
       # same seconds), each seeded with a corpus the library writes and run for 8 s by ctest
       # (label fuzz); a failed property or a sanitizer report fails the run. Only these targets
       # are built (the suites are built with clang in asan).
-      CI_TARGETS="fuzz_resp_parser fuzz_snapshot_load fuzz_append_log_replay fuzz_replication_stream" \
+      CI_TARGETS="fuzz_resp_parser fuzz_snapshot_load fuzz_append_log_replay fuzz_replication_stream fuzz_rdb_load" \
       CI_LABEL=fuzz \
         run_config fuzz -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
           "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DCMAKE_CXX_STANDARD=17 -DEXPIRING_WERROR=ON \

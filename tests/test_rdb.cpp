@@ -300,6 +300,9 @@ TEST_CASE("rdb: hostile lengths and versions", "[rdb]") {
         Errc::corrupt_file);
   CHECK(code(finish("REDIS0010\x04" + str("k") + len(0))) == Errc::corrupt_file);
   CHECK(code(finish("REDIS0010\xF7" + len(1))) == Errc::unsupported_type);
+  // A field deadline Redis's format allows (2^48 - 1 ms) but a FieldMap cannot hold (2^46 - 1).
+  CHECK(code(finish("REDIS0012\x18" + str("k") + le(std::uint64_t{1} << 47, 8) + len(1) + len(1) + str("f") + str("v"))) ==
+        Errc::corrupt_file);
   CHECK(s.size() == 0);
 }
 

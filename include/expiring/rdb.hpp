@@ -819,6 +819,11 @@ FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLo
           m = hash_value_traits<V>::map(value);
         }
         for (rdb::HashField& f : e.value.fields) {
+          // Redis reads field deadlines up to 2^48 - 1 ms and its commands set them up to
+          // 2^46 - 1 ms, a FieldMap's limit: a larger one (year 6429 and on) is refused here.
+          if (f.deadline > static_cast<std::uint64_t>(hash_value_traits<V>::map_type::kMaxDeadline)) {
+            return fail(Errc::corrupt_file, "a field deadline past 2^46 - 1 ms");
+          }
           const auto placed = m->assign(std::move(f.name), std::move(f.value));
           if (!placed.second) return fail(Errc::corrupt_file, "a hash with a duplicate field");
           if (f.deadline != 0) m->set_deadline(placed.first, static_cast<std::int64_t>(f.deadline));
