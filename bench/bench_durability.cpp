@@ -9,6 +9,10 @@
 //    wall time of SAVE, and of DEBUG RELOAD (Redis saves, empties and loads), compared with
 //    save() + load() into the full store (which empties it first). Both write to the same
 //    file system (a temporary directory).
+//    Redis's RDB format (rdb.hpp): load_rdb() of the dump.rdb redis-server's SAVE wrote, into an
+//    empty store and again into the full one (replacing it, as DEBUG RELOAD does), and
+//    save_rdb() of it, against redis-server's load (DEBUG RELOAD less SAVE) and SAVE of the
+//    same keys.
 // 2. Write throughput with the log: set() of N keys with a TTL, with no log, with AppendLog
 //    under appendfsync everysec and no, and (N / 100 keys) under always, as ns per set() and
 //    the ratio to no log.
@@ -36,6 +40,7 @@
 
 #include <expiring/append_log.hpp>
 #include <expiring/expiring.hpp>
+#include <expiring/rdb.hpp>
 #include <expiring/snapshot.hpp>
 
 #include "bench_common.hpp"
@@ -219,6 +224,30 @@ int main(int argc, char** argv) {
                     static_cast<double>(n) / rload / 1e6);
         std::printf("ratio (expiring / redis-server time): save %.2fx SAVE; save + load into the full store %.2fx DEBUG RELOAD\n",
                     save_s / rsave, (save_s + reload_load_s) / rreload);
+        // Redis's own format (rdb.hpp): redis-server's dump.rdb loaded into an empty store, and
+        // the store written back as an RDB, against redis-server's load and SAVE of that file.
+        Store l;
+        t = clk::now();
+        const auto lr = expiring::load_rdb(l, rdir.path + "/dump.rdb");
+        const double rdb_load = seconds_since(t);
+        // Again into the full store, replacing it (DEBUG RELOAD's case: memory the process has).
+        t = clk::now();
+        const auto lr2 = lr.ok() ? expiring::load_rdb(l, rdir.path + "/dump.rdb") : lr;
+        const double rdb_reload = seconds_since(t);
+        t = clk::now();
+        const auto sr = lr.ok() ? expiring::save_rdb(l, dir.path + "/mine.rdb") : expiring::FileResult<expiring::RdbInfo>(lr.error());
+        const double rdb_save = seconds_since(t);
+        if (!lr.ok() || !lr2.ok() || !sr.ok() || l.size() != n) {
+          std::printf("rdb (expiring): failed: %s\n", (!lr.ok() ? lr : !lr2.ok() ? lr2 : sr).error().message.c_str());
+        } else {
+          std::printf("rdb (expiring): load_rdb of redis-server's dump.rdb %.0f ms = %.2f Mkeys/s into an empty store, %.0f ms = "
+                      "%.2f Mkeys/s replacing a full one (redis-server's load ~%.2f Mkeys/s: %.2fx and %.2fx its rate); "
+                      "save_rdb %.0f ms = %.2f Mkeys/s, %.1f MB (%.2fx SAVE's rate)\n",
+                      rdb_load * 1e3, static_cast<double>(n) / rdb_load / 1e6, rdb_reload * 1e3,
+                      static_cast<double>(n) / rdb_reload / 1e6, static_cast<double>(n) / rload / 1e6, rload / rdb_load,
+                      rload / rdb_reload, rdb_save * 1e3, static_cast<double>(n) / rdb_save / 1e6,
+                      static_cast<double>(file_size(dir.path + "/mine.rdb")) / 1e6, rsave / rdb_save);
+        }
       }
     }
   }

@@ -537,7 +537,9 @@ bool ziplist_each(std::string_view zl, Fn&& fn) {
 inline bool read_value(Reader& r, unsigned t, Value& v, const std::string& key) {
   const std::string what = "the value of key '" + key + "'";
   const char* w = what.c_str();
-  v = Value{};
+  v.is_hash = false;
+  v.str.clear();
+  v.fields.clear();
   switch (t) {
     case kString: return r.string(v.str, w);
     case kHash: case kHashMetadata: case kHashMetadataPreGa: {
@@ -656,14 +658,18 @@ inline bool skip_value(Reader& r, unsigned t, const std::string& key) {
 struct Entry {
   std::string key;
   Value value;
-  std::int64_t expire_ms;
-  bool timed;
-  std::uint64_t offset;
+  std::int64_t expire_ms = 0;
+  bool timed = false;
+  std::uint64_t offset = 0;
 };
 
-// Parses a whole RDB file into entries of database `db` (the others counted); the reader holds
-// the error on failure.
-inline bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& info, std::vector<Entry>& out) {
+// Parses a whole RDB file, calling take(Entry&) for each key of database `db` (the others
+// counted); take returns an error to stop with. false on failure (the reader holds the error,
+// or `stopped` take's).
+// `size_hint`: what RESIZEDB said of database `db`'s size (a hint a hostile file may inflate).
+template <class Take>
+bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& info, Take&& take,
+           std::optional<FileError>& stopped, std::uint64_t& size_hint) {
   std::string_view magic;
   if (!r.bytes(9, magic, "the header")) return false;
   if (magic.substr(0, 5) != "REDIS") return r.fail(Errc::corrupt_file, "bad magic: not an RDB file (no \"REDIS\")");
@@ -680,6 +686,7 @@ inline bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbIn
   std::uint64_t db = 0;
   std::int64_t expire = 0;
   bool timed = false;
+  Entry entry;  // (one, reused: its buffers keep their room from key to key)
   for (;;) {
     const std::uint64_t at = r.offset();
     unsigned op = 0;
@@ -705,6 +712,7 @@ inline bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbIn
       case kResizeDb: {
         std::uint64_t a = 0, b = 0;
         if (!r.plain_length(a, "RESIZEDB") || !r.plain_length(b, "RESIZEDB")) return false;
+        if (db == o.db) size_hint = a;
         continue;
       }
       case kExpireTimeMs: {
@@ -771,15 +779,21 @@ inline bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbIn
       timed = false;
       continue;
     }
-    Entry e{std::move(key), {}, expire, timed, at};
+    entry.key = std::move(key);
+    entry.expire_ms = expire;
+    entry.timed = timed;
+    entry.offset = at;
     timed = false;
-    if (!read_value(r, op, e.value, e.key)) return false;
+    if (!read_value(r, op, entry.value, entry.key)) return false;
     if (!ours) {
       ++info.other_db;
       continue;
     }
-    if (e.value.is_hash && e.value.fields.empty()) return r.fail(Errc::corrupt_file, "key '" + e.key + "' is an empty hash");
-    out.push_back(std::move(e));
+    if (entry.value.is_hash && entry.value.fields.empty()) {
+      return r.fail(Errc::corrupt_file, "key '" + entry.key + "' is an empty hash");
+    }
+    stopped = take(entry);
+    if (stopped) return false;
   }
 }
 
@@ -795,17 +809,19 @@ FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLo
   namespace rdb = detail::rdb;
   RdbInfo info;
   info.bytes = bytes.size();
-  std::vector<rdb::Entry> entries;
-  rdb::Reader r(bytes);
-  if (!rdb::parse(r, bytes, options, info, entries)) return r.error();
-
-  // Into the store's values, checking duplicates and types; past deadlines skipped (primary).
+  // Each key becomes the store's value as it is read, and is checked for a duplicate; a key
+  // past its deadline is skipped (primary).
   const std::int64_t now = s.now_ms();
   const bool primary = options.as == LoadAs::primary;
   std::vector<detail::LoadedKey<K, V>> keys;
-  keys.reserve(entries.size());
-  detail::SeenKeys<Store, detail::LoadedKey<K, V>> seen(s);
-  for (rdb::Entry& e : entries) {
+  std::size_t live = 0;
+  std::uint64_t size_hint = 0;
+  const auto take = [&](rdb::Entry& e) -> std::optional<FileError> {
+    if (keys.empty()) {
+      // RESIZEDB's count, but no more than a key per 16 bytes of input (a file of tinier keys
+      // grows the vector as they come; a hostile hint reserves no more than that).
+      keys.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(size_hint, bytes.size() / 16)));
+    }
     const auto fail = [&](Errc c, const std::string& what) {
       return FileError{c, e.offset, "key '" + e.key + "' at offset " + std::to_string(e.offset) + ": " + what};
     };
@@ -846,22 +862,33 @@ FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLo
     if (skipped) {
       ++info.expired;
       value = detail::value_prototype<V>(s);
+    } else {
+      ++live;
+    }
+    if (keys.size() >= detail::SeenKeys<Store, detail::LoadedKey<K, V>>::kMaxRecords) {
+      return fail(Errc::out_of_memory, "more keys than a store can hold");
     }
     keys.push_back(detail::LoadedKey<K, V>{std::move(e.key), std::move(value), e.expire_ms, e.offset, e.timed, skipped});
-    if (const std::optional<std::size_t> first = seen.insert(keys, keys.size() - 1)) {
-      return FileError{Errc::corrupt_file, e.offset,
-                       "key '" + keys.back().key + "' at offset " + std::to_string(e.offset) + " appears twice (first at offset " +
-                           std::to_string(keys[*first].offset) + ")"};
-    }
+    return std::nullopt;
+  };
+  rdb::Reader r(bytes);
+  std::optional<FileError> stopped;
+  if (!rdb::parse(r, bytes, options, info, take, stopped, size_hint)) return stopped ? *stopped : r.error();
+  // Two records of one key (by the store's hash and equality), found all at once.
+  if (const auto dup = detail::SeenKeys<Store, detail::LoadedKey<K, V>>(s).first_duplicate(keys)) {
+    const auto& later = keys[dup->second];
+    return FileError{Errc::corrupt_file, later.offset,
+                     "key '" + later.key + "' at offset " + std::to_string(later.offset) + " appears twice (first at offset " +
+                         std::to_string(keys[dup->first].offset) + ")"};
   }
-  entries.clear();
-  entries.shrink_to_fit();
 
   // Replace the store's content as one unit of its change feed, as snapshot.hpp's load().
   std::optional<FileError> refused;
   s.as_one_unit([&] {
     s.clear();
-    for (detail::LoadedKey<K, V>& e : keys) {
+    s.reserve(live);
+    for (detail::LoadedKey<K, V>& held : keys) {
+      detail::LoadedKey<K, V> e = std::move(held);  // freed at the end of this iteration
       if (e.skipped) continue;
       const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.timed ? e.deadline : Store::kNoTtl,
                            e.timed ? ChangeTtl::at : ChangeTtl::none};
