@@ -391,6 +391,8 @@ inline void seal(char* head, std::size_t len, std::uint32_t crc) noexcept {
   put_u32(head + 4, ~detail::crc32c_le(~0u, n, 4));
   put_u32(head + 8, crc);
 }
+// The same, the CRC computed from the payload's bytes.
+inline void seal(char* head, std::size_t len) noexcept { seal(head, len, detail::crc32c(head + kRecordHead, len)); }
 inline std::string header(bool base, std::int64_t created_ms) {
   std::string h(kMagic, sizeof kMagic);
   codec::put_le(h, kVersion, 2);

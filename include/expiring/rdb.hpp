@@ -1050,18 +1050,7 @@ class Writer {
         return;
       }
     }
-    if (compress_ && t.size() > 20) {
-      scratch_.clear();
-      if (lzf_compress(t, t.size() - 4, scratch_, table_)) {
-        byte(0xC3);
-        length(scratch_.size());
-        length(t.size());
-        out_.append(scratch_);
-        return;
-      }
-    }
-    length(t.size());
-    out_.append(t.data(), t.size());
+    raw_or_lzf(t);
   }
   // A listpack of the given elements, as Redis's lpAppend encodes each (canonical integers as
   // integers, the rest as strings).
@@ -1106,21 +1095,19 @@ class Writer {
     const std::size_t n16 = count < 65535 ? count : 65535;
     lp[4] = static_cast<char>(n16 & 0xFFu);
     lp[5] = static_cast<char>(n16 >> 8);
-    std::string blob;
-    blob.swap(lp);
-    string_raw_or_lzf(blob);
+    raw_or_lzf(lp);  // (a listpack is never integer-encoded)
   }
 
  private:
-  // A listpack blob: never integer-encoded, LZF when it saves (as Redis saves one).
-  void string_raw_or_lzf(std::string_view t) {
+  // A string as LZF when that saves 4 bytes or more (and compression is on), else raw.
+  void raw_or_lzf(std::string_view t) {
     if (compress_ && t.size() > 20) {
-      std::string c;
-      if (lzf_compress(t, t.size() - 4, c, table_)) {
+      lzf_.clear();
+      if (lzf_compress(t, t.size() - 4, lzf_, table_)) {
         byte(0xC3);
-        length(c.size());
+        length(lzf_.size());
         length(t.size());
-        out_.append(c);
+        out_.append(lzf_);
         return;
       }
     }
@@ -1130,7 +1117,8 @@ class Writer {
 
   std::string& out_;
   bool compress_;
-  std::string scratch_;
+  std::string scratch_;  // a listpack being built
+  std::string lzf_;      // a string being compressed
   std::vector<std::uint32_t> table_;
 };
 
