@@ -150,11 +150,6 @@ class BasicConcurrentStore
     shards_.reset(new Shard[shards_n_]);
     for (std::size_t i = 0; i < shards_n_; ++i) {
       shards_[i].engine.emplace(clock, shard_options(options, i), hash, eq);
-      // Every shard hashes keys as the store picks shards (keyed from Options::seed), so that
-      // a call hashes its key once (with()).
-      if constexpr (detail::is_rekeyable<Hash>::value) {
-        if (options.seed) shards_[i].engine->share_hasher(hash_);
-      }
       if (optimistic_) shards_[i].engine->set_free_hook(&detail::Readers::synchronize_at, &readers_);
     }
   }
@@ -1353,25 +1348,11 @@ class BasicConcurrentStore
     return std::move(*result);
   }
 
-  // Runs fn(engine) under the key's shard lock, then delivers the events it raised. The key
-  // is hashed once: the hash that picks the shard is handed to the shard for its lookup.
+  // Runs fn(engine) under the key's shard lock, then delivers the events it raised.
   template <class KK, class F>
   decltype(auto) with(const KK& key, F&& fn) {
-    const auto raw = static_cast<std::uint64_t>(hash_(key));
-    return run(shards_[shard_index(raw)], [&](engine_type& e) -> decltype(auto) {
-      e.hint_hash(key, raw);
-      const HintScope scope(e);
-      return fn(e);
-    });
+    return run(shard_of(key), std::forward<F>(fn));
   }
-  // Clears a shard's hash hint when the call that set it ends, however it ends.
-  struct HintScope {
-    const engine_type& e;
-    explicit HintScope(const engine_type& en) noexcept : e(en) {}
-    HintScope(const HintScope&) = delete;
-    HintScope& operator=(const HintScope&) = delete;
-    ~HintScope() { e.clear_hash_hint(); }
-  };
   template <class F>
   auto run(Shard& sh, F&& fn) -> decltype(fn(*sh.engine)) {
     using R = decltype(fn(*sh.engine));

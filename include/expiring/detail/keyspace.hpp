@@ -187,24 +187,8 @@ class Keyspace {
   // from a weak user hash.
   template <class KK>
   std::uint64_t hash_of(const KK& key) const {
-    if (EXPIRING_UNLIKELY(hint_key_ != nullptr)) {
-      const bool mine = hint_key_ == static_cast<const void*>(&key);
-      hint_key_ = nullptr;  // one use
-      if (mine) return hash_from<KK>(hint_raw_);
-    }
     return hash_from<KK>(static_cast<std::uint64_t>(hasher_(key)));
   }
-  // A hash computed already: the next hash_of() returns hash_from(raw) if its argument is the
-  // very object `key` (by address), and computes it otherwise; either way the hint is then
-  // gone. For ConcurrentStore, which hashes a key to pick its shard with this keyspace's
-  // hasher and then calls into the shard under its lock; it clears the hint when the call
-  // returns (clear_hash_hint()), so that a hint never outlives the object it names.
-  template <class KK>
-  void hint_hash(const KK& key, std::uint64_t raw) const noexcept {
-    hint_key_ = static_cast<const void*>(&key);
-    hint_raw_ = raw;
-  }
-  void clear_hash_hint() const noexcept { hint_key_ = nullptr; }
   // hash_of(key) from hasher()(key), for a caller that has it already.
   template <class KK>
   std::uint64_t hash_from(std::uint64_t raw) const noexcept {
@@ -253,11 +237,6 @@ class Keyspace {
   void prefetch_slot(std::uint64_t h) const noexcept { table_.prefetch_slot(h); }
 
   const Hash& hasher() const noexcept { return hasher_; }
-  // Replaces the hasher of a keyspace that holds nothing yet.
-  void set_hasher(Hash h) {
-    if (size() != 0) throw std::logic_error("expiring: set_hasher() on a keyspace that holds keys");
-    hasher_ = std::move(h);
-  }
   const KeyEqual& key_eq() const noexcept { return eq_; }
   template <class A, class B>
   bool keys_equal(const A& a, const B& b) const {
@@ -623,8 +602,6 @@ class Keyspace {
   Hash hasher_;
   KeyEqual eq_;
   std::uint64_t seed_;
-  mutable const void* hint_key_ = nullptr;  // hint_hash()
-  mutable std::uint64_t hint_raw_ = 0;
   std::vector<std::uint32_t> access_;  // one per slot while access_on_
   std::conditional_t<kHashes, FieldIndex, NoFieldIndex> fields_;
   bool access_on_ = false;

@@ -40,17 +40,6 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   using store_type::store_type;
   using store_type::kNoTtl;
 
-  // ---- One hash per call ----
-  // ConcurrentStore hashes a key once, with this shard's hasher, to pick the shard; the
-  // shard's first lookup of that same key object in the call then takes the hash instead of
-  // computing it again (Keyspace::hint_hash(); the store clears the hint when the call ends).
-  void share_hasher(Hash h) { ks_.set_hasher(std::move(h)); }
-  template <class KK>
-  void hint_hash(const KK& key, std::uint64_t raw) const noexcept {
-    ks_.hint_hash(key, raw);
-  }
-  void clear_hash_hint() const noexcept { ks_.clear_hash_hint(); }
-
   // ---- Moving entries between stores ----
   // The halves of RENAME and COPY when source and destination live in different stores
   // (ConcurrentStore's shards): take the entry out of one, put it into the other. Each half
