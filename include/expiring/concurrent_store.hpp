@@ -113,7 +113,7 @@ class BasicConcurrentStore
                                                typename detail::HashTypes<V>::value_type>;
 
  public:
-  using engine_type = detail::ShardStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy>;
+  using engine_type = detail::ShardStore<K, V, detail::ShardHash<Hash>, KeyEqual, Clock, ExpiryPolicy>;
   using key_type = K;
   using mapped_type = V;
   using event_type = KeyEvent<K, V>;
@@ -149,7 +149,8 @@ class BasicConcurrentStore
     if (options.seed) hash_ = keyed_copy(hash_, *options.seed);
     shards_.reset(new Shard[shards_n_]);
     for (std::size_t i = 0; i < shards_n_; ++i) {
-      shards_[i].engine.emplace(clock, shard_options(options, i), hash, eq);
+      // Every shard hashes keys as the store picks shards: with() hashes a key once.
+      shards_[i].engine.emplace(clock, shard_options(options, i), detail::ShardHash<Hash>(hash_), eq);
       if (optimistic_) shards_[i].engine->set_free_hook(&detail::Readers::synchronize_at, &readers_);
     }
   }
@@ -1059,12 +1060,10 @@ class BasicConcurrentStore
     std::uint64_t h;
   };
   Probe probe_of(const RacyKey& k) const {
-    // One hash for the shard and the table when the shards hash with the store's key (no
-    // Options::seed: each shard's hash is then keyed from its own seed).
+    // One hash for the shard and the table: the shards hash with the store's own (ShardHash).
     const auto raw = static_cast<std::uint64_t>(hash_(k));
     Shard& sh = shards_[shard_index(raw)];
-    const engine_type& e = *sh.engine;
-    return Probe{&sh, e.hash_from(options_.seed ? static_cast<std::uint64_t>(e.hash_function()(k)) : raw)};
+    return Probe{&sh, sh.engine->hash_from(raw)};
   }
 
   using RacyRead = typename engine_type::RacyRead;
@@ -1348,11 +1347,25 @@ class BasicConcurrentStore
     return std::move(*result);
   }
 
-  // Runs fn(engine) under the key's shard lock, then delivers the events it raised.
+  // Runs fn(engine) under the key's shard lock, then delivers the events it raised. The key
+  // is hashed once: the hash that picks the shard is the shard's (ShardHash's hint).
   template <class KK, class F>
   decltype(auto) with(const KK& key, F&& fn) {
-    return run(shard_of(key), std::forward<F>(fn));
+    const auto raw = static_cast<std::uint64_t>(hash_(key));
+    return run(shards_[shard_index(raw)], [&](engine_type& e) -> decltype(auto) {
+      e.hint_hash(key, raw);
+      const HintScope scope(e);
+      return fn(e);
+    });
   }
+  // Clears a shard's hash hint when the call that set it ends, however it ends.
+  struct HintScope {
+    const engine_type& e;
+    explicit HintScope(const engine_type& en) noexcept : e(en) {}
+    HintScope(const HintScope&) = delete;
+    HintScope& operator=(const HintScope&) = delete;
+    ~HintScope() { e.clear_hash_hint(); }
+  };
   template <class F>
   auto run(Shard& sh, F&& fn) -> decltype(fn(*sh.engine)) {
     using R = decltype(fn(*sh.engine));

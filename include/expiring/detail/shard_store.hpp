@@ -25,9 +25,67 @@
 #include <utility>
 
 #include "../expiring_store.hpp"
+#include "attributes.hpp"
 #include "read_section.hpp"
 
 namespace expiring::detail {
+
+// ---- The shard's hash ----------------------------------------------------------------------
+// The store's own hash H, keyed as the store picks shards with it, plus a hint: ConcurrentStore
+// hashes a call's key once, to pick its shard, and leaves that hash here for the shard's first
+// lookup of the same key object (by address; one use; cleared when the call ends). Only a
+// shard's keyspace pays for the hint's test, not ExpiringStore's (a branch in the shared
+// Keyspace::hash_of() cost its get() hit 12 ns at 1e6 keys). It is not rekeyable: the engine
+// keeps it as given. The hint is written and read under the shard's lock only; optimistic
+// readers hash with the store's own H.
+template <class H, class = void>
+struct ShardHashTags {};
+template <class H>
+struct ShardHashTags<H, std::void_t<typename H::is_transparent>> {
+  using is_transparent = void;
+};
+template <class H, class = void>
+struct ShardHashAvalanche : ShardHashTags<H> {};
+template <class H>
+struct ShardHashAvalanche<H, std::void_t<typename H::is_avalanching>> : ShardHashTags<H> {
+  using is_avalanching = void;
+};
+
+template <class H>
+class ShardHash : public ShardHashAvalanche<H> {
+ public:
+  ShardHash() = default;
+  explicit ShardHash(H h) : h_(std::move(h)) {}
+  ShardHash(const ShardHash& o) : ShardHashAvalanche<H>(o), h_(o.h_) {}  // (a copy has no hint)
+  ShardHash& operator=(const ShardHash& o) {
+    h_ = o.h_;
+    hint_ = nullptr;
+    return *this;
+  }
+
+  template <class KK>
+  auto operator()(const KK& key) const -> decltype(std::declval<const H&>()(key)) {
+    using R = decltype(std::declval<const H&>()(key));
+    if (EXPIRING_UNLIKELY(hint_ != nullptr)) {
+      const bool mine = hint_ == static_cast<const void*>(&key);
+      hint_ = nullptr;
+      if (mine) return static_cast<R>(raw_);
+    }
+    return h_(key);
+  }
+  template <class KK>
+  void hint(const KK& key, std::uint64_t raw) const noexcept {
+    hint_ = static_cast<const void*>(&key);
+    raw_ = raw;
+  }
+  void clear_hint() const noexcept { hint_ = nullptr; }
+  const H& inner() const noexcept { return h_; }
+
+ private:
+  H h_;
+  mutable const void* hint_ = nullptr;
+  mutable std::uint64_t raw_ = 0;
+};
 
 template <class K, class V, class Hash, class KeyEqual, class Clock, class ExpiryPolicy>
 class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolicy> {
@@ -39,6 +97,13 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
  public:
   using store_type::store_type;
   using store_type::kNoTtl;
+
+  // ---- One hash per call (ShardHash) ----
+  template <class KK>
+  void hint_hash(const KK& key, std::uint64_t raw) const noexcept {
+    ks_.hasher().hint(key, raw);
+  }
+  void clear_hash_hint() const noexcept { ks_.hasher().clear_hint(); }
 
   // ---- Moving entries between stores ----
   // The halves of RENAME and COPY when source and destination live in different stores
