@@ -170,6 +170,21 @@ inline bool lzf_decompress(std::string_view in, std::size_t out_len, std::string
   return op == out_len;
 }
 
+// ---- Little-endian numbers ------------------------------------------------------------
+
+// The n (<= 8) little-endian bytes at `at`, as an unsigned number.
+inline std::uint64_t le_at(std::string_view b, std::size_t at, std::size_t n) noexcept {
+  std::uint64_t x = 0;
+  for (std::size_t i = 0; i < n; ++i) x |= std::uint64_t{static_cast<unsigned char>(b[at + i])} << (8 * i);
+  return x;
+}
+
+// The low `bits` (1..64) of x, read as a two's-complement number.
+inline std::int64_t sign_extend(std::uint64_t x, unsigned bits) noexcept {
+  const unsigned shift = 64 - bits;
+  return static_cast<std::int64_t>(x << shift) >> shift;
+}
+
 // ---- The format's constants ---------------------------------------------------------------
 
 enum Opcode : unsigned char {
@@ -272,8 +287,7 @@ class Reader {
   bool le(std::size_t n, std::uint64_t& v, const char* what) {
     std::string_view b;
     if (!bytes(n, b, what)) return false;
-    v = 0;
-    for (std::size_t i = 0; i < n; ++i) v |= std::uint64_t{static_cast<unsigned char>(b[i])} << (8 * i);
+    v = le_at(b, 0, n);
     return true;
   }
   bool be(std::size_t n, std::uint64_t& v, const char* what) {
@@ -327,9 +341,7 @@ class Reader {
         const std::size_t n = std::size_t{1} << len;
         std::uint64_t u = 0;
         if (!le(n, u, what)) return false;
-        const unsigned shift = static_cast<unsigned>(64 - 8 * n);
-        const auto v = static_cast<std::int64_t>(u << shift) >> shift;  // sign-extend
-        out = std::to_string(v);
+        out = std::to_string(sign_extend(u, static_cast<unsigned>(8 * n)));
         return true;
       }
       case 3: {
@@ -387,12 +399,7 @@ inline std::size_t lp_backlen(std::size_t l, char* out) noexcept {
 template <class Fn>
 bool listpack_each(std::string_view lp, Fn&& fn) {
   if (lp.size() < 7) return false;
-  const auto u32 = [&](std::size_t at) {
-    std::uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= std::uint32_t{static_cast<unsigned char>(lp[at + static_cast<std::size_t>(i)])} << (8 * i);
-    return v;
-  };
-  if (u32(0) != lp.size()) return false;
+  if (le_at(lp, 0, 4) != lp.size()) return false;
   std::size_t p = 6;
   std::size_t count = 0;
   for (;;) {
@@ -403,15 +410,6 @@ bool listpack_each(std::string_view lp, Fn&& fn) {
     bool is_int = true;
     std::int64_t v = 0;
     const auto need = [&](std::size_t n) { return n <= lp.size() - p; };
-    const auto uint_at = [&](std::size_t at, std::size_t n) {
-      std::uint64_t x = 0;
-      for (std::size_t i = 0; i < n; ++i) x |= std::uint64_t{static_cast<unsigned char>(lp[at + i])} << (8 * i);
-      return x;
-    };
-    const auto signed_of = [](std::uint64_t x, unsigned bits) {
-      const unsigned shift = 64 - bits;
-      return static_cast<std::int64_t>(x << shift) >> shift;
-    };
     if ((b & 0x80u) == 0) {
       head = 1;
       v = b & 0x7F;
@@ -422,7 +420,7 @@ bool listpack_each(std::string_view lp, Fn&& fn) {
     } else if ((b & 0xE0u) == 0xC0u) {
       if (!need(2)) return false;
       head = 2;
-      v = signed_of((std::uint64_t{b} & 0x1Fu) << 8 | static_cast<unsigned char>(lp[p + 1]), 13);
+      v = sign_extend((std::uint64_t{b} & 0x1Fu) << 8 | static_cast<unsigned char>(lp[p + 1]), 13);
     } else if ((b & 0xF0u) == 0xE0u) {
       if (!need(2)) return false;
       head = 2;
@@ -431,14 +429,14 @@ bool listpack_each(std::string_view lp, Fn&& fn) {
     } else if (b == 0xF0) {
       if (!need(5)) return false;
       head = 5;
-      len = static_cast<std::size_t>(uint_at(p + 1, 4));
+      len = static_cast<std::size_t>(le_at(lp, p + 1, 4));
       is_int = false;
     } else if (b >= 0xF1 && b <= 0xF4) {
       static constexpr std::size_t kBytes[] = {2, 3, 4, 8};
       const std::size_t n = kBytes[b - 0xF1];
       if (!need(1 + n)) return false;
       head = 1 + n;
-      v = signed_of(uint_at(p + 1, n), static_cast<unsigned>(8 * n));
+      v = sign_extend(le_at(lp, p + 1, n), static_cast<unsigned>(8 * n));
     } else {
       return false;  // 0xF5 .. 0xFE are unused
     }
@@ -456,7 +454,7 @@ bool listpack_each(std::string_view lp, Fn&& fn) {
     ++count;
   }
   if (p + 1 != lp.size()) return false;
-  const std::uint32_t n16 = static_cast<unsigned char>(lp[4]) | std::uint32_t{static_cast<unsigned char>(lp[5])} << 8;
+  const std::uint64_t n16 = le_at(lp, 4, 2);
   return n16 == 65535 || n16 == count;  // 65535: "too many to count"
 }
 
@@ -464,12 +462,7 @@ bool listpack_each(std::string_view lp, Fn&& fn) {
 template <class Fn>
 bool ziplist_each(std::string_view zl, Fn&& fn) {
   if (zl.size() < 11) return false;
-  const auto uint_at = [&](std::size_t at, std::size_t n) {
-    std::uint64_t x = 0;
-    for (std::size_t i = 0; i < n; ++i) x |= std::uint64_t{static_cast<unsigned char>(zl[at + i])} << (8 * i);
-    return x;
-  };
-  if (uint_at(0, 4) != zl.size()) return false;
+  if (le_at(zl, 0, 4) != zl.size()) return false;
   std::size_t p = 10;
   std::size_t count = 0;
   for (;;) {
@@ -480,10 +473,6 @@ bool ziplist_each(std::string_view zl, Fn&& fn) {
     if (p >= zl.size()) return false;
     const unsigned b = static_cast<unsigned char>(zl[p]);
     const std::size_t rem = zl.size() - p;
-    const auto signed_of = [](std::uint64_t x, unsigned bits) {
-      const unsigned shift = 64 - bits;
-      return static_cast<std::int64_t>(x << shift) >> shift;
-    };
     std::size_t head = 0, len = 0;
     bool is_int = true;
     std::int64_t v = 0;
@@ -513,7 +502,7 @@ bool ziplist_each(std::string_view zl, Fn&& fn) {
         else return false;
         if (rem < 1 + n) return false;
         head = 1 + n;
-        v = signed_of(uint_at(p + 1, n), static_cast<unsigned>(8 * n));
+        v = sign_extend(le_at(zl, p + 1, n), static_cast<unsigned>(8 * n));
       }
     }
     if (!is_int && len > rem - head) return false;
@@ -526,7 +515,7 @@ bool ziplist_each(std::string_view zl, Fn&& fn) {
     ++count;
   }
   if (p + 1 != zl.size()) return false;
-  const std::uint64_t n16 = uint_at(8, 2);
+  const std::uint64_t n16 = le_at(zl, 8, 2);
   return n16 == 65535 || n16 == count;
 }
 
