@@ -95,6 +95,16 @@ enum class Errc : std::uint8_t {
   // stream or module value, or a hash for a store of strings (rdb.hpp). The error names the
   // key and the type.
   unsupported_type,
+
+  // ---- DUMP and RESTORE (rdb.hpp) ----------------------------------------------------------
+  // A DUMP payload shorter than its footer, of an RDB version newer than this build reads,
+  // or whose CRC-64 does not match. Redis: "ERR DUMP payload version or checksum are wrong".
+  // (A payload whose footer is sound but whose value cannot be decoded is corrupt_file,
+  // Redis's "ERR Bad data format".)
+  bad_dump_payload,
+  // restore() of a key that exists, without RestoreOptions::replace.
+  // Redis: "BUSYKEY Target key name already exists.".
+  busy_key,
 };
 
 // A short, stable description of the error (not Redis's reply text).
@@ -124,6 +134,8 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::unsupported_version: return "unsupported file format version";
     case Errc::invalid_record: return "invalid change record";
     case Errc::unsupported_type: return "a value of a type the store does not hold";
+    case Errc::bad_dump_payload: return "DUMP payload version or checksum are wrong";
+    case Errc::busy_key: return "target key name already exists";
   }
   return "unknown error";
 }

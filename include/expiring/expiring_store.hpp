@@ -817,6 +817,30 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
         detail::lru_idle(detail::lru_clock(now, options_.lru_clock_resolution_ms), ks_.access(i) & detail::kLruClockMax);
     return static_cast<std::int64_t>(idle) * options_.lru_clock_resolution_ms;
   }
+  // RESTORE's IDLETIME and FREQ (Redis's objectSetLRUOrLFU()): under an LFU policy `freq`
+  // (0..255) becomes the key's counter as of now; under another, `idle_seconds` (>= 0; one
+  // beyond the LRU clock's range is its longest idle time) makes the key last accessed that
+  // long ago, as object_idletime_ms() then reports. The one the policy does not read, and
+  // both when the store keeps no access data (no limit, or no LRU/LFU policy), change
+  // nothing, as in Redis. Not an access: counts nothing. Returns whether the key exists.
+  template <class KK>
+  bool set_object_access(const KK& key, std::optional<std::int64_t> idle_seconds, std::optional<std::uint8_t> freq) {
+    const std::int64_t now = now_ms();
+    const std::uint32_t i = quiet_index(key, now);
+    if (i == detail::kNoPos) return false;
+    if (!access_.words()) return true;
+    if (is_lfu(options_.maxmemory_policy)) {
+      if (freq) ks_.access(i) = detail::lfu_pack(detail::lfu_minutes(now), *freq);
+    } else if (idle_seconds && *idle_seconds >= 0) {
+      const auto res = static_cast<std::uint64_t>(options_.lru_clock_resolution_ms);
+      const std::uint64_t cap = detail::kLruClockMax - 1;  // lru_idle()'s largest answer
+      const auto secs = static_cast<std::uint64_t>(*idle_seconds);
+      const std::uint64_t units = secs > cap * res / 1000 + 1 ? cap : std::min(cap, secs * 1000 / res);
+      const std::uint32_t lru_now = detail::lru_clock(now, options_.lru_clock_resolution_ms);
+      ks_.access(i) = static_cast<std::uint32_t>(lru_now >= units ? lru_now - units : lru_now + detail::kLruClockMax - units);
+    }
+    return true;
+  }
 
   // ==== Active expiry =====================================================================
 

@@ -48,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/arith.hpp"
 #include "field_map.hpp"
 #include "snapshot.hpp"
 
@@ -104,6 +105,48 @@ FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOpti
 template <class Store>
 FileResult<RdbInfo> save_rdb(const Store& s, const std::string& path, const RdbSaveOptions& options = {});
 #endif
+
+// ---- DUMP and RESTORE ------------------------------------------------------------------
+// A DUMP payload is one value as an RDB file holds it (its type byte, then the value),
+// followed by the RDB version in 2 bytes and a CRC-64 of everything before it in 8 (both
+// little-endian), byte for byte as redis-server 7.0 writes and reads it: a payload moves
+// between this library, its server and a real Redis in either direction.
+
+// The value of `key` as DUMP serializes it, nullopt when the key does not exist. A read, as
+// Redis's DUMP: a keyspace hit or miss, and an access for LRU/LFU.
+template <class Store>
+std::optional<std::string> dump(Store& s, const std::string& key);
+// The payload of one value: RDB version 10 (Redis 7.0), or 12 for a hash with a field TTL
+// (Redis 7.4's hash with metadata; redis-server 7.0 refuses it, as any 7.4 payload).
+template <class V>
+std::string dump_value(const V& v);
+
+// How restore() stores.
+struct RestoreOptions {
+  // 0: no TTL. Else a deadline in milliseconds from now or, with absttl, in Unix ms.
+  std::int64_t ttl_ms = 0;
+  bool absttl = false;
+  // Replace an existing key (else Errc::busy_key).
+  bool replace = false;
+  // IDLETIME seconds and FREQ counter: the key's access data, for the eviction policy in
+  // force (Store::set_object_access()).
+  std::optional<std::int64_t> idle_seconds;
+  std::optional<std::uint8_t> freq;
+};
+
+// RESTORE: stores the value of a DUMP payload as `key`, as Redis's RESTORE does. Returns true
+// when stored; false when its deadline had already passed, and then nothing is stored and,
+// with replace, an existing key is deleted (a replica, Options::replica, stores it all the
+// same: only its primary's DEL removes it). Errors, the store unchanged:
+//   invalid_expire_time   ttl_ms < 0, or now + ttl_ms past a signed 64-bit integer
+//   busy_key              the key exists and replace is false
+//   bad_dump_payload      shorter than its footer, a version newer than 12, a CRC mismatch
+//   corrupt_file          the footer is sound but the value cannot be decoded
+//   unsupported_type      a list, set, sorted set, stream or module value; a hash for a store
+//                         of strings, a string for a store of hashes
+// A store change: the feed sees a set (and a DEL for the expired case).
+template <class Store>
+FileResult<bool> restore(Store& s, const std::string& key, std::string_view payload, const RestoreOptions& options = {});
 
 // =========================================================================================
 // Implementation
@@ -643,6 +686,42 @@ inline bool skip_value(Reader& r, unsigned t, const std::string& key) {
   }
 }
 
+// Makes `out` (the store's value prototype) the value read into `in` (whose strings it
+// takes); on failure, the error's code and what went wrong: a type the store does not hold,
+// a duplicate field, a field deadline past what a FieldMap holds.
+template <class Store, class V>
+std::optional<std::pair<Errc, std::string>> to_store_value(const Store& s, Value& in, V& out) {
+  if (in.is_hash) {
+    if constexpr (hash_value_traits<V>::enabled) {
+      auto* m = hash_value_traits<V>::map(out);
+      if (m == nullptr) {  // a redis::Value: make it a hash with the store's field hasher
+        out = V(typename hash_value_traits<V>::map_type(s.field_hash_function()));
+        m = hash_value_traits<V>::map(out);
+      }
+      for (HashField& f : in.fields) {
+        // Redis reads field deadlines up to 2^48 - 1 ms and its commands set them up to
+        // 2^46 - 1 ms, a FieldMap's limit: a larger one (year 6429 and on) is refused here.
+        if (f.deadline > static_cast<std::uint64_t>(hash_value_traits<V>::map_type::kMaxDeadline)) {
+          return std::make_pair(Errc::corrupt_file, std::string("a field deadline past 2^46 - 1 ms"));
+        }
+        const auto placed = m->assign(std::move(f.name), std::move(f.value));
+        if (!placed.second) return std::make_pair(Errc::corrupt_file, std::string("a hash with a duplicate field"));
+        if (f.deadline != 0) m->set_deadline(placed.first, static_cast<std::int64_t>(f.deadline));
+      }
+      return std::nullopt;
+    } else {
+      return std::make_pair(Errc::unsupported_type, std::string("a hash, and the store holds strings"));
+    }
+  }
+  if constexpr (std::is_constructible_v<V, std::string>) {
+    out = V(std::move(in.str));
+    return std::nullopt;
+  } else {
+    (void)s;
+    return std::make_pair(Errc::unsupported_type, std::string("a string, and the store holds hashes"));
+  }
+}
+
 // A key as read: its value, deadline and where its record began.
 struct Entry {
   std::string key;
@@ -794,7 +873,6 @@ FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLo
   using V = typename Store::mapped_type;
   static_assert(std::is_same_v<K, std::string>, "expiring::load_rdb: RDB keys are byte strings; use a store of std::string keys");
   constexpr bool kTakesHashes = hash_value_traits<V>::enabled;
-  constexpr bool kTakesStrings = std::is_constructible_v<V, std::string>;
   namespace rdb = detail::rdb;
   RdbInfo info;
   info.bytes = bytes.size();
@@ -816,36 +894,13 @@ FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLo
     };
     V value = detail::value_prototype<V>(s);
     bool skipped = primary && e.timed && now > e.expire_ms;
-    if (e.value.is_hash) {
-      if constexpr (kTakesHashes) {
+    if (auto bad = rdb::to_store_value(s, e.value, value)) return fail(bad->first, bad->second);
+    if constexpr (kTakesHashes) {
+      if (e.value.is_hash && primary && !skipped) {
         auto* m = hash_value_traits<V>::map(value);
-        if (m == nullptr) {  // a redis::Value: make it a hash with the store's field hasher
-          value = V(typename hash_value_traits<V>::map_type(s.field_hash_function()));
-          m = hash_value_traits<V>::map(value);
-        }
-        for (rdb::HashField& f : e.value.fields) {
-          // Redis reads field deadlines up to 2^48 - 1 ms and its commands set them up to
-          // 2^46 - 1 ms, a FieldMap's limit: a larger one (year 6429 and on) is refused here.
-          if (f.deadline > static_cast<std::uint64_t>(hash_value_traits<V>::map_type::kMaxDeadline)) {
-            return fail(Errc::corrupt_file, "a field deadline past 2^46 - 1 ms");
-          }
-          const auto placed = m->assign(std::move(f.name), std::move(f.value));
-          if (!placed.second) return fail(Errc::corrupt_file, "a hash with a duplicate field");
-          if (f.deadline != 0) m->set_deadline(placed.first, static_cast<std::int64_t>(f.deadline));
-        }
-        if (primary && !skipped) {
-          const std::size_t gone = m->reclaim_due(now, std::numeric_limits<std::size_t>::max(), [](auto&, std::int64_t) {});
-          info.expired_fields += gone;
-          if (gone != 0 && m->empty()) skipped = true;
-        }
-      } else {
-        return fail(Errc::unsupported_type, "a hash, and the store holds strings");
-      }
-    } else {
-      if constexpr (kTakesStrings) {
-        value = V(std::move(e.value.str));
-      } else {
-        return fail(Errc::unsupported_type, "a string, and the store holds hashes");
+        const std::size_t gone = m->reclaim_due(now, std::numeric_limits<std::size_t>::max(), [](auto&, std::int64_t) {});
+        info.expired_fields += gone;
+        if (gone != 0 && m->empty()) skipped = true;
       }
     }
     if (skipped) {
@@ -1111,6 +1166,89 @@ class Writer {
   std::vector<std::uint32_t> table_;
 };
 
+// The map of a value, or nullptr for a string.
+template <class V>
+const typename MapOf<V>::type* map_of(const V& v) {
+  if constexpr (hash_value_traits<V>::enabled) {
+    return hash_value_traits<V>::map(v);
+  } else {
+    (void)v;
+    return nullptr;
+  }
+}
+// The text of a string value.
+template <class V>
+std::string_view text_of(const V& v) {
+  if constexpr (std::is_convertible_v<const V&, std::string_view>) {
+    return v;
+  } else if constexpr (has_string_member<V>::value) {  // redis::Value: a string or a hash
+    return *v.string();
+  } else {
+    static_assert(hash_value_traits<V>::enabled, "expiring: RDB values must be strings, hashes or redis::Value");
+    (void)v;
+    return {};
+  }
+}
+// Whether any field of the value has a TTL: it needs version 12's types then.
+template <class V>
+bool has_field_ttls(const V& v) {
+  const auto* m = map_of(v);
+  return m != nullptr && m->volatile_count() != 0;
+}
+
+// Writes one object as Redis's rdbSaveObjectType + (the key) + rdbSaveObject do: its type
+// byte, then `key` unless it is null (DUMP writes none), then its value. A string as Redis
+// encodes it; a hash with a field TTL as Redis 7.4's hash with metadata, else as a listpack
+// when Redis would keep it in one (at most 128 fields of at most 64 bytes), else a hashtable.
+template <class V>
+void write_object(Writer& w, const V& v, const std::string_view* key) {
+  using Map = typename MapOf<V>::type;
+  const Map* m = map_of(v);
+  const auto head = [&](unsigned type) {
+    w.byte(type);
+    if (key != nullptr) w.string(*key);
+  };
+  if (m == nullptr) {
+    head(kString);
+    w.string(text_of(v));
+    return;
+  }
+  if (m->volatile_count() != 0) {
+    // The earliest deadline, then per field its deadline relative to it plus 1 (0: none),
+    // its name, its value.
+    std::int64_t min = Map::kNoDeadline;
+    for (std::uint32_t i = 0; i < m->size(); ++i) min = std::min(min, m->deadline(i));
+    head(kHashMetadata);
+    w.le(static_cast<std::uint64_t>(min), 8);
+    w.length(m->size());
+    for (std::uint32_t i = 0; i < m->size(); ++i) {
+      const std::int64_t d = m->deadline(i);
+      w.length(d == Map::kNoDeadline ? 0 : static_cast<std::uint64_t>(d - min) + 1);
+      w.string(m->at(i).name);
+      w.string(m->at(i).value);
+    }
+    return;
+  }
+  bool small = m->size() <= 128;
+  for (std::uint32_t i = 0; small && i < m->size(); ++i) small = m->at(i).name.size() <= 64 && m->at(i).value.size() <= 64;
+  if (small) {
+    head(kHashListpack);
+    w.listpack(2 * std::size_t{m->size()}, [&](auto&& put) {
+      for (std::uint32_t i = 0; i < m->size(); ++i) {
+        put(std::string_view(m->at(i).name));
+        put(std::string_view(m->at(i).value));
+      }
+    });
+    return;
+  }
+  head(kHash);
+  w.length(m->size());
+  for (std::uint32_t i = 0; i < m->size(); ++i) {
+    w.string(m->at(i).name);
+    w.string(m->at(i).value);
+  }
+}
+
 }  // namespace detail::rdb
 
 template <class Store>
@@ -1120,32 +1258,13 @@ FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOpti
   static_assert(std::is_same_v<K, std::string>, "expiring::save_rdb: RDB keys are byte strings; use a store of std::string keys");
   static_assert(detail::has_visit_stored<Store>::value, "expiring::save_rdb: the store must have visit_stored()");
   namespace rdb = detail::rdb;
-  using Map = typename rdb::MapOf<V>::type;
-  // The map of a value, or nullptr for a string.
-  const auto map_of = [](const V& v) -> const Map* {
-    if constexpr (hash_value_traits<V>::enabled) {
-      return hash_value_traits<V>::map(v);
-    } else {
-      return nullptr;
-    }
-  };
-  const auto text_of = [](const V& v) -> std::string_view {
-    if constexpr (std::is_convertible_v<const V&, std::string_view>) {
-      return v;
-    } else if constexpr (rdb::has_string_member<V>::value) {  // redis::Value: a string or a hash
-      return *v.string();
-    } else {
-      static_assert(hash_value_traits<V>::enabled, "expiring::save_rdb: values must be strings, hashes or redis::Value");
-      return {};
-    }
-  };
   // A first pass: the counts, and whether any field has a TTL (version 12 then).
   std::uint64_t keys = 0, timed = 0;
   bool field_ttls = false;
   s.visit_stored([&](const K&, const V& v, const std::optional<std::int64_t>& deadline) {
     ++keys;
     if (deadline) ++timed;
-    if (const Map* m = map_of(v)) field_ttls = field_ttls || m->volatile_count() != 0;
+    field_ttls = field_ttls || rdb::has_field_ttls(v);
   });
   RdbInfo info;
   info.version = field_ttls ? 12 : 10;
@@ -1171,50 +1290,8 @@ FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOpti
       w.byte(rdb::kExpireTimeMs);
       w.le(static_cast<std::uint64_t>(*deadline), 8);
     }
-    const Map* m = map_of(v);
-    if (m == nullptr) {
-      w.byte(rdb::kString);
-      w.string(k);
-      w.string(text_of(v));
-      return;
-    }
-    if (m->volatile_count() != 0) {
-      // Redis 7.4's hash with metadata: the earliest deadline, then per field its deadline
-      // relative to it plus 1 (0: none), its name, its value.
-      std::int64_t min = Map::kNoDeadline;
-      for (std::uint32_t i = 0; i < m->size(); ++i) min = std::min(min, m->deadline(i));
-      w.byte(rdb::kHashMetadata);
-      w.string(k);
-      w.le(static_cast<std::uint64_t>(min), 8);
-      w.length(m->size());
-      for (std::uint32_t i = 0; i < m->size(); ++i) {
-        const std::int64_t d = m->deadline(i);
-        w.length(d == Map::kNoDeadline ? 0 : static_cast<std::uint64_t>(d - min) + 1);
-        w.string(m->at(i).name);
-        w.string(m->at(i).value);
-      }
-      return;
-    }
-    bool small = m->size() <= 128;
-    for (std::uint32_t i = 0; small && i < m->size(); ++i) small = m->at(i).name.size() <= 64 && m->at(i).value.size() <= 64;
-    if (small) {
-      w.byte(rdb::kHashListpack);
-      w.string(k);
-      w.listpack(2 * std::size_t{m->size()}, [&](auto&& put) {
-        for (std::uint32_t i = 0; i < m->size(); ++i) {
-          put(std::string_view(m->at(i).name));
-          put(std::string_view(m->at(i).value));
-        }
-      });
-    } else {
-      w.byte(rdb::kHash);
-      w.string(k);
-      w.length(m->size());
-      for (std::uint32_t i = 0; i < m->size(); ++i) {
-        w.string(m->at(i).name);
-        w.string(m->at(i).value);
-      }
-    }
+    const std::string_view key(k);
+    rdb::write_object(w, v, &key);
   });
   w.byte(rdb::kEof);
   w.le(rdb::crc64(0, out.data() + begin, out.size() - begin), 8);
@@ -1261,5 +1338,87 @@ FileResult<RdbInfo> load_rdb(Store& s, const std::string& path, const RdbLoadOpt
   return load_rdb_bytes(s, bytes, options);
 }
 #endif  // EXPIRING_SNAPSHOT_POSIX
+
+
+// ---- DUMP and RESTORE ----------------------------------------------------------------------
+
+template <class V>
+std::string dump_value(const V& v) {
+  namespace rdb = detail::rdb;
+  std::string out;
+  rdb::Writer w(out, true);
+  rdb::write_object(w, v, nullptr);
+  w.le(rdb::has_field_ttls(v) ? 12 : 10, 2);
+  w.le(rdb::crc64(0, out.data(), out.size()), 8);
+  return out;
+}
+
+template <class Store>
+std::optional<std::string> dump(Store& s, const std::string& key) {
+  const auto* v = s.get(key);
+  if (v == nullptr) return std::nullopt;
+  return dump_value(*v);
+}
+
+namespace detail::rdb {
+
+// Checks a DUMP payload's footer and decodes its value into `v`; the error, if any.
+inline std::optional<FileError> decode_dump(std::string_view payload, Value& v) {
+  if (payload.size() < 10) return FileError{Errc::bad_dump_payload, 0, "a DUMP payload of fewer than 10 bytes"};
+  const std::size_t body = payload.size() - 10;
+  const auto version = static_cast<unsigned>(le_at(payload, body, 2));
+  if (version > kMaxVersion) {
+    return FileError{Errc::bad_dump_payload, body, "a DUMP payload of RDB version " + std::to_string(version) +
+                                                       " (this build reads up to " + std::to_string(kMaxVersion) + ")"};
+  }
+  if (le_at(payload, body + 2, 8) != crc64(0, payload.data(), body + 2)) {
+    return FileError{Errc::bad_dump_payload, body + 2, "a DUMP payload whose CRC-64 does not match"};
+  }
+  Reader r(payload.substr(0, body));
+  unsigned type = 0;
+  if (!r.byte(type, "the value's type")) return r.error();
+  const bool known = type == kString || type == kHash || type == kHashZiplist || type == kHashListpack ||
+                     type == kHashMetadata || type == kHashMetadataPreGa || type == kHashListpackEx ||
+                     type == kHashListpackExPreGa;
+  if (!known) {
+    if (type > kHashListpackEx || type == 8) return FileError{Errc::corrupt_file, 0, "unknown value type " + std::to_string(type)};
+    return FileError{Errc::unsupported_type, 0, std::string("the payload holds a ") + type_name(type) + ", which the store does not hold"};
+  }
+  if (!read_value(r, type, v, "(restored)")) return r.error();
+  if (r.left() != 0) return FileError{Errc::corrupt_file, r.offset(), "bytes after the value"};
+  if (v.is_hash && v.fields.empty()) return FileError{Errc::corrupt_file, 0, "an empty hash"};
+  return std::nullopt;
+}
+
+}  // namespace detail::rdb
+
+template <class Store>
+FileResult<bool> restore(Store& s, const std::string& key, std::string_view payload, const RestoreOptions& o) {
+  using K = typename Store::key_type;
+  using V = typename Store::mapped_type;
+  namespace rdb = detail::rdb;
+  // Redis's order: the options, the existing key, the TTL, the payload.
+  if (!o.replace && s.exists(key)) return FileError{Errc::busy_key, 0, "key '" + key + "' exists"};
+  if (o.ttl_ms < 0) return FileError{Errc::invalid_expire_time, 0, "a negative TTL"};
+  rdb::Value read;
+  if (auto bad = rdb::decode_dump(payload, read)) return *bad;
+  V value = detail::value_prototype<V>(s);
+  if (auto bad = rdb::to_store_value(s, read, value)) return FileError{bad->first, 0, bad->second};
+  const std::int64_t now = s.now_ms();
+  std::int64_t deadline = o.ttl_ms;
+  if (deadline != 0 && !o.absttl && !detail::checked_add(now, deadline, deadline)) {
+    return FileError{Errc::invalid_expire_time, 0, "now + TTL overflows"};
+  }
+  if (deadline != 0 && deadline <= now && !s.options().replica) {
+    if (o.replace) (void)s.del(key);
+    return false;
+  }
+  const Change<K, V> c{ChangeOp::set, &key, &value, nullptr, deadline != 0 ? deadline : Store::kNoTtl,
+                       deadline != 0 ? ChangeTtl::at : ChangeTtl::none};
+  const Result<bool> applied = s.apply(c);
+  if (!applied.ok()) return FileError{applied.error(), 0, "the store refused the value (" + std::string(to_string(applied.error())) + ")"};
+  if (o.idle_seconds || o.freq) (void)s.set_object_access(key, o.idle_seconds, o.freq);
+  return true;
+}
 
 }  // namespace expiring

@@ -192,3 +192,151 @@ TEST_CASE("rdb live: save_rdb()'s file loads into redis-server with every value 
   CHECK(c.call({"DEBUG", "RELOAD"}).str() == "OK");
   CHECK(c.call({"DBSIZE"}).integer() == static_cast<std::int64_t>(s.size()));
 }
+
+// ---- DUMP and RESTORE between redis-server and expiring-server, both ways ---------------------
+
+namespace {
+
+// The same data, by the same commands, on either server: strings in every encoding Redis
+// keeps, listpack and hashtable hashes, with and without a TTL. Returns the keys.
+std::vector<std::string> fill(Conn& c, const std::string& prefix) {
+  std::vector<std::string> keys;
+  const std::int64_t at = 4102444800123;  // 2100-01-01 plus 123 ms
+  const auto set = [&](const std::string& k, const std::string& v) {
+    REQUIRE(c.call({"SET", prefix + k, v}).str() == "OK");
+    keys.push_back(prefix + k);
+  };
+  int n = 0;
+  for (const std::string& v : {std::string("hello"), std::string(), std::string("0"), std::string("-1"), std::string("127"),
+                               std::string("-128"), std::string("128"), std::string("30000"), std::string("-32769"),
+                               std::string("2147483647"), std::string("-2147483648"), std::string("2147483648"),
+                               std::string("9223372036854775807"), std::string("-9223372036854775808"), std::string("007"),
+                               std::string("+1"), std::string("-0"), std::string(" 1"), std::string(20, 'q'),
+                               std::string(21, 'q'), std::string(64, 'r'), std::string(2000, 'a') + "tail",
+                               std::string(70000, 'x') + "y"}) {
+    set("s" + std::to_string(n++), v);
+  }
+  std::string binary;
+  for (int i = 0; i < 256; ++i) binary.push_back(static_cast<char>(i));
+  set("binary", binary);
+  for (int i = 0; i < 120; ++i) set("num" + std::to_string(i), std::to_string((i - 60) * 7919 * (i % 2 == 0 ? 1 : 131071)));
+  for (int i = 0; i < 40; ++i) {
+    const std::string k = "h" + std::to_string(i);
+    Argv h{"HSET", prefix + k};
+    const int fields = i < 30 ? 1 + i * 4 : 150 + i;  // the last ten past 128 fields: hashtables
+    for (int f = 0; f < fields; ++f) {
+      h.push_back("f" + std::to_string(f));
+      h.push_back(f % 3 == 0 ? std::to_string(f * 1000 - 5000) : (i == 7 ? std::string(100, 'v') : "value" + std::to_string(f)));
+    }
+    REQUIRE(c.call(h).integer() == fields);
+    keys.push_back(prefix + k);
+  }
+  for (std::size_t i = 0; i < keys.size(); i += 3) {
+    REQUIRE(c.call({"PEXPIREAT", keys[i], std::to_string(at + static_cast<std::int64_t>(i))}).integer() == 1);
+  }
+  return keys;
+}
+
+// What a key holds, as text both servers answer alike (a hash's fields sorted).
+std::string contents(Conn& c, const std::string& k) {
+  const std::string type = c.call({"TYPE", k}).str();
+  if (type == "string") return "string:" + c.call({"GET", k}).str();
+  if (type != "hash") return type;
+  std::vector<std::pair<std::string, std::string>> fields;
+  const Reply all = c.call({"HGETALL", k});
+  for (std::size_t i = 0; i + 1 < all.elements().size(); i += 2) fields.emplace_back(all.elements()[i].str(), all.elements()[i + 1].str());
+  return "hash:" + hash_text(fields);
+}
+
+// Moves every key from `from` to `to` by DUMP and RESTORE ... ABSTTL; checks values and exact
+// PEXPIRETIMEs. Returns the payloads.
+std::vector<std::string> move_all(Conn& from, Conn& to, const std::vector<std::string>& keys) {
+  std::vector<std::string> payloads;
+  for (const std::string& k : keys) {
+    INFO("key " << k);
+    const Reply p = from.call({"DUMP", k});
+    REQUIRE(p.type() == Reply::Type::bulk);
+    const std::int64_t deadline = from.call({"PEXPIRETIME", k}).integer();
+    const Reply r = to.call({"RESTORE", k, std::to_string(deadline < 0 ? 0 : deadline), p.str(), "ABSTTL"});
+    REQUIRE(r.str() == "OK");
+    CHECK(contents(to, k) == contents(from, k));
+    CHECK(to.call({"PEXPIRETIME", k}).integer() == deadline);
+    payloads.push_back(p.str());
+  }
+  return payloads;
+}
+
+}  // namespace
+
+TEST_CASE("dump live: DUMP payloads move between redis-server and expiring-server both ways with exact PEXPIRETIME",
+          "[redis][live][dump]") {
+  const auto server = live::redis_server_path();
+  if (!server) EXPIRING_SKIP("redis-server is not installed");
+  live::RedisServer redis(*server);
+  live::RespServer ours;
+  Conn r(redis.port()), e(ours.port());
+
+  // redis-server -> expiring-server.
+  const std::vector<std::string> theirs = fill(r, "r:");
+  REQUIRE(theirs.size() >= 180);
+  const std::vector<std::string> from_redis = move_all(r, e, theirs);
+  // expiring-server -> redis-server (the keys made by the same commands there).
+  const std::vector<std::string> mine = fill(e, "e:");
+  const std::vector<std::string> from_ours = move_all(e, r, mine);
+
+  // Byte for byte where the encoding is canonical: strings Redis does not compress (at most
+  // 20 bytes) and hashes both keep in a listpack (Redis's insertion order is ours; at most
+  // 128 fields, the default hash-max-listpack-entries, which Debian raises to 512). Longer
+  // strings are LZF, whose output depends on the compressor's choices; hashtables list
+  // fields in hash order.
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < theirs.size(); ++i) {
+    INFO("key " << theirs[i]);
+    const std::string enc = r.call({"OBJECT", "ENCODING", theirs[i]}).str();
+    const bool canonical = enc == "int" || (enc == "listpack" && r.call({"HLEN", theirs[i]}).integer() <= 128) ||
+                           (enc == "embstr" && r.call({"STRLEN", theirs[i]}).integer() <= 20);
+    if (!canonical) continue;
+    CHECK(e.call({"DUMP", theirs[i]}).str() == from_redis[i]);
+    CHECK(from_ours[i] == r.call({"DUMP", mine[i]}).str());
+    ++same;
+  }
+  CHECK(same >= 150);
+  // Every payload of ours also restores into redis-server under a new name (REPLACE, relative
+  // TTL 0), and each of Redis's into ours.
+  for (std::size_t i = 0; i < from_ours.size(); ++i) {
+    CHECK(r.call({"RESTORE", "copy", "0", from_ours[i], "REPLACE"}).str() == "OK");
+    CHECK(e.call({"RESTORE", "copy", "0", from_redis[i], "REPLACE"}).str() == "OK");
+  }
+
+  // The errors, word for word: an existing key, a bad TTL, a bad option, a damaged payload
+  // (checksum, version), and one whose footer is sound but whose value is not.
+  std::string damaged = from_redis[0];
+  damaged[1] = static_cast<char>(damaged[1] ^ 0x01);
+  std::string newer = from_redis[0];
+  newer[newer.size() - 10] = 99;
+  const std::vector<Argv> bad = {
+      {"RESTORE", "copy", "0", from_redis[0]},
+      {"RESTORE", "fresh", "-1", from_redis[0]},
+      {"RESTORE", "fresh", "x", from_redis[0]},
+      {"RESTORE", "fresh", "0", from_redis[0], "NOPE"},
+      {"RESTORE", "fresh", "0", from_redis[0], "IDLETIME", "-1"},
+      {"RESTORE", "fresh", "0", from_redis[0], "FREQ", "256"},
+      {"RESTORE", "fresh", "0", from_redis[0], "IDLETIME", "1", "FREQ", "1"},
+      {"RESTORE", "fresh", "0", damaged},
+      {"RESTORE", "fresh", "0", newer},
+      {"RESTORE", "fresh", "0", "short"},
+      {"RESTORE", "fresh", "1", from_redis[0], "ABSTTL"},  // long past: OK, nothing stored
+      {"RESTORE", "fresh", "0", from_redis[0], "IDLETIME", "100", "REPLACE"},
+      {"DUMP", "missing"},
+  };
+  for (const Argv& a : bad) {
+    std::string shown;
+    for (const auto& x : a) shown += (x.size() > 30 ? "<payload>" : x) + " ";
+    INFO(shown);
+    const Reply want = r.call(a);
+    const Reply got = e.call(a);
+    CHECK(got.type() == want.type());
+    CHECK(got.str() == want.str());
+  }
+  CHECK(e.call({"EXISTS", "fresh"}).integer() == r.call({"EXISTS", "fresh"}).integer());
+}

@@ -1,4 +1,5 @@
-// expiring/redis/cmd_keyspace.hpp: the keyspace commands: DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY KEYS SCAN RANDOMKEY.
+// expiring/redis/cmd_keyspace.hpp: the keyspace commands: DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX
+// COPY DUMP RESTORE KEYS SCAN RANDOMKEY.
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
 // and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
@@ -86,6 +87,52 @@ Reply CommandExecutor<Clock>::cmd_copy(const Args& a, Session&) {
     return Reply::error("ERR source and destination objects are the same");
   }
   return Reply::integer(*r ? 1 : 0);
+}
+
+// DUMP and RESTORE: the payload is Redis 7.0's, byte for byte (rdb.hpp dump()/restore()).
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_dump(const Args& a, Session&) {
+  std::optional<std::string> p = expiring::dump(store_, a[1]);
+  return p ? Reply::bulk(std::move(*p)) : Reply::nil();
+}
+
+// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency], checked in
+// Redis's order: the options, the existing key, the TTL, the payload's footer, its value.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_restore(const Args& a, Session&) {
+  RestoreOptions o;
+  for (std::size_t j = 4; j < a.size(); ++j) {
+    const bool more = j + 1 < a.size();
+    std::int64_t n = 0;
+    if (detail::iequals(a[j], "replace")) {
+      o.replace = true;
+    } else if (detail::iequals(a[j], "absttl")) {
+      o.absttl = true;
+    } else if (detail::iequals(a[j], "idletime") && more && !o.freq) {
+      if (!parse_int64(a[++j], n)) return not_integer();
+      if (n < 0) return Reply::error("ERR Invalid IDLETIME value, must be >= 0");
+      o.idle_seconds = n;
+    } else if (detail::iequals(a[j], "freq") && more && !o.idle_seconds) {
+      if (!parse_int64(a[++j], n)) return not_integer();
+      if (n < 0 || n > 255) return Reply::error("ERR Invalid FREQ value, must be >= 0 and <= 255");
+      o.freq = static_cast<std::uint8_t>(n);
+    } else {
+      return syntax_error();
+    }
+  }
+  if (!o.replace && store_.exists(a[1])) return Reply::error("BUSYKEY Target key name already exists.");
+  if (!parse_int64(a[2], o.ttl_ms)) return not_integer();
+  if (o.ttl_ms < 0) return Reply::error("ERR Invalid TTL value, must be >= 0");
+  const FileResult<bool> r = expiring::restore(store_, a[1], a[3], o);
+  if (r.ok()) return ok();
+  switch (r.error().code) {
+    case Errc::bad_dump_payload: return Reply::error("ERR DUMP payload version or checksum are wrong");
+    // (Redis's relative TTL cannot overflow in practice; ours refuses rather than wrap.)
+    case Errc::invalid_expire_time: return invalid_expire("restore");
+    case Errc::busy_key: return Reply::error("BUSYKEY Target key name already exists.");
+    case Errc::unsupported_type: return Reply::error("ERR " + r.error().message);
+    default: return Reply::error("ERR Bad data format");
+  }
 }
 
 template <class Clock>

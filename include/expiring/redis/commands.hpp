@@ -12,7 +12,7 @@
 //
 // Commands: PING ECHO SET SETEX PSETEX SETNX GET GETSET GETEX GETDEL MGET MSET MSETNX DEL
 // UNLINK EXISTS TOUCH TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT EXPIRETIME PEXPIRETIME PERSIST
-// RENAME RENAMENX COPY TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
+// RENAME RENAMENX COPY DUMP RESTORE TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
 // HSET HSETNX HGET HMGET HDEL HLEN HEXISTS HGETALL HKEYS HVALS HINCRBY HEXPIRE HPEXPIRE
 // HEXPIREAT HPEXPIREAT HTTL HPTTL HEXPIRETIME HPEXPIRETIME HPERSIST
 // FLUSHDB FLUSHALL SELECT INFO CONFIG (GET/SET/RESETSTAT/HELP) DEBUG SET-ACTIVE-EXPIRE TIME
@@ -27,7 +27,8 @@
 //                     TIME DBSIZE FLUSHDB FLUSHALL DEBUG INFO CONFIG COMMAND OBJECT
 //   cmd_strings.hpp   GET SET SETEX PSETEX SETNX GETSET GETDEL GETEX MGET MSET MSETNX STRLEN
 //                     APPEND INCR DECR INCRBY DECRBY
-//   cmd_keyspace.hpp  DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY KEYS SCAN RANDOMKEY
+//   cmd_keyspace.hpp  DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY DUMP RESTORE KEYS SCAN
+//                     RANDOMKEY
 //   cmd_expiry.hpp    TTL PTTL EXPIRETIME PEXPIRETIME EXPIRE PEXPIRE EXPIREAT PEXPIREAT PERSIST
 //   cmd_hashes.hpp    HSET ... HINCRBY and the hash field TTL commands HEXPIRE ... HPERSIST
 // The persistence and replication commands (SAVE BGSAVE LASTSAVE BGREWRITEAOF DEBUG RELOAD SYNC
@@ -85,6 +86,7 @@
 #include <vector>
 
 #include "../expiring_store.hpp"
+#include "../rdb.hpp"
 #include "../version.hpp"
 #include "glob.hpp"
 #include "resp.hpp"
@@ -748,6 +750,8 @@ class CommandExecutor {
   Reply cmd_rename(const Args& a, Session&);
   Reply cmd_renamenx(const Args& a, Session&);
   Reply cmd_copy(const Args& a, Session&);
+  Reply cmd_dump(const Args& a, Session&);
+  Reply cmd_restore(const Args& a, Session&);
 
   Reply cmd_keys(const Args& a, Session&);
   Reply cmd_scan(const Args& a, Session&);
@@ -824,6 +828,8 @@ class CommandExecutor {
         {"rename", 3, &E::cmd_rename, "write", 1, 2, 1},
         {"renamenx", 3, &E::cmd_renamenx, "write fast", 1, 2, 1},
         {"copy", -3, &E::cmd_copy, "write denyoom", 1, 2, 1},
+        {"dump", 2, &E::cmd_dump, "readonly", 1, 1, 1},
+        {"restore", -4, &E::cmd_restore, "write denyoom", 1, 1, 1},
         {"keys", 2, &E::cmd_keys, "readonly", 0, 0, 0},
         {"scan", -2, &E::cmd_scan, "readonly", 0, 0, 0},
         {"randomkey", 1, &E::cmd_randomkey, "readonly", 0, 0, 0},
