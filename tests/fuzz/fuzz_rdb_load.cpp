@@ -1,5 +1,6 @@
 // tests/fuzz/fuzz_rdb_load.cpp: libFuzzer target for expiring::load_rdb_bytes() (rdb.hpp), Redis's
-// RDB format, over a store of redis::Value (strings, and hashes with field deadlines). Clang only.
+// RDB format, and for restore() of a DUMP payload (the same value encodings), over a store of
+// redis::Value (strings, and hashes with field deadlines). Clang only.
 //
 // Each input is loaded twice: as it is, and with its last 8 bytes replaced by the CRC-64 of the
 // rest (else almost every mutation would stop at the checksum, and the part after it, which
@@ -11,6 +12,11 @@
 //   * a load that succeeds leaves a store whose invariants hold, with as many keys as it
 //     reports; as a primary no key or field is past its deadline; and save_rdb() of it loads
 //     again into a fresh store to the same content.
+// Each input is also restored as a DUMP payload: as it is, and as the body of a payload with a
+// sound footer (version 10, its CRC-64). A refused restore answers bad_dump_payload,
+// corrupt_file, truncated_file or unsupported_type and leaves the store as it was; one that
+// succeeds leaves the invariants whole, and dump() of the restored key restores again to the
+// same value.
 //
 // Run by ctest for a few seconds (label fuzz). By hand, longer:
 //   build/fuzz/tests/fuzz/fuzz_rdb_load -expiring_make_corpus=/tmp/rdb-seeds
@@ -70,6 +76,44 @@ void load_one(const std::string& bytes, expiring::LoadAs as) {
   FUZZ_CHECK(fuzz::state(t) == loaded, "save_rdb() and load_rdb() of a loaded store changed it");
 }
 
+void restore_one(const std::string& payload, bool replica) {
+  expiring::ManualClock clock{kNow};
+  expiring::Options o;
+  o.replica = replica;
+  fuzz::ValueStore s{clock, o};
+  fuzz::populate(s, kNow);
+  const fuzz::State before = fuzz::state(s);
+  expiring::RestoreOptions ro;
+  ro.replace = true;
+  const auto r = expiring::restore(s, "restored", payload, ro);
+  if (!r.ok()) {
+    const expiring::Errc c = r.code();
+    FUZZ_CHECK(c == expiring::Errc::bad_dump_payload || c == expiring::Errc::corrupt_file ||
+                   c == expiring::Errc::truncated_file || c == expiring::Errc::unsupported_type,
+               r.error().message.c_str());
+    FUZZ_CHECK(!r.error().message.empty(), "an error without a message");
+    FUZZ_CHECK(fuzz::state(s) == before, "a refused restore changed the store");
+    return;
+  }
+  FUZZ_CHECK(s.check_invariants(), "invariants after a restore");
+  const auto again = expiring::dump(s, "restored");
+  if (!again) return;  // a hash whose fields were all past their deadlines: gone on first read
+  fuzz::ValueStore t{clock, o};
+  const auto back = expiring::restore(t, "restored", *again, ro);
+  FUZZ_CHECK(back.ok(), back.error().message.c_str());
+  FUZZ_CHECK(expiring::dump(t, "restored") == again, "dump() and restore() of a restored value changed it");
+}
+
+// `body` with a DUMP footer: RDB version 10 and the CRC-64.
+std::string with_footer(const std::string& body) {
+  std::string p = body;
+  p += '\x0a';
+  p += '\x00';
+  const std::uint64_t crc = expiring::detail::rdb::crc64(0, p.data(), p.size());
+  for (int i = 0; i < 8; ++i) p.push_back(static_cast<char>((crc >> (8 * i)) & 0xFFu));
+  return p;
+}
+
 std::vector<std::string> seeds() {
   std::vector<std::string> out;
   expiring::ManualClock clock{kNow};
@@ -87,6 +131,11 @@ std::vector<std::string> seeds() {
   std::string b;
   (void)expiring::save_rdb(s, b);
   out.push_back(b);
+  // DUMP payloads' bodies (the footer is added by the target).
+  for (const char* k : {"long", "many"}) {
+    const std::string p = expiring::dump_value(*s.peek(std::string(k)));
+    out.push_back(p.substr(0, p.size() - 10));
+  }
   return out;
 }
 
@@ -107,6 +156,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (int i = 0; i < 8; ++i) sealed[sealed.size() - 8 + i] = static_cast<char>((crc >> (8 * i)) & 0xFFu);
       if (sealed != raw) load_one(sealed, as);
     }
+  }
+  for (const bool replica : {false, true}) {
+    restore_one(raw, replica);
+    restore_one(with_footer(raw), replica);
   }
   return 0;
 }
