@@ -80,6 +80,9 @@ std::string apply(const std::string& raw_name, const std::vector<std::string>& a
   } else if (name == "dbfilename") {
     if (auto e = want(1); !e.empty()) return e;
     cfg.dbfilename = args[0];
+  } else if (name == "rdb-skip-other-types") {
+    if (auto e = want(1); !e.empty()) return e;
+    if (!parse_yes_no(args[0], cfg.rdb_skip_other_types)) return "argument must be 'yes' or 'no'";
   } else if (name == "appendfilename") {
     if (auto e = want(1); !e.empty()) return e;
     cfg.appendfilename = args[0];
@@ -158,6 +161,7 @@ int own_arity(const std::string& name) {
   if (name == "self-test") return 0;
   if (name == "redis-exact") return -1;
   if (name == "port" || name == "maxclients" || name == "dir" || name == "dbfilename" || name == "appendonly" ||
+      name == "rdb-skip-other-types" ||
       name == "appendfsync" || name == "appendfilename" || name == "requirepass") {
     return 1;
   }
@@ -314,7 +318,9 @@ std::string usage_text() {
          "  --maxclients N                most clients at once (lowered to fit 'ulimit -n') [10000]\n"
          "  --redis-exact [yes|no]        Redis 7's exact active-expire cycle [no]\n"
          "  --dir D                       directory of the snapshot and the append-only log [.]\n"
-         "  --dbfilename F                snapshot file name in dir [dump.snap]\n"
+         "  --dbfilename F                snapshot file name in dir, Redis's RDB format [dump.rdb]\n"
+         "  --rdb-skip-other-types yes|no skip an RDB's lists, sets, sorted sets and streams at load\n"
+         "                                instead of refusing to start [no]\n"
          "  --appendonly yes|no           keep an append-only log, replayed at start [no]\n"
          "  --appendfsync always|everysec|no   when the log is fsynced [everysec]\n"
          "  --appendfilename NAME         the log's base name in dir [appendonly]\n"

@@ -10,8 +10,8 @@
 // is refused.
 //
 // Two kinds of settings:
-//   * the server's own (port, maxclients, dir, dbfilename, appendonly, appendfsync,
-//     appendfilename, replicaof, requirepass, redis-exact): what the process needs before it
+//   * the server's own (port, maxclients, dir, dbfilename, rdb-skip-other-types, appendonly,
+//     appendfsync, appendfilename, replicaof, requirepass, redis-exact): what the process needs before it
 //     starts, checked here, each a field of Config;
 //   * every setting CONFIG SET accepts (maxmemory, maxmemory-policy, hz, client-output-buffer-
 //     limit, ...): kept in order in Config::settings and applied by Server::configure() through
@@ -43,7 +43,8 @@ struct Config {
   bool redis_exact = false;
   bool self_test = false;
   std::string dir = ".";
-  std::string dbfilename = "dump.snap";
+  std::string dbfilename = "dump.rdb";
+  bool rdb_skip_other_types = false;  // RDB lists, sets, ...: skipped at load instead of refused
   bool appendonly = false;
   expiring::Fsync appendfsync = expiring::Fsync::everysec;
   std::string appendfilename = "appendonly";

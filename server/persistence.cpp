@@ -1,10 +1,15 @@
 // server/persistence.cpp: the server's persistence (server.hpp has the design).
 //
 // With Redis's names (docs/semantics.md §4, D28-D33):
-//   * At start: with appendonly yes the append-only log in dir is replayed (a snapshot
-//     dbfilename is loaded first if there is no log yet, and becomes its base); else the
-//     snapshot is loaded if it exists. Keys already expired in a snapshot are skipped.
-//   * SAVE writes the snapshot (snapshot.hpp); BGSAVE forks a child that writes it while the
+//   * The snapshot, dbfilename in dir, is Redis's RDB (rdb.hpp): redis-server loads what SAVE
+//     wrote here and this server loads redis-server's dump.rdb. (A file in the library's own
+//     snapshot format, snapshot.hpp, which earlier versions wrote, still loads at start; it is
+//     never written.) RDB values of other types than strings and hashes stop the start, naming
+//     the key, unless rdb-skip-other-types is yes (then skipped and counted in the log).
+//   * At start: with appendonly yes the append-only log in dir is replayed (the snapshot is
+//     loaded first if there is no log yet, and becomes its base); else the snapshot is loaded
+//     if it exists. Keys already expired in a snapshot are skipped.
+//   * SAVE writes the snapshot; BGSAVE forks a child that writes it while the
 //     loop goes on; LASTSAVE; DEBUG RELOAD saves, empties and loads it again. BGREWRITEAOF
 //     starts the log's rewrite, which the loop advances one bounded step per iteration
 //     (append_log.hpp). INFO persistence reports them.
@@ -15,6 +20,7 @@
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +29,7 @@
 #include <cstring>
 #include <sstream>
 
+#include <expiring/rdb.hpp>
 #include <expiring/snapshot.hpp>
 
 namespace expiring::server {
@@ -38,18 +45,57 @@ bool Server::file_exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
+// The snapshot file: RDB, or (read only) the library's own format, told apart by the magic.
+std::optional<std::string> Server::load_snapshot(expiring::LoadAs as, std::uint64_t& keys, std::uint64_t& expired) {
+  // (Opened as the loaders open it: a regular file only, never blocking on a FIFO.)
+  char magic[5] = {};
+  std::uint64_t size = 0;
+  int err = 0;
+  std::string why;
+  const int fd = expiring::detail::open_regular(snapshot_path().c_str(), O_RDONLY, size, err, why);
+  if (fd >= 0) {
+    const ssize_t n = ::read(fd, magic, sizeof magic);
+    ::close(fd);
+    if (n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, "REDIS", 5) != 0) {
+      const auto r = expiring::load(store_, snapshot_path(), as);
+      if (!r.ok()) return r.error().message;
+      keys = r->keys;
+      expired = r->expired;
+      return std::nullopt;
+    }
+  }
+  expiring::RdbLoadOptions o;
+  o.as = as;
+  o.skip_other_types = cfg_.rdb_skip_other_types;
+  const auto r = expiring::load_rdb(store_, snapshot_path(), o);
+  if (!r.ok()) return r.error().message;
+  keys = r->keys;
+  expired = r->expired;
+  if (r->skipped != 0 || r->other_db != 0) {
+    std::fprintf(stderr, "expiring-server: %s: %llu values of other types and %llu keys of other databases skipped\n",
+                 snapshot_path().c_str(), static_cast<unsigned long long>(r->skipped),
+                 static_cast<unsigned long long>(r->other_db));
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Server::save_snapshot() {
+  const auto r = expiring::save_rdb(store_, snapshot_path());
+  if (!r.ok()) return r.error().message;
+  return std::nullopt;
+}
+
 // At start: the log (after the snapshot, if the log does not exist yet), or the snapshot.
 bool Server::load_data() {
   const bool have_log = file_exists(cfg_.dir + "/" + cfg_.appendfilename + ".manifest");
   if ((!cfg_.appendonly || !have_log) && file_exists(snapshot_path())) {
-    const auto r = expiring::load(store_, snapshot_path());
-    if (!r.ok()) {
-      std::fprintf(stderr, "expiring-server: cannot load %s: %s\n", snapshot_path().c_str(), r.error().message.c_str());
+    std::uint64_t keys = 0, expired = 0;
+    if (const auto why = load_snapshot(expiring::LoadAs::primary, keys, expired)) {
+      std::fprintf(stderr, "expiring-server: cannot load %s: %s\n", snapshot_path().c_str(), why->c_str());
       return false;
     }
     std::fprintf(stderr, "expiring-server: loaded %llu keys from %s (%llu already expired, skipped)\n",
-                 static_cast<unsigned long long>(r->keys), snapshot_path().c_str(),
-                 static_cast<unsigned long long>(r->expired));
+                 static_cast<unsigned long long>(keys), snapshot_path().c_str(), static_cast<unsigned long long>(expired));
     lastsave_s_ = unix_seconds();
   }
   if (cfg_.appendonly) {
@@ -109,8 +155,7 @@ void Server::add_persistence_commands() {
   using Session = expiring::redis::Session;
   exec_.add_command("save", 1, "admin", [this](const Args&, Session&) {
     if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
-    const auto r = expiring::save(store_, snapshot_path());
-    if (!r.ok()) return Reply::error("ERR " + r.error().message);
+    if (const auto why = save_snapshot()) return Reply::error("ERR " + *why);
     dirty_ = 0;
     lastsave_s_ = unix_seconds();
     return Reply::ok();
@@ -120,7 +165,7 @@ void Server::add_persistence_commands() {
     if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
     const pid_t pid = ::fork();
     if (pid < 0) return Reply::error(std::string("ERR fork failed: ") + std::strerror(errno));
-    if (pid == 0) ::_exit(expiring::save(store_, snapshot_path()).ok() ? 0 : 1);
+    if (pid == 0) ::_exit(save_snapshot() ? 1 : 0);
     bgsave_pid_ = pid;
     dirty_at_fork_ = dirty_;
     return Reply::status("Background saving started");
@@ -135,12 +180,12 @@ void Server::add_persistence_commands() {
   exec_.add_command("debug", -2, "admin", [this](const Args& a, Session& s) {
     if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "reload")) {
       if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
-      const auto w = expiring::save(store_, snapshot_path());
-      if (!w.ok()) return Reply::error("ERR " + w.error().message);
+      if (const auto why = save_snapshot()) return Reply::error("ERR " + *why);
       // A replica keeps its stale keys: only the primary's DEL removes them.
-      const auto r = expiring::load(store_, snapshot_path(),
-                                    replica_ ? expiring::LoadAs::replica : expiring::LoadAs::primary);
-      if (!r.ok()) return Reply::error("ERR Error trying to load the RDB dump: " + r.error().message);
+      std::uint64_t keys = 0, expired = 0;
+      if (const auto why = load_snapshot(replica_ ? expiring::LoadAs::replica : expiring::LoadAs::primary, keys, expired)) {
+        return Reply::error("ERR Error trying to load the RDB dump: " + *why);
+      }
       dirty_ = 0;
       lastsave_s_ = unix_seconds();
       return Reply::ok();

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -138,6 +139,10 @@ class Server {
   // ---- persistence.cpp ----
   std::string snapshot_path() const { return cfg_.dir + "/" + cfg_.dbfilename; }
   static bool file_exists(const std::string& p);
+  // Loads the snapshot file into the store (RDB, or the library's own format); the error.
+  std::optional<std::string> load_snapshot(expiring::LoadAs as, std::uint64_t& keys, std::uint64_t& expired);
+  // Writes the store to the snapshot file as RDB; the error.
+  std::optional<std::string> save_snapshot();
   bool load_data();
   void on_change(const expiring::redis::ValueChange& c);
   void persistence_before_sleep();

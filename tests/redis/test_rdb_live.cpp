@@ -340,3 +340,62 @@ TEST_CASE("dump live: DUMP payloads move between redis-server and expiring-serve
   }
   CHECK(e.call({"EXISTS", "fresh"}).integer() == r.call({"EXISTS", "fresh"}).integer());
 }
+
+TEST_CASE("rdb live: expiring-server starts on redis-server's dump.rdb, and redis-server on its SAVE", "[redis][live][rdb]") {
+  const auto server = live::redis_server_path();
+  if (!server) EXPIRING_SKIP("redis-server is not installed");
+  std::string rdb;
+  std::vector<std::string> keys;
+  std::vector<std::string> want;
+  std::vector<std::int64_t> deadlines;
+  {
+    live::RedisServer redis(*server);
+    Conn r(redis.port());
+    keys = fill(r, "k:");
+    for (const std::string& k : keys) {
+      want.push_back(contents(r, k));
+      deadlines.push_back(r.call({"PEXPIRETIME", k}).integer());
+    }
+    REQUIRE(r.call({"SAVE"}).str() == "OK");
+    std::ifstream f(redis.dir() + "/dump.rdb", std::ios::binary);
+    rdb.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    REQUIRE(rdb.size() > 1000);
+  }
+  char tmpl[] = "/tmp/expiring-rdb-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() {
+      ::unlink((d + "/dump.rdb").c_str());
+      ::rmdir(d.c_str());
+    }
+  } cleanup{dir};
+  {
+    std::ofstream f(dir + "/dump.rdb", std::ios::binary);
+    f.write(rdb.data(), static_cast<std::streamsize>(rdb.size()));
+  }
+  std::string saved;
+  {
+    live::RespServer ours({"--dir", dir});
+    Conn e(ours.port());
+    REQUIRE(e.call({"DBSIZE"}).integer() == static_cast<std::int64_t>(keys.size()));
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      INFO("key " << keys[i]);
+      CHECK(contents(e, keys[i]) == want[i]);
+      CHECK(e.call({"PEXPIRETIME", keys[i]}).integer() == deadlines[i]);
+    }
+    REQUIRE(e.call({"SAVE"}).str() == "OK");
+    std::ifstream f(dir + "/dump.rdb", std::ios::binary);
+    saved.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    REQUIRE(saved.substr(0, 9) == "REDIS0010");
+  }
+  live::RedisServer redis(*server, saved);
+  Conn r(redis.port());
+  REQUIRE(r.call({"DBSIZE"}).integer() == static_cast<std::int64_t>(keys.size()));
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    INFO("key " << keys[i]);
+    CHECK(contents(r, keys[i]) == want[i]);
+    CHECK(r.call({"PEXPIRETIME", keys[i]}).integer() == deadlines[i]);
+  }
+}

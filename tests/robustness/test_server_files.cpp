@@ -5,7 +5,7 @@
 //   * --dbfilename with a path and --appendfilename with a path are refused at startup, as
 //     Redis does ("dbfilename can't be a path, just a filename"), whether the path exists or
 //     not: the old server read ../x, and created sub/aof.* and then refused to reopen them.
-//   * A FIFO as dump.snap or as a log file: the old server blocked in open() and, with
+//   * A FIFO as dump.rdb or as a log file: the old server blocked in open() and, with
 //     SIGTERM blocked for its signalfd, could only be killed.
 // Each start is bounded: a server still running after the deadline is killed and the test
 // fails.
@@ -138,17 +138,17 @@ TEST_CASE("server files: --dbfilename and --appendfilename with a path are refus
   CHECK(top.read("x") == "a file outside --dir");
 }
 
-TEST_CASE("server files: a FIFO as dump.snap or as a log file is refused at startup within a second",
+TEST_CASE("server files: a FIFO as dump.rdb or as a log file is refused at startup within a second",
           "[server][files]") {
-  SECTION("dump.snap") {
+  SECTION("dump.rdb") {
     TempDir dir("expiring-files");
-    REQUIRE(::mkfifo(dir.file("dump.snap").c_str(), 0644) == 0);
+    REQUIRE(::mkfifo(dir.file("dump.rdb").c_str(), 0644) == 0);
     const Start s = start_server({"--port", "0", "--dir", dir.path}, 3000);
     INFO(s.output);
     REQUIRE(s.exited);  // the old server blocked in open(), SIGTERM blocked
     CHECK(s.code != 0);
     CHECK(s.seconds < 1.0);
-    CHECK(has(s.output, "dump.snap"));
+    CHECK(has(s.output, "dump.rdb"));
     CHECK(has(s.output, "not a regular file"));
   }
   SECTION("a log file") {
