@@ -58,7 +58,9 @@ using expiring::redis::RequestParser;
 Server::Server(const Config& cfg)
     : cfg_(cfg),
       store_(expiring::SystemClock{}, cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{}),
-      exec_(store_, command_options(cfg)) {}
+      exec_(store_, command_options(cfg)) {
+  new_replid();
+}
 
 Server::~Server() {
   for (auto& kv : clients_) ::close(kv.first);
@@ -482,22 +484,20 @@ void Server::process(Client& c) {
     // Redis's used_memory counts client buffers: the limit check of this command sees them.
     store_.set_external_memory(client_bytes_);
     const std::size_t before = c.out.size();
-    const std::size_t allocated_before = c.out.allocated();
     c.out.set_limit(static_cast<std::size_t>(normal_limit().hard));  // a huge reply stops at it
     const bool was_authenticated = c.session.authenticated;
-    if (replica_ && c.session.authenticated && exec_.is_write(c.argv)) {
+    if (c.session.authenticated && replication_command(c)) {
+      // (SYNC, PSYNC, REPLCONF: replied to, or not, by replication.cpp)
+    } else if (replicas_.count(c.fd) != 0) {
+      // A replica's connection carries the stream one way: Redis neither runs nor answers
+      // what a replica sends but REPLCONF.
+    } else if (replica_ && c.session.authenticated && exec_.is_write(c.argv)) {
       Reply::error("READONLY You can't write against a read only replica.").write_resp(c.out);
     } else {
       exec_.execute_into(c.argv, c.session, c.out);
     }
     // AUTH lifts the bounds of an unauthenticated client from its next request on.
     if (c.session.authenticated != was_authenticated) c.parser.set_limits(parser_limits(c));
-    if (new_replica_ == c.session.id) {  // SYNC: this connection now receives the stream
-      new_replica_ = 0;
-      replicas_.insert(c.fd);
-      c.sync_unsent = c.out.size() - before;
-      c.sync_allocated = c.out.allocated() - allocated_before;
-    }
     c.argv.clear();
     if (c.argv.capacity() > kKeepArgs) std::vector<std::string>().swap(c.argv);  // a huge command's slots
     c.argv_bytes = 0;
@@ -613,23 +613,59 @@ void Server::info(std::string_view section, std::string& out) {
       line("aof_last_write_status", "ok");
     }
   } else if (section == "replication") {
+    // Redis's fields and names (a replica's offsets are its primary's; its own stream, to
+    // replicas of its own, has this server's replication ID).
     line("role", replica_ ? "slave" : "master");
     if (replica_) {
       line("master_host", link_.host);
       line("master_port", std::to_string(link_.port));
       const bool connected = link_.state == Link::connected;
-      line("master_link_status", connected && !link_.reader->syncing() ? "up" : "down");
+      const bool up = connected && !link_.reader->syncing();
+      line("master_link_status", up ? "up" : "down");
+      line("master_last_io_seconds_ago", connected ? std::to_string((steady_ms() - link_.last_io_ms) / 1000) : "-1");
       line("master_sync_in_progress", connected && link_.reader->syncing() ? "1" : "0");
+      const std::int64_t off = up ? link_.reader->offset() : link_.offset;
+      line("slave_read_repl_offset", std::to_string(off));
+      line("slave_repl_offset", std::to_string(off));
       line("master_syncs", std::to_string(link_.syncs));
+      line("master_partial_syncs", std::to_string(link_.partial_syncs));
       line("master_link_timeouts", std::to_string(link_.timeouts));
+      if (up) {
+        const auto& a = link_.reader->applier();
+        line("master_stream_applied", std::to_string(a.applied()));
+        line("master_stream_skipped", std::to_string(a.skipped()));
+        line("master_stream_refused", std::to_string(a.refused()));
+      }
     }
     line("connected_slaves", std::to_string(replicas_.size()));
+    std::size_t n = 0;
+    for (int fd : replicas_) {
+      const auto it = clients_.find(fd);
+      if (it == clients_.end()) continue;
+      const Client& r = *it->second;
+      line(("slave" + std::to_string(n++)).c_str(), "ip=127.0.0.1,port=" + std::to_string(r.replica_port) +
+                                              ",state=" + (r.sync_unsent != 0 ? "wait_bgsave" : "online") +
+                                              ",offset=" + std::to_string(r.ack_offset) + ",lag=" +
+                                              std::to_string(r.ack_ms == 0 ? 0 : (steady_ms() - r.ack_ms) / 1000));
+    }
+    line("master_replid", replica_ && link_.state == Link::connected && !link_.reader->syncing() ? link_.reader->replid()
+                                                                                                 : replid_);
+    line("master_repl_offset", std::to_string(replica_ && link_.state == Link::connected && !link_.reader->syncing()
+                                                   ? link_.reader->offset()
+                                                   : master_offset_));
+    line("repl_backlog_active", "1");
+    line("repl_backlog_size", std::to_string(exec_.options().repl_backlog_size));
+    line("repl_backlog_first_byte_offset", std::to_string(backlog_first_));
+    line("repl_backlog_histlen", std::to_string(backlog_.size()));
   } else if (section == "stats") {
     line("total_connections_received", std::to_string(total_connections_));
     line("total_commands_processed", std::to_string(exec_.commands_processed()));
     line("total_net_input_bytes", std::to_string(net_in_));
     line("total_net_output_bytes", std::to_string(net_out_));
     line("rejected_connections", std::to_string(rejected_connections_));
+    line("sync_full", std::to_string(sync_full_));
+    line("sync_partial_ok", std::to_string(sync_partial_ok_));
+    line("sync_partial_err", std::to_string(sync_partial_err_));
     // Redis 7.2's names; Redis 7.0.15 prints neither.
     line("client_query_buffer_limit_disconnections", std::to_string(query_limit_disconnections_));
     line("client_output_buffer_limit_disconnections", std::to_string(output_limit_disconnections_));

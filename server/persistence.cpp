@@ -14,8 +14,8 @@
 //     starts the log's rewrite, which the loop advances one bounded step per iteration
 //     (append_log.hpp). INFO persistence reports them.
 //   * One change feed serves the log, the replicas' stream and the change counter.
-//   * SYNC (a replica's full sync) and REPLICAOF are added here with the other commands that
-//     need files, processes or sockets; replication.cpp carries them out.
+//   * REPLICAOF is added here with the other commands that need files, processes or sockets;
+//     replication.cpp carries it out, and answers SYNC, PSYNC and REPLCONF.
 #include "server.hpp"
 
 #include <sys/stat.h>
@@ -122,7 +122,14 @@ bool Server::load_data() {
 void Server::on_change(const expiring::redis::ValueChange& c) {
   if (c.op != expiring::ChangeOp::multi && c.op != expiring::ChangeOp::exec) ++dirty_;
   if (aof_) aof_->on_change(c);
-  if (!replicas_.empty()) expiring::redis::write_change(c, repl_buf_);
+  if (!replicas_.empty()) {
+    static const char kSelect0[] = "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n";
+    if (select_needed_) add_to_stream(kSelect0, sizeof kSelect0 - 1);  // after a full sync, as Redis
+    select_needed_ = false;
+    record_.clear();
+    expiring::redis::write_change(c, record_);
+    add_to_stream(record_.data(), record_.size());
+  }
 }
 
 // beforeSleep: the stream to the replicas, a step of a log rewrite, a finished BGSAVE.
@@ -206,15 +213,7 @@ void Server::add_persistence_commands() {
   };
   exec_.add_command("replicaof", 3, "admin", replicaof);
   exec_.add_command("slaveof", 3, "admin", replicaof);
-  // A replica's full sync: the snapshot of this moment, then the stream.
-  exec_.add_command("sync", 1, "admin", [this](const Args&, Session& s) {
-    propagate_to_replicas();  // what the others have not been sent yet is in the snapshot
-    std::ostringstream os;
-    const auto r = expiring::save(store_, os);
-    if (!r.ok()) return Reply::error("ERR " + r.error().message);
-    new_replica_ = s.id;
-    return Reply::bulk(os.str());
-  });
+  // SYNC, PSYNC and REPLCONF: replication.cpp (Server::replication_command).
 }
 
 

@@ -1,15 +1,28 @@
-// server/replication.cpp: the server's replication (server.hpp has the design).
+// server/replication.cpp: the server's replication (server.hpp has the design), in Redis's
+// protocol, so that either side may be a redis-server.
 //
-// REPLICAOF HOST PORT makes this server a replica of another expiring-server: it connects,
-// sends SYNC, loads the snapshot the primary answers with (stale keys kept), then applies the
-// primary's command stream (expiring/redis/replication.hpp) and never expires a key on its own
-// (Options::replica). Clients' writes get -READONLY. When the link drops it reconnects every
-// second, with a full sync each time. REPLICAOF NO ONE stops it. A primary answers SYNC with a
-// snapshot taken at that moment (a stall of the loop proportional to the data; Redis forks for
-// it) and streams every change to each replica, with a PING every repl-ping-replica-period
-// (10 s) while idle. INFO replication.
+// Primary. A replica connects as a client and sends REPLCONF listening-port, REPLCONF capa
+// (both +OK), then PSYNC <replid> <offset>. When the replication ID is this server's and the
+// backlog (the stream's last repl-backlog-size bytes) still holds that offset, it answers
+// +CONTINUE <replid> and the bytes after it; otherwise +FULLRESYNC <replid> <offset> and the
+// RDB of this moment as `$<length>\r\n<bytes>`, no CRLF after it (written by the loop, a stall
+// proportional to the data; Redis forks for it). SYNC (an old replica, redis-cli --rdb) gets
+// the RDB alone. From then on the connection carries the stream one way: the store's change
+// feed as Redis 7 propagates it (redis/replication.hpp: every TTL absolute, expiries as DEL),
+// a SELECT 0 before the first record after a full sync, and a PING every
+// repl-ping-replica-period; what the replica sends is not answered, and its REPLCONF ACK
+// <offset> is kept for INFO. Every byte streamed counts in master_repl_offset.
 //
-// The link trusts nothing its primary sends (ReplicaLink): the snapshot is bounded by
+// Replica. REPLICAOF HOST PORT makes this server a replica of a redis-server or another
+// expiring-server: ReplicaLink (redis/replication.hpp) does Redis's handshake, loads the RDB
+// (stale keys kept) and applies the stream as a Redis replica does (apply_stream.hpp); the
+// server never expires a key on its own (Options::replica), and clients' writes get -READONLY.
+// It sends REPLCONF ACK <offset> once a second. When the link drops it reconnects every second
+// and asks to continue from the offset it reached (PSYNC <replid> <offset + 1>); the primary
+// answers +CONTINUE, or a full sync. REPLICAOF NO ONE stops it, and the server takes a new
+// replication ID (its replicas then sync in full). INFO replication.
+//
+// The link trusts nothing its primary sends (ReplicaLink): the RDB is bounded by
 // proto-max-bulk-len, the stream and an open MULTI by client-query-buffer-limit, framing is
 // strict, and its buffers count in used_memory. At most 128 KB are read from the link per turn
 // of the loop, so clients are served while a primary floods it. A link that brings no data for
@@ -25,12 +38,130 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <random>
 #include <cstdio>
 #include <cstring>
+
+#include <expiring/rdb.hpp>
 
 namespace expiring::server {
 
 // ---- Replication (redis/replication.hpp) ----
+
+// ---- The primary's side ----
+
+// A replication ID: 40 hexadecimal digits, new at start and when a replica becomes a primary.
+void Server::new_replid() {
+  std::random_device rd;
+  std::mt19937_64 gen((std::uint64_t{rd()} << 32) ^ rd() ^ static_cast<std::uint64_t>(steady_ms()));
+  static const char kHex[] = "0123456789abcdef";
+  replid_.clear();
+  for (int i = 0; i < 40; ++i) replid_.push_back(kHex[gen() & 15]);
+  master_offset_ = 0;
+  backlog_.clear();
+  backlog_first_ = 1;
+}
+
+// Bytes of the stream: to the replicas' buffer, the offset and the backlog.
+void Server::add_to_stream(const char* data, std::size_t n) {
+  repl_buf_.append(data, n);
+  master_offset_ += static_cast<std::int64_t>(n);
+  backlog_.append(data, n);
+  const std::size_t keep = std::max<std::size_t>(exec_.options().repl_backlog_size, 1);
+  if (backlog_.size() > 2 * keep) {  // trimmed in steps, so each byte moves O(1) times
+    const std::size_t drop = backlog_.size() - keep;
+    backlog_.erase(0, drop);
+    backlog_first_ += static_cast<std::int64_t>(drop);
+  }
+}
+
+bool Server::replication_command(Client& c) {
+  using expiring::redis::detail::iequals;
+  const std::vector<std::string>& a = c.argv;
+  if (iequals(a[0], "replconf")) {
+    if (a.size() % 2 == 0) {
+      Reply::error("ERR wrong number of arguments for 'replconf' command").write_resp(c.out);
+      return true;
+    }
+    for (std::size_t i = 1; i + 1 < a.size(); i += 2) {
+      std::int64_t v = 0;
+      if (iequals(a[i], "ack")) {  // a replica's acknowledgement: never answered
+        if (expiring::redis::parse_int64(a[i + 1], v)) {
+          c.ack_offset = v;
+          c.ack_ms = steady_ms();
+        }
+        return true;
+      }
+      if (iequals(a[i], "getack")) return true;
+      if (iequals(a[i], "listening-port")) {
+        if (!expiring::redis::parse_int64(a[i + 1], v) || v < 0 || v > 65535) {
+          Reply::error("ERR value is not an integer or out of range").write_resp(c.out);
+          return true;
+        }
+        c.replica_port = static_cast<int>(v);
+      }
+      // capa eof / psync2, ip-address, rdb-only ...: taken as given.
+    }
+    if (replicas_.count(c.fd) == 0) Reply::ok().write_resp(c.out);
+    return true;
+  }
+  const bool psync = iequals(a[0], "psync");
+  if (!psync && !iequals(a[0], "sync")) return false;
+  if (replicas_.count(c.fd) != 0) return true;  // already one
+  if (replica_ && !(link_.state == Link::connected && !link_.reader->syncing())) {
+    Reply::error("NOMASTERLINK Can't SYNC while not connected with my master").write_resp(c.out);
+    return true;
+  }
+  if (psync && a.size() != 3) {
+    Reply::error("ERR wrong number of arguments for 'psync' command").write_resp(c.out);
+    return true;
+  }
+  std::int64_t from = 0;
+  if (psync && a[1] == replid_ && expiring::redis::parse_int64(a[2], from) && from >= backlog_first_ &&
+      from <= master_offset_ + 1) {
+    // Continue: the backlog holds every byte the replica has not seen.
+    propagate_to_replicas();
+    const std::string line = "+CONTINUE " + replid_ + "\r\n";
+    c.out.append(line.data(), line.size());
+    const auto skip = static_cast<std::size_t>(from - backlog_first_);
+    c.out.append(backlog_.data() + skip, backlog_.size() - skip);
+    replicas_.insert(c.fd);
+    ++sync_partial_ok_;
+    std::fprintf(stderr, "expiring-server: replica %d continues from offset %lld\n", c.replica_port,
+                 static_cast<long long>(from));
+    return true;
+  }
+  if (psync && a[1] != "?") ++sync_partial_err_;  // it asked to continue and cannot
+  attach_replica(c, psync ? 0 : -1);
+  return true;
+}
+
+// A full sync: the RDB of this moment, then the stream from the offset it stands for.
+void Server::attach_replica(Client& c, std::int64_t psync) {
+  propagate_to_replicas();  // what the others have not been sent yet is in the RDB
+  std::string rdb;
+  const auto r = expiring::save_rdb(store_, rdb);
+  if (!r.ok()) {
+    Reply::error("ERR " + r.error().message).write_resp(c.out);
+    return;
+  }
+  const std::size_t before = c.out.size();
+  const std::size_t allocated_before = c.out.allocated();
+  if (psync == 0) {
+    const std::string line = "+FULLRESYNC " + replid_ + " " + std::to_string(master_offset_) + "\r\n";
+    c.out.append(line.data(), line.size());
+  }
+  const std::string header = "$" + std::to_string(rdb.size()) + "\r\n";
+  c.out.append(header.data(), header.size());
+  c.out.append(rdb.data(), rdb.size());  // no CRLF after it, as Redis sends it
+  c.sync_unsent = c.out.size() - before;
+  c.sync_allocated = c.out.allocated() - allocated_before;
+  replicas_.insert(c.fd);
+  select_needed_ = true;
+  ++sync_full_;
+  std::fprintf(stderr, "expiring-server: full sync of %llu keys (%zu bytes) to replica %d at offset %lld\n",
+               static_cast<unsigned long long>(r->keys), rdb.size(), c.replica_port, static_cast<long long>(master_offset_));
+}
 
 void Server::propagate_to_replicas() {
   if (repl_buf_.empty()) return;
@@ -50,6 +181,10 @@ void Server::propagate_to_replicas() {
 }
 
 void Server::start_replication(const std::string& host, int port) {
+  if (host != link_.host || port != link_.port) {  // another primary: nothing to continue
+    link_.replid = "?";
+    link_.offset = -1;
+  }
   stop_link();
   replica_ = true;
   store_.set_replica(true);
@@ -61,15 +196,22 @@ void Server::stop_replication() {
   stop_link();
   replica_ = false;
   store_.set_replica(false);
+  new_replid();  // a new history: replicas of this server sync in full
 }
 void Server::stop_link() {
   if (link_.fd >= 0) {
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, link_.fd, nullptr);
     ::close(link_.fd);
   }
+  // What the link reached, for the next PSYNC.
+  if (link_.reader && link_.reader->state() == expiring::redis::ReplicaLink<Store>::State::streaming) {
+    link_.replid = link_.reader->replid();
+    link_.offset = link_.reader->offset();
+  }
   link_.fd = -1;
   link_.state = Link::idle;
   link_.reader.reset();
+  link_.out.clear();
   account_link();
 }
 // The link's buffers are a client's buffers: they count in used_memory.
@@ -112,9 +254,31 @@ void Server::connect_link() {
   link_.last_io_ms = steady_ms();
   add_fd(link_.fd, EPOLLOUT);
 }
+// Sends what the link has to say (the handshake's commands, ACKs); what the socket does not
+// take now waits for EPOLLOUT.
+void Server::flush_link() {
+  if (link_.state != Link::connected) return;
+  link_.out += link_.reader->outbox();
+  link_.reader->outbox().clear();
+  while (!link_.out.empty()) {
+    const ssize_t n = ::send(link_.fd, link_.out.data(), link_.out.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0) {
+      link_failed(std::string("cannot write to the primary: ") + std::strerror(errno));
+      return;
+    }
+    link_.out.erase(0, static_cast<std::size_t>(n));
+  }
+  epoll_event e{};
+  e.events = EPOLLIN | (link_.out.empty() ? 0u : static_cast<std::uint32_t>(EPOLLOUT));
+  e.data.fd = link_.fd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, link_.fd, &e);
+}
 // serverCron: a replica without its link tries again once a second; one whose primary has
 // sent nothing for repl-timeout (while connecting, syncing or streaming: the primary PINGs
-// an idle link) gives it up. A primary PINGs its replicas every repl-ping-replica-period.
+// an idle link) gives it up; one that streams acknowledges its offset once a second. A
+// primary PINGs its replicas every repl-ping-replica-period.
 void Server::replication_cron() {
   const std::int64_t now = steady_ms();
   if (replica_ && link_.state == Link::idle && now >= link_.retry_at_ms) connect_link();
@@ -122,14 +286,19 @@ void Server::replication_cron() {
     ++link_.timeouts;
     const bool syncing = link_.state == Link::connected && link_.reader->syncing();
     link_failed(std::string(link_.state == Link::connecting ? "no connection"
-                            : syncing                       ? "timeout receiving the snapshot"
+                            : syncing                       ? "timeout receiving the RDB"
                                                             : "timeout: no data nor PING") +
                 " within repl-timeout (" + std::to_string(exec_.options().repl_timeout) + " s)");
+  }
+  if (link_.state == Link::connected && now - link_.last_ack_ms >= 1000) {
+    link_.last_ack_ms = now;
+    link_.reader->ack();
+    flush_link();
   }
   if (!replicas_.empty() && now - last_replica_ping_ms_ >= exec_.options().repl_ping_replica_period * 1000) {
     last_replica_ping_ms_ = now;
     static const char kPing[] = "*1\r\n$4\r\nPING\r\n";
-    repl_buf_.append(kPing, sizeof kPing - 1);
+    add_to_stream(kPing, sizeof kPing - 1);
     propagate_to_replicas();
   }
 }
@@ -142,20 +311,22 @@ void Server::link_event(std::uint32_t ev) {
       link_failed(err != 0 ? std::strerror(err) : "connection failed");
       return;
     }
-    static const char kSync[] = "*1\r\n$4\r\nSYNC\r\n";
-    if (::send(link_.fd, kSync, sizeof kSync - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof kSync - 1)) {
-      link_failed("cannot send SYNC");
-      return;
-    }
     link_.state = Link::connected;
-    link_.reader = std::make_unique<expiring::redis::ReplicaLink<Store>>(store_, link_limits());
+    expiring::redis::LinkStart start;
+    start.listening_port = port_;
+    start.replid = link_.replid;
+    start.offset = link_.offset;
+    link_.reader = std::make_unique<expiring::redis::ReplicaLink<Store>>(store_, link_limits(), start);
     link_.last_io_ms = steady_ms();
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.fd = link_.fd;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, link_.fd, &e);
+    link_.last_ack_ms = link_.last_io_ms;
+    flush_link();
     return;
   }
+  if ((ev & EPOLLOUT) != 0) {
+    flush_link();
+    if (link_.state != Link::connected) return;
+  }
+  if ((ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) == 0) return;
   // At most kLinkReadBudget bytes per event (level-triggered: the rest is read on the next
   // turn of the loop, after the clients), each chunk applied before the next is read.
   link_.reader->set_limits(link_limits());  // CONFIG SET may have changed them
@@ -177,10 +348,18 @@ void Server::link_event(std::uint32_t ev) {
       return;
     }
     if (was_syncing && !link_.reader->syncing()) {
-      ++link_.syncs;
-      std::fprintf(stderr, "expiring-server: synced %llu keys from %s:%d\n",
-                   static_cast<unsigned long long>(link_.reader->synced().keys), link_.host.c_str(), link_.port);
+      if (link_.reader->continued()) {
+        ++link_.partial_syncs;
+        std::fprintf(stderr, "expiring-server: continuing the stream of %s:%d from offset %lld\n", link_.host.c_str(),
+                     link_.port, static_cast<long long>(link_.reader->offset()));
+      } else {
+        ++link_.syncs;
+        std::fprintf(stderr, "expiring-server: synced %llu keys from %s:%d\n",
+                     static_cast<unsigned long long>(link_.reader->synced().keys), link_.host.c_str(), link_.port);
+      }
     }
+    flush_link();
+    if (link_.state != Link::connected) return;
   }
 }
 

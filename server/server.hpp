@@ -80,11 +80,15 @@ struct Client {
   bool closing = false;            // over a buffer limit: output dropped, closed before the next wait
   bool want_write = false;         // EPOLLOUT registered
   bool reading = true;             // EPOLLIN registered
-  // A SYNC reply is not counted against the replica's output limit (Redis sends its RDB from
+  // A full sync's RDB is not counted against the replica's output limit (Redis sends it from
   // a file, outside the replica's output buffer; the limit is for the stream): its unsent
   // bytes, and what its blocks hold allocated until they are all sent.
   std::size_t sync_unsent = 0;
   std::size_t sync_allocated = 0;
+  // A replica's REPLCONF listening-port, and its last REPLCONF ACK (offset, when).
+  int replica_port = 0;
+  std::int64_t ack_offset = 0;
+  std::int64_t ack_ms = 0;
 };
 
 class Server {
@@ -149,6 +153,12 @@ class Server {
   void add_persistence_commands();
 
   // ---- replication.cpp ----
+  // SYNC, PSYNC and REPLCONF, which write raw replies (an RDB) or none (a replica's ACK):
+  // true when `c.argv` was one of them and is done.
+  bool replication_command(Client& c);
+  void attach_replica(Client& c, std::int64_t from);
+  void add_to_stream(const char* data, std::size_t n);
+  void new_replid();
   void propagate_to_replicas();
   void start_replication(const std::string& host, int port);
   void stop_replication();
@@ -159,6 +169,7 @@ class Server {
   void connect_link();
   void replication_cron();
   void link_event(std::uint32_t ev);
+  void flush_link();
 
   Config cfg_;
   Store store_;
@@ -182,10 +193,18 @@ class Server {
   std::int64_t lastsave_s_ = 0;
   bool last_bgsave_ok_ = true, last_rewrite_ok_ = true;
   pid_t bgsave_pid_ = -1;
-  // Replication, primary side: connections that sent SYNC, and the stream not yet copied to them.
+  // Replication, primary side: connections that sent SYNC or PSYNC, and the stream not yet
+  // copied to them; the stream's offset (Redis's master_repl_offset: every byte ever
+  // streamed) under this replication ID, and the backlog, its last repl-backlog-size bytes.
   std::unordered_set<int> replicas_;
   std::string repl_buf_;
-  std::uint64_t new_replica_ = 0;  // the session id of a SYNC being answered
+  std::string record_;  // one record of the stream, being encoded
+  std::string replid_;
+  std::int64_t master_offset_ = 0;
+  std::string backlog_;
+  std::int64_t backlog_first_ = 1;  // the offset of backlog_[0]
+  bool select_needed_ = false;      // a full sync since the last record: SELECT first
+  std::uint64_t sync_full_ = 0, sync_partial_ok_ = 0, sync_partial_err_ = 0;
   // Replica side.
   bool replica_ = false;
   struct Link {
@@ -200,6 +219,11 @@ class Server {
     std::int64_t retry_at_ms = 0;
     std::uint64_t syncs = 0;
     std::uint64_t timeouts = 0;
+    std::uint64_t partial_syncs = 0;
+    std::string out;                  // the link's commands not yet sent
+    std::string replid = "?";         // what the last link reached, for PSYNC
+    std::int64_t offset = -1;
+    std::int64_t last_ack_ms = 0;
   } link_;
   std::int64_t last_replica_ping_ms_ = 0;
 };

@@ -1008,6 +1008,18 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
     return (e == nullptr || e->is_stale(now)) ? nullptr : &e->value;
   }
+  // The stored value, stale or not, as fn(const V& value, std::optional<std::int64_t>
+  // deadline) (nullopt: no TTL); false, fn not called, when no entry is stored. What a replica
+  // reads to apply its primary's command, which sees every key the primary has not deleted
+  // (redis/apply_stream.hpp). Quiet, as peek(); fn must not call the store.
+  template <class KK, class F>
+  bool peek_stored(const KK& key, F&& fn) const {
+    const auto& lk = lookup_key(key);
+    const entry_type* e = ks_.find_entry(lk, ks_.hash_of(lk));
+    if (e == nullptr) return false;
+    std::forward<F>(fn)(static_cast<const V&>(e->value), deadline_of(*e));
+    return true;
+  }
   // The key hash (with its key, for a keyed hash: keep it secret).
   const Hash& hash_function() const noexcept { return ks_.hasher(); }
   // now_ms(): the clock's reading, as the store's next operation would see it.

@@ -2,8 +2,10 @@
 // replication link, redis::ReplicaLink (redis/replication.hpp), over a replica-mode store of
 // redis::Value. Clang only.
 //
-// The bytes are what a primary sends after SYNC: the full sync's `$<n>\r\n<snapshot>\r\n`,
-// then the stream of commands. They reach a ReplicaLink with small limits (4 KB bulks, 16 KB
+// The bytes are what a primary sends: the answers to the handshake (+PONG, +OK, +OK), then to
+// PSYNC (+FULLRESYNC <replid> <offset>), the RDB as `$<n>\r\n<rdb>` or between EOF marks,
+// then the stream of commands in Redis's vocabulary (string, hash and keyspace commands, and
+// others the replica skips). They reach a ReplicaLink with small limits (4 KB bulks, 16 KB
 // of buffer), fed in reads of a size taken from the first byte, until it fails (the server
 // would drop the link) or the input ends. Properties:
 //   * what it holds (buffered_bytes()) never exceeds twice its limits plus one read;
@@ -20,10 +22,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include "expiring/redis/replication.hpp"
+#include "expiring/rdb.hpp"
 #include "expiring/snapshot.hpp"
 #include "fuzz_support.hpp"
 
@@ -45,7 +49,7 @@ void replica_link(const std::uint8_t* data, std::size_t size, fuzz::ValueStore& 
     const bool ok = link.feed(bytes + off, n);
     off += n;
     FUZZ_CHECK(s.check_invariants(), "invariants after a read");
-    FUZZ_CHECK(link.buffered_bytes() <= 2 * (lim.max_bulk + 2 + lim.max_buffer) + step,
+    FUZZ_CHECK(link.buffered_bytes() <= 2 * (lim.max_bulk + 64 + lim.max_buffer) + 64 * 1024 + step,
                "the link holds more than twice its limits");
     if (!ok) {
       FUZZ_CHECK(!link.error().empty(), "a failed link says why");
@@ -56,13 +60,13 @@ void replica_link(const std::uint8_t* data, std::size_t size, fuzz::ValueStore& 
 }
 
 std::vector<std::string> seeds() {
-  // What a primary sends: the full sync's snapshot of its content then, and its feed after
-  // that, as write_change() puts it on the wire.
+  // What a primary sends: the full sync's RDB of its content then, and its feed after that,
+  // as write_change() puts it on the wire, then commands of Redis's vocabulary.
   expiring::ManualClock clock{kNow};
   fuzz::ValueStore s{clock};
   fuzz::populate(s, kNow);
-  std::ostringstream snap;
-  (void)expiring::save(s, snap);
+  std::string rdb;
+  (void)expiring::save_rdb(s, rdb);
   std::string stream;
   s.set_change_feed([&](const fuzz::ValueStore::change_type& c) { expiring::redis::write_change(c, stream); });
   (void)s.set("a", expiring::redis::Value(std::string("1")), expiring::KeepTtl{});
@@ -75,9 +79,27 @@ std::vector<std::string> seeds() {
   (void)s.tick();  // the field of h that expired travels as the whole hash
   s.clear();       // FLUSHALL
   s.set_change_feed(nullptr);
-  const std::string whole = "$" + std::to_string(snap.str().size()) + "\r\n" + snap.str() + "\r\n" + stream;
+  const auto cmd = [&](std::initializer_list<std::string_view> args) {
+    expiring::redis::Reply::write_array_header(stream, args.size());
+    for (std::string_view a : args) expiring::redis::Reply::write_bulk(stream, a);
+  };
+  cmd({"SELECT", "0"});
+  cmd({"INCR", "n"});
+  cmd({"APPEND", "n", "7"});
+  cmd({"HSET", "h2", "f", "1", "g", "2"});
+  cmd({"HINCRBY", "h2", "f", "5"});
+  cmd({"HPEXPIREAT", "h2", "1700000009000", "FIELDS", "1", "g"});
+  cmd({"HPERSIST", "h2", "FIELDS", "1", "g"});
+  cmd({"HDEL", "h2", "f"});
+  cmd({"SETRANGE", "n", "3", "xyz"});
+  cmd({"REPLCONF", "GETACK", "*"});
+  cmd({"LPUSH", "list", "x"});
+  const std::string hello = "+PONG\r\n+OK\r\n+OK\r\n+FULLRESYNC " + std::string(40, 'a') + " 0\r\n";
+  const std::string sized = hello + "$" + std::to_string(rdb.size()) + "\r\n" + rdb + stream;
+  const std::string mark(40, 'z');
+  const std::string marked = hello + "\n$EOF:" + mark + "\r\n" + rdb + mark + stream;
   // The first byte picks the read size: one seed read a byte at a time, one in large reads.
-  return {std::string(1, '\0') + whole, std::string(1, '\x7f') + whole};
+  return {std::string(1, '\0') + sized, std::string(1, '\x7f') + sized, std::string(1, '\x05') + marked};
 }
 
 }  // namespace

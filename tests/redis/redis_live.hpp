@@ -419,7 +419,7 @@ class Conn {
 // `dump_rdb`, when given, is written to its directory as dump.rdb first, for it to load.
 class RedisServer {
  public:
-  explicit RedisServer(const std::string& binary, const std::string& dump_rdb = {}) {
+  explicit RedisServer(const std::string& binary, const std::string& dump_rdb = {}) : binary_(binary) {
     for (int attempt = 0; attempt < 5; ++attempt) {
       port_ = free_port();
       dir_ = "/tmp/expiring-redis-" + std::to_string(::getpid()) + "-" + std::to_string(port_);
@@ -431,21 +431,15 @@ class RedisServer {
         const bool ok = std::fwrite(dump_rdb.data(), 1, dump_rdb.size(), f) == dump_rdb.size();
         if (std::fclose(f) != 0 || !ok) throw std::runtime_error("cannot write " + path);
       }
-      proc_ = std::make_unique<Process>(
-          Argv{binary, "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-               "--dir", dir_, "--daemonize", "no", "--enable-debug-command", "local", "--logfile", ""},
-          false);
-      for (int i = 0; i < 500 && proc_->running(); ++i) {
-        const int fd = connect_loopback(port_, 1000);
-        if (fd >= 0) {
-          ::close(fd);
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      proc_.reset();
+      if (start()) return;
     }
     throw std::runtime_error("redis-server did not start");
+  }
+  // Stops it (SIGTERM: nothing is saved, --save is off; a SAVE before leaves dump.rdb) and
+  // starts it again on the same port and directory, where it loads dump.rdb.
+  void restart() {
+    proc_.reset();
+    if (!start()) throw std::runtime_error("redis-server did not start again");
   }
   ~RedisServer() {
     proc_.reset();
@@ -457,6 +451,24 @@ class RedisServer {
   const std::string& dir() const noexcept { return dir_; }
 
  private:
+  bool start() {
+    proc_ = std::make_unique<Process>(
+        Argv{binary_, "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", dir_, "--daemonize", "no", "--enable-debug-command", "local", "--logfile", ""},
+        false);
+    for (int i = 0; i < 500 && proc_->running(); ++i) {
+      const int fd = connect_loopback(port_, 1000);
+      if (fd >= 0) {
+        ::close(fd);
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    proc_.reset();
+    return false;
+  }
+
+  std::string binary_;
   int port_ = 0;
   std::string dir_;
   std::unique_ptr<Process> proc_;

@@ -1,6 +1,7 @@
 // tests/redis/test_redis_replication.cpp: the change feed of the command layer as RESP
-// commands (include/expiring/redis/replication.hpp), and a replica that parses them back and
-// applies them. The live test of two servers is in test_redis_replica_live.cpp.
+// commands (include/expiring/redis/replication.hpp), and a replica that applies them with
+// StreamApplier (apply_stream.hpp). The live tests against redis-server are in
+// test_redis_replication_live.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -85,7 +86,7 @@ TEST_CASE("replication stream: the commands Redis 7 propagates, in absolute time
                           "SET s w", "EXEC", "DEL j", "FLUSHALL"});
 }
 
-TEST_CASE("replication stream: hashes travel whole as RESTORE, and parse back", "[redis][replication]") {
+TEST_CASE("replication stream: hashes travel whole as RESTORE with a DUMP payload, and apply back", "[redis][replication]") {
   ManualClock clock{kT0};
   ValueStore<ManualClock&> store{clock};
   CommandExecutor<ManualClock&> ex{store};
@@ -98,28 +99,40 @@ TEST_CASE("replication stream: hashes travel whole as RESTORE, and parse back", 
   REQUIRE(lines.size() == 3);
   CHECK(lines[0].rfind("RESTORE h 0 ", 0) == 0);
   CHECK(lines[2] == "PEXPIREAT h 1009000");
+  // The payload is Redis's DUMP format: restore() reads it.
   RequestParser p;
   p.feed(w.bytes.data(), w.bytes.size());
   Strs argv;
   REQUIRE(p.next(argv) == RequestParser::Status::command);
   REQUIRE(p.next(argv) == RequestParser::Status::command);
-  const auto r = expiring::redis::parse_change(argv);
-  REQUIRE(r.has_value());
-  CHECK(r->op == ChangeOp::set);
-  REQUIRE(r->value->hash() != nullptr);
-  CHECK(r->value->hash()->size() == 2);
-  // Malformed commands are not records.
-  CHECK_FALSE(expiring::redis::parse_change({"SET", "k"}).has_value());
-  CHECK_FALSE(expiring::redis::parse_change({"SET", "k", "v", "PXAT", "x"}).has_value());
-  CHECK_FALSE(expiring::redis::parse_change({"RESTORE", "k", "0", "garbage", "REPLACE"}).has_value());
-  CHECK_FALSE(expiring::redis::parse_change({"RESTORE", "k", "5", "garbage", "REPLACE"}).has_value());
-  CHECK_FALSE(expiring::redis::parse_change({"GET", "k"}).has_value());
-  CHECK(expiring::redis::parse_change({"pexpireat", "k", "-9223372036854775808"})->at_ms == INT64_MIN);
+  ValueStore<ManualClock&> other{clock};
+  REQUIRE(expiring::restore(other, "h", argv[3], {}).ok());
+  REQUIRE(other.peek("h")->hash() != nullptr);
+  CHECK(other.peek("h")->hash()->size() == 2);
+  CHECK(other.peek("h")->hash()->volatile_count() == 1);
+  // A replica applies it; what it cannot read is refused and counted, the stream goes on.
+  expiring::Options ro;
+  ro.replica = true;
+  ValueStore<ManualClock&> replica{clock, ro};
+  expiring::redis::StreamApplier<ValueStore<ManualClock&>> apply(replica);
+  using O = expiring::redis::StreamOutcome;
+  CHECK(apply.apply(argv) == O::applied);
+  CHECK(replica.peek("h")->hash()->size() == 2);
+  CHECK(apply.apply({"SET", "k", "v", "PXAT", "x"}) == O::refused);
+  CHECK(apply.apply({"RESTORE", "k", "0", "garbage", "REPLACE"}) == O::refused);
+  CHECK(apply.apply({"GET", "k"}) == O::skipped);
+  CHECK(apply.apply({"pexpireat", "h", "-9223372036854775808"}) == O::applied);
+  std::optional<std::int64_t> deadline;
+  CHECK(replica.peek_stored("h", [&](const Value&, std::optional<std::int64_t> d) { deadline = d; }));
+  CHECK(deadline == INT64_MIN);  // stored as sent; hidden from reads until the primary's DEL
+  CHECK(replica.pexpiretime("h") == -2);
+  CHECK(apply.refused() == 2);
+  CHECK(apply.skipped() == 1);
 }
 
-// Random commands on a primary; its stream parsed and applied on a replica after each one:
+// Random commands on a primary; its stream applied on a replica after each one:
 // the two store exactly the same keys, values and deadlines, stale entries included.
-TEST_CASE("replication stream: a replica applying the parsed stream stores what the primary stores",
+TEST_CASE("replication stream: a replica applying the stream stores what the primary stores",
           "[redis][replication][model]") {
   ManualClock clock{kT0};
   ValueStore<ManualClock&> primary{clock};
@@ -130,8 +143,7 @@ TEST_CASE("replication stream: a replica applying the parsed stream stores what 
   std::string wire;
   primary.set_change_feed([&](const expiring::redis::ValueChange& c) { expiring::redis::write_change(c, wire); });
   RequestParser parser;
-  std::vector<expiring::redis::ValueRecord> multi;
-  bool in_multi = false;
+  expiring::redis::StreamApplier<ValueStore<ManualClock&>> apply(replica);
   std::mt19937_64 rng(5);
   auto key = [&] { return "k" + std::to_string(rng() % 30); };
   auto num = [&](int n) { return std::to_string(static_cast<int>(rng() % static_cast<unsigned>(n)) - 3); };
@@ -158,25 +170,11 @@ TEST_CASE("replication stream: a replica applying the parsed stream stores what 
     wire.clear();
     Strs argv;
     while (parser.next(argv) == RequestParser::Status::command) {
-      std::optional<expiring::redis::ValueRecord> r = expiring::redis::parse_change(argv);
-      REQUIRE(r.has_value());
-      if (r->op == ChangeOp::multi) {
-        in_multi = true;
-        continue;
-      }
-      if (r->op == ChangeOp::exec) {
-        for (const auto& m : multi) REQUIRE(replica.apply(m.view()).ok());
-        multi.clear();
-        in_multi = false;
-        continue;
-      }
-      if (in_multi) {
-        multi.push_back(std::move(*r));
-      } else {
-        REQUIRE(replica.apply(r->view()).ok());
-      }
+      const auto o = apply.apply(argv);
+      INFO(argv[0]);
+      REQUIRE((o == expiring::redis::StreamOutcome::applied || o == expiring::redis::StreamOutcome::ignored));
     }
-    REQUIRE_FALSE(in_multi);
+    REQUIRE_FALSE(apply.in_multi());
     // A replica drops the stale fields a read finds (D31), so compare only keys the replica
     // has not read: this loop never reads the replica.
     INFO("step " << step);

@@ -7,12 +7,13 @@
 //   * A client that has not authenticated may announce at most 10 arguments of 16 KB.
 //   * Strict framing (the replica's link): CRLF after every length line and bulk, no NUL
 //     in a length line, multibulk only; each is an error at once, not a wait.
-//   * ReplicaLink: a snapshot larger than proto-max-bulk-len is refused on its header; the
+//   * ReplicaLink: an RDB larger than proto-max-bulk-len is refused on its header; the
 //     buffer grows with what arrives, not with what is announced; an endless header line is
-//     refused at 64 KB; bytes after the checksum inside the bulk and anything but CRLF after
-//     it are refused with the store unchanged; a MULTI that never ends is refused past
-//     client-query-buffer-limit; nested MULTI, EXEC without MULTI, unknown commands fail;
-//     PING is accepted; any split of the input gives the same store.
+//     refused at 64 KB; bytes after the checksum inside the bulk are refused with the store
+//     unchanged, and bytes after the RDB that are not a command fail the link; a MULTI that
+//     never ends is refused past client-query-buffer-limit; nested MULTI and EXEC without
+//     MULTI fail; PING is accepted, a command of a type the store does not hold is skipped
+//     and counted; any split of the input gives the same store.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ using expiring::redis::RequestParser;
 using expiring::redis::Value;
 using Store = expiring::redis::ValueStore<ManualClock>;
 using Status = RequestParser::Status;
+using robust::fullresync;
+using robust::handshake_replies;
 using robust::repeat;
 using robust::snapshot_of;
 using robust::sync_reply;
@@ -49,8 +52,11 @@ struct Replica {
   ManualClock clock{1'000'000};
   Store store{clock};
   ReplicaLink<Store> link;
+  // Past the handshake: the link has sent PSYNC and waits for its answer.
   explicit Replica(LinkLimits limits = {}) : link(store, limits) {
     (void)store.set("before", Value(std::string("sync")));
+    REQUIRE(feed(handshake_replies()));
+    REQUIRE(link.outbox().find("PSYNC") != std::string::npos);
   }
   bool feed(const std::string& bytes) { return link.feed(bytes.data(), bytes.size()); }
   bool has(const std::string& key) { return store.peek(key) != nullptr; }
@@ -170,36 +176,38 @@ TEST_CASE("replica link: a full sync, then the stream, in any split of the input
     CHECK_FALSE(r.has("k0"));
     CHECK(r.has("k1"));
     CHECK(r.store.pexpiretime("a") == 5'000'000);
-    CHECK(r.link.applied() == 4);
+    CHECK(r.link.applier().applied() == 4);
     CHECK(r.store.check_invariants());
   }
 }
 
-TEST_CASE("replica link: a snapshot over proto-max-bulk-len is refused on its header", "[link][sync]") {
+TEST_CASE("replica link: an RDB over proto-max-bulk-len is refused on its header", "[link][sync]") {
   Replica r;
-  CHECK_FALSE(r.feed("$1099511627776\r\n"));
+  CHECK_FALSE(r.feed(fullresync() + "$1099511627776\r\n"));
   CHECK(r.link.error().find("over proto-max-bulk-len") != std::string::npos);
   CHECK(r.link.buffered_bytes() < 1024);  // nothing allocated on the primary's word
   CHECK(r.has("before"));
 }
 
-TEST_CASE("replica link: the snapshot buffer grows with what arrives, not with what is announced", "[link][sync]") {
+TEST_CASE("replica link: the RDB buffer grows with what arrives, not with what is announced", "[link][sync]") {
   Replica r;
-  REQUIRE(r.feed("$500000000\r\n"));  // within the default 512 MB
+  REQUIRE(r.feed(fullresync() + "$500000000\r\n"));  // within the default 512 MB
   REQUIRE(r.feed(std::string(1000, 'x')));
   CHECK(r.link.syncing());
   CHECK(r.link.buffered_bytes() < 64 * 1024);
 }
 
-TEST_CASE("replica link: an endless reply to SYNC is refused at 64 KB", "[link][sync]") {
+TEST_CASE("replica link: an endless RDB header is refused at 64 KB", "[link][sync]") {
   Replica r;
-  bool ok = r.feed("$");
+  bool ok = r.feed(fullresync() + "$");
   for (int i = 0; i < 100 && ok; ++i) ok = r.feed(std::string(1024, '1'));
   CHECK_FALSE(ok);
   CHECK(r.link.error().find("no end") != std::string::npos);
   CHECK(r.has("before"));
   Replica z;
-  CHECK_FALSE(z.feed(std::string("\0\0\0\r\n", 5)));  // not a bulk header
+  CHECK_FALSE(z.feed(std::string("\0\0\0\r\n", 5)));  // not an answer to PSYNC
+  Replica y;
+  CHECK_FALSE(y.feed(fullresync() + std::string("\0\0\0\r\n", 5)));  // not an RDB header
 }
 
 TEST_CASE("replica link: bytes after the checksum inside the bulk are refused, the store unchanged",
@@ -207,23 +215,48 @@ TEST_CASE("replica link: bytes after the checksum inside the bulk are refused, t
   Replica r;
   const std::string snap = snapshot_of(2) + "Z";
   CHECK_FALSE(r.feed(sync_reply(snap)));
-  CHECK(r.link.error().find("after the checksum") != std::string::npos);
+  CHECK(r.link.error().find("after the end") != std::string::npos);
   CHECK(r.has("before"));
   CHECK_FALSE(r.has("k0"));
 }
 
-TEST_CASE("replica link: the two bytes after the snapshot must be CRLF", "[link][framing]") {
+TEST_CASE("replica link: no CRLF after the RDB: what follows is the stream", "[link][framing]") {
   const std::string snap = snapshot_of(2);
-  for (const std::string& trailer : {std::string("xy"), std::string("\r\r"), std::string("\0\0", 2)}) {
+  for (const std::string& trailer : {std::string("\r\n"), std::string("xy"), std::string("\0\0", 2)}) {
     Replica r;
-    CHECK_FALSE(r.feed("$" + std::to_string(snap.size()) + "\r\n" + snap + trailer));
-    CHECK(r.link.error() == "the snapshot is not followed by CRLF");
-    CHECK(r.has("before"));
+    CHECK_FALSE(r.feed(sync_reply(snap) + trailer));
+    CHECK(r.link.error().find("protocol error") != std::string::npos);
+    CHECK(r.has("k0"));  // the RDB itself loaded
   }
 }
 
+TEST_CASE("replica link: an RDB framed with an EOF mark, in any split", "[link][sync]") {
+  const std::string mark(40, 'm');
+  const std::string stream = fullresync() + "\n\n$EOF:" + mark + "\r\n" + snapshot_of(3) + mark;
+  for (std::size_t piece : {stream.size(), std::size_t{1}, std::size_t{39}, std::size_t{41}}) {
+    INFO("pieces of " << piece);
+    Replica r;
+    for (std::size_t at = 0; at < stream.size(); at += piece) REQUIRE(r.feed(stream.substr(at, piece)));
+    CHECK(r.link.state() == ReplicaLink<Store>::State::streaming);
+    CHECK(r.link.synced().keys == 3);
+    CHECK(r.link.outbox().find("REPLCONF") != std::string::npos);  // the ACK that starts the stream
+  }
+}
+
+TEST_CASE("replica link: commands it does not follow are counted and the stream goes on", "[link]") {
+  Replica r;
+  REQUIRE(r.feed(sync_reply(snapshot_of(1))));
+  REQUIRE(r.feed(command({"LPUSH", "list", "x"}) + command({"SELECT", "3"}) + command({"SET", "other", "db"}) +
+                 command({"SELECT", "0"}) + command({"INCR", "k0"}) + command({"SET", "n", "1"}) + command({"INCR", "n"})));
+  CHECK(r.link.applier().skipped() == 2);
+  CHECK(r.link.applier().refused() == 1);  // INCR of "v"
+  CHECK(r.link.applier().applied() == 2);
+  CHECK(*r.store.peek("n")->string() == "2");
+  CHECK(r.store.peek("other") == nullptr);
+}
+
 TEST_CASE("replica link: garbage in the stream fails the link, a NUL first included", "[link][framing]") {
-  for (const std::string& garbage : {std::string("\0\0\0\0", 4), std::string("hello\r\n"), command({"FLUSHDB"}),
+  for (const std::string& garbage : {std::string("\0\0\0\0", 4), std::string("hello\r\n"),
                                     command({"EXEC"}), command({"MULTI"}) + command({"MULTI"}),
                                     std::string("*1\r\n$4\r\nPING\r\r")}) {
     Replica r;

@@ -6,11 +6,11 @@
 //     flat); a pending request's arguments count in used_memory at their real cost.
 //   * requirepass / AUTH / HELLO AUTH, and Redis's bounds before AUTH (10 arguments of
 //     16 KB), compared with redis-server where it is installed.
-//   * A fake primary (a listener in this test that answers SYNC with what the case wants):
-//     a snapshot announced over proto-max-bulk-len, an endless header line, a flood of
-//     commands, empty arguments, a MULTI that never ends, half a snapshot then silence, a
-//     silent stream, bytes after the checksum, no CRLF after the bulk, garbage starting with
-//     NUL. Each time the replica drops the link (and connects again), keeps answering PING,
+//   * A fake primary (a listener in this test that does Redis's handshake and answers PSYNC
+//     with what the case wants): an RDB announced over proto-max-bulk-len, an endless header
+//     line, a flood of commands, empty arguments, a MULTI that never ends, half an RDB then
+//     silence, a silent stream, bytes after the checksum, garbage after the RDB, garbage
+//     starting with NUL. Each time the replica drops the link (and connects again), keeps answering PING,
 //     stays within twice its configured link limits (RSS, not under ASan), and stops on
 //     SIGTERM.
 //   * Two real servers: the primary's PINGs keep an idle link alive past repl-timeout, and
@@ -52,11 +52,12 @@ constexpr std::size_t kMB = 1024 * 1024;
 using Clock = std::chrono::steady_clock;
 using robust::eventually;
 using robust::repeat;
+using robust::fullresync;
 using robust::snapshot_of;
 using robust::sync_reply;
 
 // A primary that is not one: a loopback listener that takes the replica's connection and
-// its SYNC, then sends whatever the test case says.
+// answers its handshake up to PSYNC, then sends whatever the test case says.
 class FakePrimary {
  public:
   FakePrimary() {
@@ -78,7 +79,8 @@ class FakePrimary {
   }
   int port() const noexcept { return port_; }
 
-  // Waits for the replica to connect and send SYNC; true when it did within timeout_ms.
+  // Waits for the replica to connect and do Redis's handshake (PING, REPLCONF listening-port,
+  // REPLCONF capa, each answered) up to its PSYNC; true when it did within timeout_ms.
   bool accept_sync(int timeout_ms = 10000) {
     drop();
     if (!robust::readable(listen_fd_, timeout_ms)) return false;
@@ -86,8 +88,22 @@ class FakePrimary {
     if (conn_ < 0) return false;
     timeval tv{2, 0};  // a send to a replica that stopped reading gives up after 2 s
     ::setsockopt(conn_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    const std::string got = robust::read_some(conn_, 14, timeout_ms);
-    return got == "*1\r\n$4\r\nSYNC\r\n";
+    expiring::redis::RequestParser parser;
+    std::vector<std::string> argv;
+    const char* const expected[] = {"PING", "REPLCONF", "REPLCONF", "PSYNC"};
+    const char* const replies[] = {"+PONG\r\n", "+OK\r\n", "+OK\r\n", ""};
+    for (int step = 0; step < 4; ++step) {
+      while (parser.next(argv) != expiring::redis::RequestParser::Status::command) {
+        if (!robust::readable(conn_, timeout_ms)) return false;
+        char buf[512];
+        const ssize_t n = ::recv(conn_, buf, sizeof buf, 0);
+        if (n <= 0) return false;
+        parser.feed(buf, static_cast<std::size_t>(n));
+      }
+      if (argv[0] != expected[step]) return false;
+      if (replies[step][0] != '\0' && !send(replies[step])) return false;
+    }
+    return true;
   }
   // Sends bytes; false once the replica has closed the link (or stopped reading for 2 s).
   bool send(const std::string& bytes) {
@@ -289,13 +305,13 @@ TEST_CASE("server auth: requirepass, AUTH, HELLO AUTH and the bounds before AUTH
 
 // ---- A hostile primary ----------------------------------------------------------------------
 
-TEST_CASE("replica link: a snapshot announced over proto-max-bulk-len is refused", "[server][replica][hostile]") {
-  hostile_primary([](FakePrimary& p) { (void)p.send("$1099511627776\r\n"); });
+TEST_CASE("replica link: an RDB announced over proto-max-bulk-len is refused", "[server][replica][hostile]") {
+  hostile_primary([](FakePrimary& p) { (void)p.send(fullresync() + "$1099511627776\r\n"); });
 }
 
-TEST_CASE("replica link: an endless reply to SYNC is refused", "[server][replica][hostile]") {
+TEST_CASE("replica link: an endless RDB header is refused", "[server][replica][hostile]") {
   hostile_primary([](FakePrimary& p) {
-    (void)p.send("$");
+    (void)p.send(fullresync() + "$");
     (void)p.flood(std::string(16384, '7'), 64 * kMB, 10000);
   });
 }
@@ -322,7 +338,7 @@ TEST_CASE("replica link: half a snapshot, then silence, gives up within repl-tim
   Replica replica(primary, /*repl_timeout_s=*/1);
   REQUIRE(primary.accept_sync());
   const std::string snap = snapshot_of(100);
-  REQUIRE(primary.send("$" + std::to_string(snap.size()) + "\r\n" + snap.substr(0, snap.size() / 2)));
+  REQUIRE(primary.send(fullresync() + "$" + std::to_string(snap.size()) + "\r\n" + snap.substr(0, snap.size() / 2)));
   CHECK(replica.info("master_sync_in_progress") == "1");
   CHECK(primary.closed_by_replica(8000));  // 1 s of repl-timeout, checked once a cron (100 ms)
   CHECK(std::stoull(replica.info("master_link_timeouts")) >= 1);
@@ -376,7 +392,7 @@ TEST_CASE("replica link: a flood from the primary neither stops the replica answ
   CHECK(WIFEXITED(status));
 }
 
-TEST_CASE("replica link: bytes after the checksum inside the SYNC bulk are refused", "[server][replica][hostile]") {
+TEST_CASE("replica link: bytes after the checksum inside the RDB bulk are refused", "[server][replica][hostile]") {
   FakePrimary primary;
   Replica replica(primary);
   REQUIRE(primary.accept_sync());
@@ -386,14 +402,14 @@ TEST_CASE("replica link: bytes after the checksum inside the SYNC bulk are refus
   CHECK(replica.info("master_syncs") == "0");
 }
 
-TEST_CASE("replica link: the two bytes after the SYNC bulk must be CRLF", "[server][replica][hostile]") {
+TEST_CASE("replica link: bytes after the RDB that are not a command drop the link", "[server][replica][hostile]") {
+  // Redis sends no CRLF after the RDB: what follows is the stream, and "XY" is not a command.
   FakePrimary primary;
   Replica replica(primary);
   REQUIRE(primary.accept_sync());
-  const std::string snap = snapshot_of(2);
-  (void)primary.send("$" + std::to_string(snap.size()) + "\r\n" + snap + "XY");
+  (void)primary.send(sync_reply(snapshot_of(2)) + "XY");
   CHECK(primary.closed_by_replica(10000));
-  CHECK(replica.admin.raw({"EXISTS", "k0"}) == ":0\r\n");
+  CHECK(replica.admin.raw({"EXISTS", "k0"}) == ":1\r\n");  // the RDB itself loaded
 }
 
 TEST_CASE("replica link: garbage that starts with NUL drops the link instead of leaving it up",

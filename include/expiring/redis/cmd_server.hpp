@@ -345,6 +345,7 @@ auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> 
   v.push_back({"requirepass", options_.requirepass});
   v.push_back({"repl-timeout", std::to_string(options_.repl_timeout)});
   v.push_back({"repl-ping-replica-period", std::to_string(options_.repl_ping_replica_period)});
+  v.push_back({"repl-backlog-size", std::to_string(options_.repl_backlog_size)});
   v.push_back({"save", ""});
   v.push_back({"appendonly", "no"});
   v.push_back({"databases", "1"});
@@ -431,7 +432,8 @@ std::string CommandExecutor<Clock>::parse_output_limits(std::string_view value, 
 
 template <class Clock>
 bool CommandExecutor<Clock>::is_memory_param(Param p) noexcept {
-  return p == Param::maxmemory || p == Param::proto_max_bulk_len || p == Param::query_buffer_limit;
+  return p == Param::maxmemory || p == Param::proto_max_bulk_len || p == Param::query_buffer_limit ||
+         p == Param::repl_backlog_size;
 }
 
 template <class Clock>
@@ -538,6 +540,7 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       case Param::requirepass: options_.requirepass = *c.arg; break;
       case Param::repl_timeout: options_.repl_timeout = c.number; break;
       case Param::repl_ping_period: options_.repl_ping_replica_period = c.number; break;
+      case Param::repl_backlog_size: options_.repl_backlog_size = static_cast<std::size_t>(c.bytes); break;
     }
   }
   if (maxmemory != nullptr) store_.set_maxmemory(static_cast<std::size_t>(maxmemory->bytes));

@@ -151,6 +151,9 @@ struct CommandOptions {
   // Redis repl-ping-replica-period (seconds): a primary sends PING to its replicas this often,
   // so that a quiet link is not taken for a dead one.
   std::int64_t repl_ping_replica_period = 10;
+  // Redis repl-backlog-size (bytes): how much of its stream a primary keeps for a replica that
+  // reconnects and asks to continue (PSYNC answered +CONTINUE).
+  std::size_t repl_backlog_size = 1024 * 1024;
 };
 
 namespace detail {
@@ -600,6 +603,7 @@ class CommandExecutor {
   enum class Param : std::uint8_t {
     hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time,
     proto_max_bulk_len, query_buffer_limit, output_buffer_limit, requirepass, repl_timeout, repl_ping_period,
+    repl_backlog_size,
   };
   struct ParamSpec {
     const char* name;
@@ -626,6 +630,7 @@ class CommandExecutor {
       {"repl-timeout", Param::repl_timeout, 1, kIntMax},
       {"repl-ping-replica-period", Param::repl_ping_period, 1, kIntMax},
       {"repl-ping-slave-period", Param::repl_ping_period, 1, kIntMax},
+      {"repl-backlog-size", Param::repl_backlog_size, 1, kInt64Max},
   };
   static bool is_memory_param(Param p) noexcept;
   // The store takes at most 64 samples (Redis's 1..INT_MAX would only sample the whole

@@ -1,21 +1,20 @@
-// expiring/redis/replication.hpp: a ValueStore's change feed as RESP commands, and back.
+// expiring/redis/replication.hpp: Redis's replication protocol, both sides, over a ValueStore.
 //
-// expiring-server (server/) streams these commands from a primary to its replicas after the
-// full sync's snapshot (server/replication.cpp, REPLICAOF), as Redis 7 does: every TTL
-// absolute, every expiry a DEL sent by the primary (docs/semantics.md §4, D28-D32). A string
-// travels as the command Redis propagates:
+// The primary's side: write_change() turns the store's change feed into the commands Redis 7
+// propagates, every TTL absolute and every expiry a DEL sent by the primary (docs/semantics.md
+// §4, D28-D32):
 //   SET k v | SET k v PXAT <ms> | SET k v KEEPTTL | PEXPIREAT k <ms> | PERSIST k | DEL k |
 //   UNLINK k | RENAME a b | FLUSHALL | MULTI | EXEC
-// A hash travels whole (D32) as `RESTORE k 0 <payload> REPLACE` (no TTL) or `RESTORE k <ms>
-// <payload> REPLACE ABSTTL`, the payload being the value's Codec bytes (codec.hpp), not
-// Redis's DUMP format: this stream is read by another instance of this server.
+// A hash travels whole (D32) as Redis propagates a RESTORE: `RESTORE k 0 <payload> REPLACE`
+// (no TTL) or `RESTORE k <ms> <payload> REPLACE ABSTTL`, the payload Redis 7.0's DUMP format
+// (rdb.hpp dump_value()): redis-server 7.0 applies it as it is, unless a field has a TTL (RDB
+// version 12, Redis 7.4's).
 //
-// The replica does not run these through the command layer, which would judge their times
-// against its own clock (a SET ... PXAT in the past deletes): it turns each back into the
-// record (parse_change()) and applies it with ExpiringStore::apply(), which takes every key
-// as valid. ReplicaLink (at the end of this file) is the whole replica side of a link: the
-// full sync's snapshot, then the stream, with every byte from the primary bounded and
-// checked.
+// The replica's side: ReplicaLink (below) is everything a replica reads from its primary, a
+// redis-server or an expiring-server, and the commands it sends back: Redis's handshake
+// (PING, REPLCONF listening-port, REPLCONF capa eof capa psync2, PSYNC), the full sync's RDB
+// framed as Redis frames it, then the stream, applied by StreamApplier (apply_stream.hpp) as a
+// Redis replica applies it, with REPLCONF ACK of its offset.
 #pragma once
 
 #include <algorithm>
@@ -28,8 +27,8 @@
 #include <vector>
 
 #include "../change_feed.hpp"
-#include "../codec.hpp"
-#include "../snapshot.hpp"
+#include "../rdb.hpp"
+#include "apply_stream.hpp"
 #include "commands.hpp"
 #include "resp.hpp"
 #include "value.hpp"
@@ -74,8 +73,7 @@ void write_change(const ValueChange& c, Sink& out) {
         return;
       }
       // A hash: the whole value, with the deadline the key has now.
-      std::string payload;
-      Codec<Value>::encode(*c.value, payload);
+      const std::string payload = dump_value(*c.value);
       std::optional<std::int64_t> d;
       if (c.ttl == ChangeTtl::at) d = c.at_ms;
       if (c.ttl == ChangeTtl::keep) d = c.deadline;
@@ -97,67 +95,6 @@ void write_change(const ValueChange& c, Sink& out) {
   }
 }
 
-// The record a command of that stream stands for; nullopt when argv is not one of them (a
-// replica drops the link then: the stream is not what it expects).
-inline std::optional<ValueRecord> parse_change(const std::vector<std::string>& a) {
-  if (a.empty()) return std::nullopt;
-  const std::string name = detail::uppercase(a[0]);
-  ValueRecord r;
-  auto key = [&](std::size_t i) { r.key.emplace(a[i]); };
-  auto time = [&](std::size_t i) { return parse_int64(a[i], r.at_ms); };
-  if (name == "SET" && (a.size() == 3 || a.size() == 4 || a.size() == 5)) {
-    r.op = ChangeOp::set;
-    key(1);
-    r.value.emplace(std::string(a[2]));
-    if (a.size() == 3) return r;
-    if (a.size() == 4 && detail::uppercase(a[3]) == "KEEPTTL") {
-      r.ttl = ChangeTtl::keep;
-      return r;
-    }
-    if (a.size() == 5 && detail::uppercase(a[3]) == "PXAT" && time(4)) {
-      r.ttl = ChangeTtl::at;
-      return r;
-    }
-    return std::nullopt;
-  }
-  if (name == "RESTORE" && (a.size() == 5 || a.size() == 6) && detail::uppercase(a[4]) == "REPLACE") {
-    r.op = ChangeOp::set;
-    key(1);
-    std::string_view payload = a[3];
-    Value v;
-    if (!Codec<Value>::decode(payload, v) || !payload.empty()) return std::nullopt;
-    r.value.emplace(std::move(v));
-    if (a.size() == 6) {
-      if (detail::uppercase(a[5]) != "ABSTTL" || !time(2)) return std::nullopt;
-      r.ttl = ChangeTtl::at;
-    } else if (a[2] != "0") {
-      return std::nullopt;
-    }
-    return r;
-  }
-  if (name == "PEXPIREAT" && a.size() == 3 && time(2)) {
-    r.op = ChangeOp::pexpireat;
-    key(1);
-    return r;
-  }
-  if ((name == "PERSIST" || name == "DEL" || name == "UNLINK") && a.size() == 2) {
-    r.op = name == "PERSIST" ? ChangeOp::persist : name == "DEL" ? ChangeOp::del : ChangeOp::unlink;
-    key(1);
-    return r;
-  }
-  if (name == "RENAME" && a.size() == 3) {
-    r.op = ChangeOp::rename;
-    key(1);
-    r.to.emplace(a[2]);
-    return r;
-  }
-  if (a.size() == 1 && (name == "FLUSHALL" || name == "MULTI" || name == "EXEC")) {
-    r.op = name == "FLUSHALL" ? ChangeOp::flushall : name == "MULTI" ? ChangeOp::multi : ChangeOp::exec;
-    return r;
-  }
-  return std::nullopt;
-}
-
 // ==== The replica's side of a link ============================================================
 
 // The bounds of what a primary can make a replica hold (Redis's names, CONFIG SET).
@@ -170,30 +107,56 @@ struct LinkLimits {
   std::size_t max_buffer = std::size_t{1024} * 1024 * 1024;
 };
 
-// Everything a replica reads from its primary after it sent SYNC, bytes in, store changes
-// out: the full sync `$<n>\r\n<n bytes: a snapshot>\r\n`, then the stream of write_change()
-// commands (and PING, which the primary sends while idle so the replica can tell a quiet link
-// from a dead one). The socket, the reconnection and the timeout are the server's; this class
-// decides what the bytes mean, and it trusts none of them:
-//   * memory: the snapshot is held as it arrives, never reserved on the primary's word, and
-//     refused at once if it announces more than `max_bulk`; the stream is parsed with strict
-//     framing (ParserLimits::strict) and the same limits as a client's query buffer; a MULTI
-//     holds its records until EXEC, counted against `max_buffer` with the unparsed input.
-//     buffered_bytes() is what it holds, for the server's used_memory.
-//   * framing: the header line is at most 64 KB and has no NUL; the two bytes after the
-//     snapshot must be CRLF; the snapshot must end exactly at its checksum (load_bytes());
-//     nested MULTI, EXEC without MULTI and anything that is not a change record fail.
-//   * the store: a snapshot that does not load leaves it as it was; every record goes
-//     through ExpiringStore::apply(), one MULTI as one unit (as_one_unit()); one it refuses
-//     (RENAME of a missing key) is counted, and the stream goes on, as in Redis.
-// After a failure (feed() returns false, error() says why) the object takes nothing more:
-// the server drops the link and starts a new one with a new ReplicaLink.
+// Where a replica starts a link: the port it serves on (REPLCONF listening-port, which the
+// primary shows in INFO), what it already holds (PSYNC <replid> <offset + 1>: a replica that
+// was cut off asks to continue; "?" and -1 ask for a full sync) and the database it follows.
+struct LinkStart {
+  int listening_port = 0;
+  std::string replid = "?";
+  std::int64_t offset = -1;  // the offset of the last byte it applied
+  std::int64_t db = 0;
+};
+
+// Everything a replica reads from its primary, bytes in, store changes and replies out:
+//   1. the handshake, one command at a time, each answered before the next is sent:
+//      PING (+PONG; -NOAUTH and -NOPERM are taken as a live primary, as Redis does),
+//      REPLCONF listening-port <port>, REPLCONF capa eof capa psync2 (errors ignored), then
+//      PSYNC <replid> <offset>: +FULLRESYNC <replid> <offset> starts a full sync, +CONTINUE
+//      [<new replid>] resumes the stream where this replica's offset stands (newlines before
+//      the answer are the primary's keepalive);
+//   2. the full sync: newlines while the primary prepares it, then the RDB as
+//      `$<length>\r\n<bytes>` (no CRLF after it) or, for a primary that streams it from a
+//      socket, `$EOF:<40-byte mark>\r\n<bytes><mark>`; loaded with load_rdb_bytes() as a
+//      replica (stale keys kept; other types skipped and counted, other databases too);
+//   3. the stream, whose every command counts in the offset; REPLCONF GETACK * queues
+//      `REPLCONF ACK <offset>`, as ack() does (the owner calls it once a second).
+// What to send is in outbox(); the socket, the reconnection and the timeout are the owner's.
+// It trusts none of the primary's bytes:
+//   * memory: a reply line is at most 64 KB; the RDB is held as it arrives, never reserved on
+//     the primary's word, refused at once past `max_bulk` (announced or, with an EOF mark,
+//     received); the stream is parsed with strict framing (ParserLimits::strict) and the limits
+//     of a client's query buffer; an open MULTI counts against `max_buffer` with the unparsed
+//     input. buffered_bytes() is what it holds, for the owner's used_memory.
+//   * framing: a handshake reply that is not one of the above, an RDB that does not load (it
+//     must end exactly at its checksum), a protocol error in the stream, MULTI inside MULTI or
+//     EXEC without MULTI fail the link.
+//   * the store: an RDB that does not load leaves it as it was; a command it refuses or does
+//     not follow (another type, another database) is counted and the stream goes on.
+// After a failure (feed() returns false, error() says why) it takes nothing more: the owner
+// drops the connection and, for a new one, makes a new ReplicaLink with the replid and offset
+// this one reached, so that the primary can continue instead of a full sync.
 template <class Store>
 class ReplicaLink {
  public:
-  enum class State : std::uint8_t { sync_header, sync_payload, streaming, failed };
+  enum class State : std::uint8_t { handshake, sync_header, sync_payload, streaming, failed };
 
-  explicit ReplicaLink(Store& store, LinkLimits limits = {}) : store_(store) { set_limits(limits); }
+  explicit ReplicaLink(Store& store, LinkLimits limits = {}, LinkStart start = {})
+      : store_(store), applier_(store, start.db), start_(std::move(start)) {
+    set_limits(limits);
+    replid_ = start_.replid;
+    offset_ = start_.offset;
+    send({"PING"});
+  }
 
   // New limits (CONFIG SET): from the next feed() on.
   void set_limits(const LinkLimits& limits) {
@@ -210,7 +173,8 @@ class ReplicaLink {
     while (state_ != State::failed && n != 0) {
       std::size_t used = 0;
       switch (state_) {
-        case State::sync_header: used = feed_header(data, n); break;
+        case State::handshake: used = feed_line(data, n, &ReplicaLink::on_handshake_line); break;
+        case State::sync_header: used = feed_line(data, n, &ReplicaLink::on_sync_header); break;
         case State::sync_payload: used = feed_payload(data, n); break;
         case State::streaming: feed_stream(data, n); used = n; break;
         case State::failed: break;
@@ -221,176 +185,270 @@ class ReplicaLink {
     return state_ != State::failed;
   }
 
-  State state() const noexcept { return state_; }
-  bool syncing() const noexcept { return state_ == State::sync_header || state_ == State::sync_payload; }
-  const std::string& error() const noexcept { return error_; }
-  // Bytes held for the primary: the header line or the snapshot so far, the stream's
-  // unparsed input and pending command, and a MULTI's records.
-  std::size_t buffered_bytes() const noexcept {
-    return header_.capacity() + payload_.capacity() + parser_.buffered_bytes() + multi_cost_ +
-           multi_.capacity() * sizeof(ValueRecord);
+  // What to send to the primary; the owner sends it and clears it.
+  std::string& outbox() noexcept { return outbox_; }
+  // Queues REPLCONF ACK <offset> (streaming only): the owner calls it once a second.
+  void ack() {
+    if (state_ == State::streaming) send({"REPLCONF", "ACK", std::to_string(offset_)});
   }
-  // What the full sync loaded (valid once streaming).
-  const SnapshotInfo& synced() const noexcept { return synced_; }
-  // Records applied from the stream since the sync, and how many of them the store refused.
-  std::uint64_t applied() const noexcept { return applied_; }
-  std::uint64_t refused() const noexcept { return refused_; }
+
+  State state() const noexcept { return state_; }
+  bool syncing() const noexcept { return state_ != State::streaming && state_ != State::failed; }
+  const std::string& error() const noexcept { return error_; }
+  // The primary's replication ID and the offset of the last byte applied (Redis's
+  // master_replid and slave_repl_offset); what a new link passes on in its LinkStart.
+  const std::string& replid() const noexcept { return replid_; }
+  std::int64_t offset() const noexcept { return offset_; }
+  // Whether the primary answered +CONTINUE (a partial resync, no RDB) rather than +FULLRESYNC.
+  bool continued() const noexcept { return continued_; }
+  // Bytes held for the primary: a reply line, the RDB so far, the stream's unparsed input and
+  // pending command, an open MULTI's commands.
+  std::size_t buffered_bytes() const noexcept {
+    return line_.capacity() + payload_.capacity() + parser_.buffered_bytes() + applier_.held_bytes();
+  }
+  // What the full sync loaded (valid once streaming after a full sync).
+  const RdbInfo& synced() const noexcept { return synced_; }
+  // The stream's commands: applied, not followed (other types or databases), refused.
+  const StreamApplier<Store>& applier() const noexcept { return applier_; }
 
  private:
-  static constexpr std::size_t kMaxHeader = 64 * 1024;  // Redis PROTO_INLINE_MAX_SIZE
+  static constexpr std::size_t kMaxLine = 64 * 1024;  // Redis PROTO_INLINE_MAX_SIZE
+  static constexpr std::size_t kMarkSize = 40;         // Redis RDB_EOF_MARK_SIZE
+  enum class Step : std::uint8_t { pong, port, capa, psync };
 
   bool fail(std::string why) {
     error_ = std::move(why);
     state_ = State::failed;
-    std::string().swap(header_);
+    std::string().swap(line_);
     std::string().swap(payload_);
-    std::vector<ValueRecord>().swap(multi_);
-    multi_cost_ = 0;
     return false;
   }
+  void send(std::initializer_list<std::string_view> args) {
+    Reply::write_array_header(outbox_, args.size());
+    for (std::string_view a : args) Reply::write_bulk(outbox_, a);
+  }
+  static std::string shown(std::string_view line) {
+    std::string out(line.substr(0, std::min<std::size_t>(line.size(), 80)));
+    for (char& c : out) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+    }
+    return out;
+  }
 
-  // "$<n>\r\n": the snapshot's length.
-  std::size_t feed_header(const char* data, std::size_t n) {
+  // Collects one line (up to '\n', CR stripped) and hands it to `on`.
+  std::size_t feed_line(const char* data, std::size_t n, bool (ReplicaLink::*on)(std::string_view)) {
     const char* nl = static_cast<const char*>(std::memchr(data, '\n', n));
     const std::size_t take = nl == nullptr ? n : static_cast<std::size_t>(nl - data) + 1;
-    if (header_.size() + take > kMaxHeader) {
-      fail("the reply to SYNC has no end within " + std::to_string(kMaxHeader) + " bytes");
+    if (line_.size() + take > kMaxLine) {
+      fail("a reply of the primary has no end within " + std::to_string(kMaxLine) + " bytes");
       return take;
     }
-    header_.append(data, take);
+    line_.append(data, take);
     if (nl == nullptr) return take;
-    std::string_view line(header_);
-    std::int64_t len = -1;
-    if (line.size() < 3 || line[0] != '$' || line[line.size() - 2] != '\r' ||
-        !parse_int64(line.substr(1, line.size() - 3), len) || len < 0) {
-      std::string shown(line.substr(0, std::min<std::size_t>(line.size(), 80)));
-      for (char& c : shown) {
-        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
-      }
-      fail("unexpected reply to SYNC: '" + shown + "'");
-      return take;
-    }
-    if (static_cast<std::uint64_t>(len) > limits_.max_bulk) {
-      fail("the primary announces a snapshot of " + std::to_string(len) + " bytes, over proto-max-bulk-len (" +
-           std::to_string(limits_.max_bulk) + ")");
-      return take;
-    }
-    std::string().swap(header_);
-    payload_len_ = static_cast<std::size_t>(len);
-    state_ = State::sync_payload;
+    std::string line;
+    line.swap(line_);
+    line.pop_back();
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    (this->*on)(line);
     return take;
   }
 
-  // The snapshot and the CRLF after it. The buffer grows with what arrives (geometrically,
-  // up to the announced length plus the CRLF), never with what was announced.
+  bool on_handshake_line(std::string_view line) {
+    const bool error = !line.empty() && line[0] == '-';
+    switch (step_) {
+      case Step::pong:
+        // Redis's replica takes an authentication error as a live primary (its AUTH comes next).
+        if (line != "+PONG" && line.rfind("-NOAUTH", 0) != 0 && line.rfind("-NOPERM", 0) != 0 &&
+            line.rfind("-ERR operation not permitted", 0) != 0) {
+          return fail("the primary answered PING with '" + shown(line) + "'");
+        }
+        step_ = Step::port;
+        send({"REPLCONF", "listening-port", std::to_string(start_.listening_port)});
+        return true;
+      case Step::port:
+        if (!error && line != "+OK") return fail("unexpected reply to REPLCONF: '" + shown(line) + "'");
+        step_ = Step::capa;
+        send({"REPLCONF", "capa", "eof", "capa", "psync2"});
+        return true;
+      case Step::capa:
+        if (!error && line != "+OK") return fail("unexpected reply to REPLCONF: '" + shown(line) + "'");
+        step_ = Step::psync;
+        send({"PSYNC", replid_, offset_ < 0 ? std::string("-1") : std::to_string(offset_ + 1)});
+        return true;
+      case Step::psync: return on_psync_reply(line);
+    }
+    return true;
+  }
+
+  bool on_psync_reply(std::string_view line) {
+    if (line.empty()) return true;  // the primary's keepalive before it answers
+    if (line.rfind("+FULLRESYNC ", 0) == 0) {
+      const std::string_view rest = line.substr(12);
+      const std::size_t sp = rest.find(' ');
+      std::int64_t off = 0;
+      if (sp == std::string_view::npos || sp == 0 || sp > kMarkSize || !parse_int64(rest.substr(sp + 1), off) || off < 0) {
+        return fail("a malformed +FULLRESYNC: '" + shown(line) + "'");
+      }
+      replid_ = std::string(rest.substr(0, sp));
+      offset_ = off;
+      continued_ = false;
+      state_ = State::sync_header;
+      return true;
+    }
+    if (line == "+CONTINUE" || line.rfind("+CONTINUE ", 0) == 0) {
+      if (line.size() > 10) {
+        const std::string_view id = line.substr(10);
+        if (id.empty() || id.size() > kMarkSize) return fail("a malformed +CONTINUE: '" + shown(line) + "'");
+        replid_ = std::string(id);
+      }
+      continued_ = true;
+      state_ = State::streaming;
+      return true;
+    }
+    return fail("the primary refused PSYNC: '" + shown(line) + "'");
+  }
+
+  // The RDB's header: "$<length>" or "$EOF:<mark>", after any number of keepalive newlines.
+  bool on_sync_header(std::string_view line) {
+    if (line.empty()) return true;  // the primary's keepalive while it prepares the RDB
+    if (line.rfind("$EOF:", 0) == 0) {
+      if (line.size() != 5 + kMarkSize) return fail("a malformed EOF mark: '" + shown(line) + "'");
+      mark_ = std::string(line.substr(5));
+      payload_len_ = 0;
+      state_ = State::sync_payload;
+      return true;
+    }
+    std::int64_t len = -1;
+    if (line.size() < 2 || line[0] != '$' || !parse_int64(line.substr(1), len) || len < 0) {
+      return fail("unexpected RDB header: '" + shown(line) + "'");
+    }
+    if (static_cast<std::uint64_t>(len) > limits_.max_bulk) {
+      return fail("the primary announces an RDB of " + std::to_string(len) + " bytes, over proto-max-bulk-len (" +
+                  std::to_string(limits_.max_bulk) + ")");
+    }
+    mark_.clear();
+    payload_len_ = static_cast<std::size_t>(len);
+    state_ = State::sync_payload;
+    return true;
+  }
+
+  // The RDB. The buffer grows with what arrives (geometrically, bounded by the announced
+  // length or by max_bulk), never with what was announced.
   std::size_t feed_payload(const char* data, std::size_t n) {
-    const std::size_t want = payload_len_ + 2;
-    const std::size_t take = std::min(n, want - payload_.size());
-    if (payload_.size() + take > payload_.capacity()) {
-      std::string grown;
-      grown.reserve(std::min(want, std::max(payload_.size() + take, 2 * payload_.capacity())));
-      grown.append(payload_);
-      payload_.swap(grown);
+    const bool marked = !mark_.empty();
+    const std::size_t cap = marked ? limits_.max_bulk + kMarkSize : payload_len_;
+    std::size_t take = std::min(n, cap - std::min(cap, payload_.size()));
+    if (marked) {
+      // Up to the mark: the first place where the bytes so far hold it (a search that starts
+      // in the tail of what came before, for a mark split between two reads).
+      const std::size_t before = payload_.size();
+      grow(before + take);
+      payload_.append(data, take);
+      const std::size_t from = before >= kMarkSize ? before - (kMarkSize - 1) : 0;
+      const std::size_t at = std::string_view(payload_).find(mark_, from);
+      if (at != std::string_view::npos) {
+        const std::size_t used = at + kMarkSize - before;
+        payload_.resize(at);
+        load();
+        return used;
+      }
+      if (payload_.size() >= cap) fail("the RDB is larger than proto-max-bulk-len (" + std::to_string(limits_.max_bulk) + ")");
+      return take;
     }
+    grow(payload_.size() + take);
     payload_.append(data, take);
-    if (payload_.size() < want) return take;
-    if (payload_[payload_len_] != '\r' || payload_[payload_len_ + 1] != '\n') {
-      fail("the snapshot is not followed by CRLF");
-      return take;
-    }
-    const auto r = load_bytes(store_, std::string_view(payload_.data(), payload_len_), LoadAs::replica);
+    if (payload_.size() == payload_len_) load();
+    return take;
+  }
+  // Room for `want` bytes: doubling, never past what the RDB may hold.
+  void grow(std::size_t want) {
+    if (want <= payload_.capacity()) return;
+    const std::size_t cap = mark_.empty() ? payload_len_ : limits_.max_bulk + kMarkSize;
+    std::string grown;
+    grown.reserve(std::min(cap, std::max(want, 2 * payload_.capacity())));
+    grown.append(payload_);
+    payload_.swap(grown);
+  }
+
+  // Loads the RDB; a replica then acknowledges it at once (a primary that sent it from a
+  // socket starts the stream on that first ACK).
+  void load() {
+    RdbLoadOptions o;
+    o.as = LoadAs::replica;
+    o.skip_other_types = true;
+    o.db = static_cast<std::uint64_t>(start_.db < 0 ? 0 : start_.db);
+    const auto r = load_rdb_bytes(store_, payload_, o);
     if (!r.ok()) {
-      fail("the snapshot does not load: " + r.error().message);
-      return take;
+      fail("the RDB does not load: " + r.error().message);
+      return;
     }
     synced_ = *r;
     std::string().swap(payload_);
+    applier_.reset_selected_db();
     state_ = State::streaming;
-    return take;
+    ack();
+  }
+
+  // The encoded size of a command: what it adds to the offset.
+  static std::size_t encoded_size(const std::vector<std::string>& argv) {
+    const auto digits = [](std::size_t v) {
+      std::size_t d = 1;
+      while (v >= 10) {
+        v /= 10;
+        ++d;
+      }
+      return d;
+    };
+    std::size_t n = 3 + digits(argv.size());
+    for (const std::string& a : argv) n += 5 + digits(a.size()) + a.size();
+    return n;
   }
 
   void feed_stream(const char* data, std::size_t n) {
     parser_.feed(data, n);
-    std::vector<std::string> argv;
     for (;;) {
-      const RequestParser::Status st = parser_.next(argv);
+      const RequestParser::Status st = parser_.next(argv_);
       if (st == RequestParser::Status::incomplete) break;
       if (st == RequestParser::Status::limit) {
-        fail("the stream holds more than client-query-buffer-limit (" + std::to_string(limits_.max_buffer) +
-             " bytes)");
+        fail("the stream holds more than client-query-buffer-limit (" + std::to_string(limits_.max_buffer) + " bytes)");
         return;
       }
       if (st == RequestParser::Status::protocol_error) {
         fail("a protocol error in the stream: " + parser_.error());
         return;
       }
-      if (argv.size() == 1 && detail::iequals(argv[0], "ping")) continue;  // the primary is alive
-      std::optional<ValueRecord> rec = parse_change(argv);
-      if (!rec) {
-        std::string name(argv[0].substr(0, 64));
-        for (char& c : name) {
-          if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
-        }
-        fail("'" + name + "' is not a change record");
+      const StreamOutcome o = applier_.apply(argv_);
+      if (o == StreamOutcome::failed) {
+        fail(applier_.last_problem());
         return;
       }
-      if (!apply(std::move(*rec), args_cost(argv))) return;
+      offset_ += static_cast<std::int64_t>(encoded_size(argv_));
+      if (o == StreamOutcome::getack) ack();
     }
-    if (parser_.buffered_bytes() + multi_cost_ > limits_.max_buffer) {
-      fail("the stream and its open MULTI hold more than client-query-buffer-limit (" +
-           std::to_string(limits_.max_buffer) + " bytes)");
+    if (parser_.buffered_bytes() + applier_.held_bytes() > limits_.max_buffer) {
+      fail("the stream and its open MULTI hold more than client-query-buffer-limit (" + std::to_string(limits_.max_buffer) +
+           " bytes)");
     }
-  }
-
-  bool apply(ValueRecord rec, std::size_t cost) {
-    if (rec.op == ChangeOp::multi) {
-      if (in_multi_) return fail("MULTI inside MULTI");
-      in_multi_ = true;
-      return true;
-    }
-    if (rec.op == ChangeOp::exec) {
-      if (!in_multi_) return fail("EXEC without MULTI");
-      store_.as_one_unit([&] {  // one unit for this server's own log and replicas too
-        for (const ValueRecord& m : multi_) count(store_.apply(m.view()));
-      });
-      std::vector<ValueRecord>().swap(multi_);
-      multi_cost_ = 0;
-      in_multi_ = false;
-      return true;
-    }
-    if (in_multi_) {
-      multi_cost_ += cost;
-      if (multi_cost_ > limits_.max_buffer) {
-        return fail("a MULTI of more than client-query-buffer-limit (" + std::to_string(limits_.max_buffer) +
-                    " bytes)");
-      }
-      multi_.push_back(std::move(rec));
-      return true;
-    }
-    count(store_.apply(rec.view()));
-    return true;
-  }
-  // A record the store refuses (RENAME of a key it does not have) is counted and the stream
-  // goes on, as a Redis replica discards its primary's error replies.
-  void count(const Result<bool>& r) noexcept {
-    ++applied_;
-    if (!r.ok()) ++refused_;
   }
 
   Store& store_;
+  StreamApplier<Store> applier_;
+  LinkStart start_;
   LinkLimits limits_;
-  State state_ = State::sync_header;
+  State state_ = State::handshake;
+  Step step_ = Step::pong;
   std::string error_;
-  std::string header_;
+  std::string outbox_;
+  std::string line_;
   std::string payload_;
   std::size_t payload_len_ = 0;
+  std::string mark_;
+  std::string replid_;
+  std::int64_t offset_ = -1;
+  bool continued_ = false;
   RequestParser parser_;
-  std::vector<ValueRecord> multi_;
-  std::size_t multi_cost_ = 0;
-  bool in_multi_ = false;
-  SnapshotInfo synced_;
-  std::uint64_t applied_ = 0;
-  std::uint64_t refused_ = 0;
+  std::vector<std::string> argv_;
+  RdbInfo synced_;
 };
 
 }  // namespace expiring::redis

@@ -1,0 +1,252 @@
+// tests/redis/test_redis_replication_live.cpp: replication in Redis's protocol, both ways, against
+// Debian's redis-server 7.0.15 on loopback.
+//
+//   * expiring-server as REPLICAOF redis-server: the RDB both as `$<length>` (disk-based sync)
+//     and between EOF marks (diskless, Redis 7.0's default), with writes, TTL changes,
+//     deletions, expiries and evictions on the primary during and after the sync; then a cut
+//     connection (CLIENT KILL TYPE replica), continued by PSYNC (+CONTINUE); then the primary
+//     shut down and restarted from its dump.rdb.
+//   * redis-server as REPLICAOF expiring-server: the same workload on expiring-server, a cut
+//     connection continued from the backlog, and the primary restarted from its log (a new
+//     replication ID: a full sync).
+// Each time the two hold the same keys, values and exact PEXPIRETIMEs once the replica's
+// offset has reached the primary's (INFO replication: master_repl_offset against
+// slave_repl_offset). Keys of the types expiring-server does not hold (a list) are skipped by
+// it and left out of the comparison. Skipped when redis-server is not installed.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "catch.hpp"
+#include "redis_live.hpp"
+#include "temp_dir.hpp"
+#include "text.hpp"
+
+using live::Argv;
+using live::Conn;
+using Reply = expiring::redis::Reply;
+using TempDir = testdir::TempDir;
+
+namespace {
+
+std::string info(Conn& c, const std::string& field) {
+  return redistext::info_field(c.call({"INFO", "replication"}).str(), field);
+}
+
+template <class F>
+bool eventually(F&& f, int ms = 20000) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < until) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return f();
+}
+
+// Every string and hash key of a server, with its value as text and its PEXPIRETIME.
+std::map<std::string, std::string> keyspace(Conn& c) {
+  std::map<std::string, std::string> out;
+  std::string cursor = "0";
+  int rounds = 0;
+  do {
+    const Reply r = c.call({"SCAN", cursor, "COUNT", "1000"});
+    REQUIRE(r.elements().size() == 2);
+    cursor = r.elements()[0].str();
+    for (const Reply& k : r.elements()[1].elements()) {
+      const std::string key = k.str();
+      const std::string type = c.call({"TYPE", key}).str();
+      std::string v;
+      if (type == "string") {
+        v = "s:" + c.call({"GET", key}).str();
+      } else if (type == "hash") {
+        std::vector<std::string> fields;
+        const Reply all = c.call({"HGETALL", key});
+        for (std::size_t i = 0; i + 1 < all.elements().size(); i += 2) {
+          fields.push_back(all.elements()[i].str() + "=" + all.elements()[i + 1].str());
+        }
+        std::sort(fields.begin(), fields.end());
+        v = "h:";
+        for (const std::string& f : fields) v += f + ";";
+      } else {
+        continue;  // a type expiring-server does not hold
+      }
+      out[key] = v + " @" + std::to_string(c.call({"PEXPIRETIME", key}).integer());
+    }
+  } while (cursor != "0" && ++rounds < 100000);
+  return out;
+}
+
+// Random writes of every kind the two servers share, on `c`. `field_ttls`: HPEXPIRE too
+// (only for a replica that knows Redis 7.4's field TTLs: not redis-server 7.0).
+void workload(Conn& c, std::mt19937_64& rng, int ops, bool lists) {
+  const auto key = [&] { return "k" + std::to_string(rng() % 200); };
+  const auto hkey = [&] { return "h" + std::to_string(rng() % 40); };
+  const auto ms = [&](int lo, int hi) { return std::to_string(lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo))); };
+  for (int i = 0; i < ops; ++i) {
+    switch (rng() % 16) {
+      case 0: (void)c.call({"SET", key(), "v" + std::to_string(i)}); break;
+      case 1: (void)c.call({"SET", key(), "t" + std::to_string(i), "PX", ms(20, 400)}); break;  // expires soon
+      case 2: (void)c.call({"SET", key(), "long", "EX", ms(1000, 5000)}); break;
+      case 3: (void)c.call({"INCR", "n" + std::to_string(rng() % 20)}); break;
+      case 4: (void)c.call({"APPEND", key(), "+"}); break;
+      case 5: (void)c.call({"PEXPIRE", key(), ms(30, 300)}); break;
+      case 6: (void)c.call({"EXPIRE", key(), ms(2000, 9000)}); break;
+      case 7: (void)c.call({"PERSIST", key()}); break;
+      case 8: (void)c.call({"DEL", key(), key()}); break;
+      case 9: (void)c.call({"HSET", hkey(), "f" + std::to_string(rng() % 8), "x" + std::to_string(i)}); break;
+      case 10: (void)c.call({"HDEL", hkey(), "f" + std::to_string(rng() % 8)}); break;
+      case 11: (void)c.call({"HINCRBY", hkey(), "n", "3"}); break;
+      case 12: (void)c.call({"RENAME", key(), key()}); break;
+      case 13: (void)c.call({"GETEX", key(), "PX", ms(1000, 4000)}); break;
+      case 14: (void)c.call({"SETEX", key(), ms(1, 8), "sx"}); break;
+      case 15:
+        if (lists) (void)c.call({"RPUSH", "list" + std::to_string(rng() % 5), "x"});
+        break;
+    }
+  }
+}
+
+// Evictions on the primary: 300 keys of 1 KB, then a memory limit 60 KB below what it uses,
+// and more writes; the limit is lifted after them. (Redis counts its replication backlog in
+// used_memory: the stream the evictions add makes it evict more, so the margin is small.)
+void evictions(Conn& c, std::mt19937_64& rng, bool lists) {
+  for (int i = 0; i < 300; ++i) REQUIRE(c.call({"SET", "big" + std::to_string(i), std::string(1000, 'b')}).str() == "OK");
+  REQUIRE(c.call({"CONFIG", "SET", "maxmemory-policy", "allkeys-random"}).str() == "OK");
+  const std::int64_t used = std::stoll(redistext::info_field(c.call({"INFO", "memory"}).str(), "used_memory"));
+  REQUIRE(c.call({"CONFIG", "SET", "maxmemory", std::to_string(used - 60000)}).str() == "OK");
+  workload(c, rng, 300, lists);
+  REQUIRE(c.call({"CONFIG", "SET", "maxmemory", "0"}).str() == "OK");
+  CHECK(std::stoll(redistext::info_field(c.call({"INFO", "stats"}).str(), "evicted_keys")) > 0);
+  CHECK(c.call({"DBSIZE"}).integer() > 100);
+}
+
+// Waits until every short TTL of the workload has passed and the primary has deleted those
+// keys, then stops its active expiry (so that nothing expires while the two are compared)
+// and waits for the replica to reach the primary's offset.
+void settle(Conn& primary, Conn& replica) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Reading every key makes the primary delete the stale ones (and send DEL).
+  (void)keyspace(primary);
+  REQUIRE(primary.call({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}).str() == "OK");
+  REQUIRE(eventually([&] {
+    const std::string want = info(primary, "master_repl_offset");
+    return !want.empty() && info(replica, "slave_repl_offset") == want && info(replica, "master_link_status") == "up";
+  }));
+}
+
+void check_same(Conn& primary, Conn& replica) {
+  const auto p = keyspace(primary);
+  const auto r = keyspace(replica);
+  CHECK(p.size() > 50);
+  CHECK(r.size() == p.size());
+  std::size_t differ = 0;
+  for (const auto& [k, v] : p) {
+    const auto it = r.find(k);
+    if (it == r.end() || it->second != v) {
+      if (++differ <= 5) {
+        UNSCOPED_INFO("key " << k << ": primary " << v << ", replica " << (it == r.end() ? "(none)" : it->second));
+      }
+    }
+  }
+  CHECK(differ == 0);
+}
+
+}  // namespace
+
+TEST_CASE("replication live: expiring-server follows redis-server through syncs, a cut link and a restart",
+          "[redis][live][replication]") {
+  const auto server = live::redis_server_path();
+  if (!server) EXPIRING_SKIP("redis-server is not installed");
+  for (const bool diskless : {true, false}) {
+    INFO((diskless ? "diskless sync (EOF marks)" : "disk-based sync ($<length>)"));
+    auto redis = std::make_unique<live::RedisServer>(*server);
+    Conn p(redis->port());
+    REQUIRE(p.call({"CONFIG", "SET", "repl-diskless-sync", diskless ? "yes" : "no"}).str() == "OK");
+    REQUIRE(p.call({"CONFIG", "SET", "repl-diskless-sync-delay", "0"}).str() == "OK");
+    std::mt19937_64 rng(diskless ? 1 : 2);
+    workload(p, rng, 3000, true);
+    live::RespServer ours;
+    Conn r(ours.port());
+    REQUIRE(r.call({"REPLICAOF", "127.0.0.1", std::to_string(redis->port())}).str() == "OK");
+    // Writes during the sync and after it; evictions too (a memory limit the workload exceeds).
+    workload(p, rng, 2000, true);
+    REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }));
+    evictions(p, rng, true);
+    settle(p, r);
+    check_same(p, r);
+    CHECK(info(r, "master_syncs") == "1");
+    CHECK(std::stoll(info(r, "master_stream_skipped")) > 0);  // the list's commands
+
+    // A cut connection: the replica continues from its offset.
+    REQUIRE(p.call({"DEBUG", "SET-ACTIVE-EXPIRE", "1"}).str() == "OK");
+    REQUIRE(p.call({"CLIENT", "KILL", "TYPE", "replica"}).integer() == 1);
+    workload(p, rng, 1000, true);
+    REQUIRE(eventually([&] { return info(r, "master_partial_syncs") == "1"; }));
+    workload(p, rng, 1000, true);
+    settle(p, r);
+    check_same(p, r);
+    CHECK(info(r, "master_syncs") == "1");  // no second full sync
+
+    CHECK(redistext::info_field(p.call({"INFO", "stats"}).str(), "sync_partial_ok") == "1");
+
+    // The primary saved, stopped and started again on its dump.rdb (same port): the replica
+    // reconnects, by PSYNC or a full sync, and the two agree again.
+    REQUIRE(p.call({"DEBUG", "SET-ACTIVE-EXPIRE", "1"}).str() == "OK");
+    REQUIRE(p.call({"SAVE"}).str() == "OK");
+    redis->restart();
+    Conn p2(redis->port());
+    REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }, 30000));
+    workload(p2, rng, 1000, true);
+    settle(p2, r);
+    check_same(p2, r);
+  }
+}
+
+TEST_CASE("replication live: redis-server follows expiring-server through syncs, a cut link and a restart",
+          "[redis][live][replication]") {
+  const auto server = live::redis_server_path();
+  if (!server) EXPIRING_SKIP("redis-server is not installed");
+  TempDir dir;
+  const int pport = live::free_port();
+  const Argv pargs{"--port", std::to_string(pport), "--dir", dir.path, "--appendonly", "yes"};
+  auto ours = std::make_unique<live::RespServer>(pargs);
+  Conn p(ours->port());
+  std::mt19937_64 rng(3);
+  workload(p, rng, 3000, false);
+  live::RedisServer redis(*server);
+  Conn r(redis.port());
+  REQUIRE(r.call({"REPLICAOF", "127.0.0.1", std::to_string(pport)}).str() == "OK");
+  workload(p, rng, 2000, false);
+  REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }));
+  // Evictions on the primary travel as DEL.
+  evictions(p, rng, false);
+  settle(p, r);
+  check_same(p, r);
+
+  // A cut connection: redis-server continues from the backlog.
+  REQUIRE(p.call({"DEBUG", "SET-ACTIVE-EXPIRE", "1"}).str() == "OK");
+  REQUIRE(r.call({"CLIENT", "KILL", "TYPE", "master"}).integer() == 1);
+  workload(p, rng, 1000, false);
+  REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }));
+  workload(p, rng, 1000, false);
+  settle(p, r);
+  check_same(p, r);
+  CHECK(redistext::info_field(p.call({"INFO", "stats"}).str(), "sync_full") == "1");
+  CHECK(redistext::info_field(p.call({"INFO", "stats"}).str(), "sync_partial_ok") == "1");
+
+  // The primary restarted from its log: a new replication ID, a full sync.
+  ours.reset();
+  CHECK(eventually([&] { return info(r, "master_link_status") == "down"; }));
+  ours = std::make_unique<live::RespServer>(pargs);
+  Conn p2(ours->port());
+  REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }, 30000));
+  workload(p2, rng, 1000, false);
+  settle(p2, r);
+  check_same(p2, r);
+}
