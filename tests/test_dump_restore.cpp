@@ -95,7 +95,7 @@ TEST_CASE("dump: strings, hashes and field TTLs round trip, with the version eac
   CHECK(*strings.get("s") == std::string(5000, 'z') + "end");
 }
 
-TEST_CASE("restore: TTLs relative, absolute and none; a past one stores nothing", "[rdb][dump]") {
+TEST_CASE("restore: TTLs relative, absolute and none, and a past one stores nothing", "[rdb][dump]") {
   ManualClock clock{T0};
   SStore s{clock};
   (void)s.set("src", std::string("v"));

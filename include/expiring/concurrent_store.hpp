@@ -286,6 +286,17 @@ class BasicConcurrentStore
   [[nodiscard]] std::optional<std::uint32_t> object_freq(const KK& key) {
     return with(key, [&](engine_type& e) { return e.object_freq(key); });
   }
+  // RESTORE's IDLETIME and FREQ (see ExpiringStore::set_object_access()).
+  template <class KK>
+  bool set_object_access(const KK& key, std::optional<std::int64_t> idle_seconds, std::optional<std::uint8_t> freq) {
+    return with(key, [&](engine_type& e) { return e.set_object_access(key, idle_seconds, freq); });
+  }
+  // The stored value, stale or not, as fn(const V&, std::optional<std::int64_t> deadline)
+  // under the shard's lock (see ExpiringStore::peek_stored()); fn must not call the store.
+  template <class KK, class F>
+  bool peek_stored(const KK& key, F&& fn) {
+    return with(key, [&](engine_type& e) { return e.peek_stored(key, fn); });
+  }
 
   // ==== Writing: as ExpiringStore, one shard each ========================================
 
@@ -534,6 +545,17 @@ class BasicConcurrentStore
   }
 
   // ==== Replica mode: following a primary's change feed ==================================
+  // REPLICAOF host port / REPLICAOF NO ONE: turns replica mode (Options::replica) on or off
+  // in every shard at once (expiring::Replica turns it on as it starts following).
+  void set_replica(bool on) {
+    std::vector<Shard*> all(shards_n_);
+    for (std::size_t i = 0; i < shards_n_; ++i) all[i] = &shards_[i];
+    run_many(std::move(all), [&](auto&&) {
+      for (std::size_t i = 0; i < shards_n_; ++i) shards_[i].engine->set_replica(on);
+      options_.replica = on;
+      return true;
+    });
+  }
   // With Options::replica every shard is a replica (docs/semantics.md D31): tick() expires
   // nothing, and reads answer a stale key as missing and leave it in place, from any number of
   // threads. apply() replays the primary's records (change_feed.hpp) as ExpiringStore::apply()

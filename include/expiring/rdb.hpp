@@ -1355,8 +1355,8 @@ std::string dump_value(const V& v) {
 
 template <class Store>
 std::optional<std::string> dump(Store& s, const std::string& key) {
-  const auto* v = s.get(key);
-  if (v == nullptr) return std::nullopt;
+  const auto v = s.get(key);  // a pointer (ExpiringStore) or an optional copy (ConcurrentStore)
+  if (!v) return std::nullopt;
   return dump_value(*v);
 }
 

@@ -13,7 +13,12 @@
 // offset has reached the primary's (INFO replication: master_repl_offset against
 // slave_repl_offset). Keys of the types expiring-server does not hold (a list) are skipped by
 // it and left out of the comparison. Skipped when redis-server is not installed.
+//
+// The in-process replica (replica.hpp, a ConcurrentStore read by two threads while it
+// follows) is checked the same way against redis-server and expiring-server, and against a
+// primary that is not there (it keeps trying, and says why).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -22,6 +27,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <expiring/concurrent_store.hpp>
+#include <expiring/replica.hpp>
+#include <expiring/redis/value.hpp>
 
 #include "catch.hpp"
 #include "redis_live.hpp"
@@ -82,8 +91,9 @@ std::map<std::string, std::string> keyspace(Conn& c) {
   return out;
 }
 
-// Random writes of every kind the two servers share, on `c`. `field_ttls`: HPEXPIRE too
-// (only for a replica that knows Redis 7.4's field TTLs: not redis-server 7.0).
+// Random writes of every kind the two servers share, on `c` (`lists`: RPUSH too, which
+// expiring-server does not hold). A TTL is either short (at most 400 ms: past by settle()) or
+// long (a minute or more: not past while the two are compared).
 void workload(Conn& c, std::mt19937_64& rng, int ops, bool lists) {
   const auto key = [&] { return "k" + std::to_string(rng() % 200); };
   const auto hkey = [&] { return "h" + std::to_string(rng() % 40); };
@@ -103,8 +113,8 @@ void workload(Conn& c, std::mt19937_64& rng, int ops, bool lists) {
       case 10: (void)c.call({"HDEL", hkey(), "f" + std::to_string(rng() % 8)}); break;
       case 11: (void)c.call({"HINCRBY", hkey(), "n", "3"}); break;
       case 12: (void)c.call({"RENAME", key(), key()}); break;
-      case 13: (void)c.call({"GETEX", key(), "PX", ms(1000, 4000)}); break;
-      case 14: (void)c.call({"SETEX", key(), ms(1, 8), "sx"}); break;
+      case 13: (void)c.call({"GETEX", key(), "PX", ms(60000, 90000)}); break;
+      case 14: (void)c.call({"SETEX", key(), ms(100, 800), "sx"}); break;
       case 15:
         if (lists) (void)c.call({"RPUSH", "list" + std::to_string(rng() % 5), "x"});
         break;
@@ -249,4 +259,159 @@ TEST_CASE("replication live: redis-server follows expiring-server through syncs,
   workload(p2, rng, 1000, false);
   settle(p2, r);
   check_same(p2, r);
+}
+
+// ---- The in-process replica (replica.hpp) ----------------------------------------------------
+
+namespace {
+
+using Replicated = expiring::ConcurrentStore<std::string, expiring::redis::Value>;
+
+// The store's string and hash keys as keyspace() shows a server's (stale ones included: the
+// primary has deleted every key past its deadline by then).
+std::map<std::string, std::string> keyspace(Replicated& s) {
+  std::map<std::string, std::string> out;
+  for (std::size_t shard = 0; shard < s.shard_count(); ++shard) {
+    std::uint64_t cursor = 0;
+    do {
+      cursor = s.scan_stored(shard, cursor, 1000,
+                             [&](const std::string& k, const expiring::redis::Value& v, std::optional<std::int64_t> d) {
+                               std::string text;
+                               if (const std::string* str = v.string()) {
+                                 text = "s:" + *str;
+                               } else {
+                                 std::vector<std::string> fields;
+                                 for (std::uint32_t i = 0; i < v.hash()->size(); ++i) {
+                                   fields.push_back(v.hash()->at(i).name + "=" + v.hash()->at(i).value);
+                                 }
+                                 std::sort(fields.begin(), fields.end());
+                                 text = "h:";
+                                 for (const std::string& f : fields) text += f + ";";
+                               }
+                               out[k] = text + " @" + std::to_string(d ? *d : -1);
+                             });
+      REQUIRE(cursor != Replicated::kRestarted);
+    } while (cursor != 0);
+  }
+  return out;
+}
+
+void check_same(Conn& primary, Replicated& replica) {
+  const auto p = keyspace(primary);
+  const auto r = keyspace(replica);
+  CHECK(p.size() > 50);
+  CHECK(r.size() == p.size());
+  std::size_t differ = 0;
+  for (const auto& [k, v] : p) {
+    const auto it = r.find(k);
+    if (it == r.end() || it->second != v) {
+      if (++differ <= 5) UNSCOPED_INFO("key " << k << ": primary " << v << ", replica " << (it == r.end() ? "(none)" : it->second));
+    }
+  }
+  CHECK(differ == 0);
+}
+
+// As settle(), for the in-process replica.
+void settle(Conn& primary, expiring::Replica<Replicated>& replica) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  (void)keyspace(primary);
+  REQUIRE(primary.call({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}).str() == "OK");
+  REQUIRE(eventually([&] {
+    const std::string want = info(primary, "master_repl_offset");
+    const auto st = replica.stats();
+    return st.link_up && std::to_string(st.offset) == want;
+  }));
+}
+
+}  // namespace
+
+TEST_CASE("replica.hpp: an in-process replica of redis-server, read by other threads while it follows",
+          "[redis][live][replication][replica]") {
+  const auto server = live::redis_server_path();
+  if (!server) EXPIRING_SKIP("redis-server is not installed");
+  auto redis = std::make_unique<live::RedisServer>(*server);
+  Conn p(redis->port());
+  REQUIRE(p.call({"CONFIG", "SET", "repl-diskless-sync-delay", "0"}).str() == "OK");
+  std::mt19937_64 rng(7);
+  workload(p, rng, 3000, true);
+  Replicated store;
+  expiring::ReplicaOptions o;
+  o.port = redis->port();
+  o.backoff_min = std::chrono::milliseconds(50);
+  o.backoff_max = std::chrono::milliseconds(200);
+  expiring::Replica<Replicated> replica(store, o);
+  REQUIRE(replica.wait_until_synced(std::chrono::seconds(20)));
+  CHECK(store.options().replica);
+  // Readers on two threads while the primary writes.
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      std::uint64_t n = 0;
+      while (!done) {
+        (void)store.get("k" + std::to_string(n % 200));
+        (void)store.hget("h" + std::to_string(n % 40), "f" + std::to_string(t));
+        ++n;
+      }
+      reads += n;
+    });
+  }
+  workload(p, rng, 2000, true);
+  evictions(p, rng, true);
+  settle(p, replica);
+  check_same(p, store);
+  // A cut link: continued from the offset.
+  REQUIRE(p.call({"DEBUG", "SET-ACTIVE-EXPIRE", "1"}).str() == "OK");
+  REQUIRE(p.call({"CLIENT", "KILL", "TYPE", "replica"}).integer() == 1);
+  workload(p, rng, 1000, true);
+  REQUIRE(eventually([&] { return replica.stats().partial_syncs == 1; }));
+  settle(p, replica);
+  check_same(p, store);
+  // The primary restarted on its dump.rdb.
+  REQUIRE(p.call({"DEBUG", "SET-ACTIVE-EXPIRE", "1"}).str() == "OK");
+  REQUIRE(p.call({"SAVE"}).str() == "OK");
+  redis->restart();
+  Conn p2(redis->port());
+  REQUIRE(eventually([&] { return replica.stats().connects >= 3 && replica.stats().link_up; }, 30000));
+  workload(p2, rng, 1000, true);
+  settle(p2, replica);
+  check_same(p2, store);
+  done = true;
+  for (auto& t : readers) t.join();
+  const expiring::ReplicaStats st = replica.stats();
+  CHECK(reads.load() > 0);
+  CHECK(st.full_syncs >= 1);
+  CHECK(st.applied > 1000);
+  CHECK(st.skipped > 0);  // the lists
+  CHECK(st.ms_since_last_io >= 0);
+  CHECK(st.master_replid.size() == 40);
+  replica.stop();
+  CHECK_FALSE(replica.stats().link_up);
+}
+
+TEST_CASE("replica.hpp: an in-process replica of expiring-server, and a primary that is not there",
+          "[redis][live][replication][replica]") {
+  live::RespServer ours;
+  Conn p(ours.port());
+  std::mt19937_64 rng(8);
+  workload(p, rng, 3000, false);
+  Replicated store;
+  expiring::ReplicaOptions o;
+  o.port = ours.port();
+  expiring::Replica<Replicated> replica(store, o);
+  REQUIRE(replica.wait_until_synced(std::chrono::seconds(20)));
+  workload(p, rng, 2000, false);
+  settle(p, replica);
+  check_same(p, store);
+
+  Replicated lonely;
+  expiring::ReplicaOptions nowhere;
+  nowhere.port = live::free_port();  // nothing listens there
+  nowhere.backoff_min = std::chrono::milliseconds(10);
+  nowhere.backoff_max = std::chrono::milliseconds(20);
+  expiring::Replica<Replicated> waiting(lonely, nowhere);
+  CHECK_FALSE(waiting.wait_until_synced(std::chrono::milliseconds(300)));
+  CHECK(waiting.stats().last_error.find("cannot connect") != std::string::npos);
+  CHECK(waiting.stats().connects == 0);
 }

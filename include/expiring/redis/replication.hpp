@@ -112,6 +112,8 @@ struct LinkLimits {
 // was cut off asks to continue; "?" and -1 ask for a full sync) and the database it follows.
 struct LinkStart {
   int listening_port = 0;
+  // The primary's requirepass (Redis's masterauth): AUTH after PING when not empty.
+  std::string password;
   std::string replid = "?";
   std::int64_t offset = -1;  // the offset of the last byte it applied
   std::int64_t db = 0;
@@ -119,8 +121,8 @@ struct LinkStart {
 
 // Everything a replica reads from its primary, bytes in, store changes and replies out:
 //   1. the handshake, one command at a time, each answered before the next is sent:
-//      PING (+PONG; -NOAUTH and -NOPERM are taken as a live primary, as Redis does),
-//      REPLCONF listening-port <port>, REPLCONF capa eof capa psync2 (errors ignored), then
+//      PING (+PONG; -NOAUTH and -NOPERM are taken as a live primary, as Redis does), AUTH
+//      <password> when the LinkStart has one (+OK), REPLCONF listening-port <port>, REPLCONF capa eof capa psync2 (errors ignored), then
 //      PSYNC <replid> <offset>: +FULLRESYNC <replid> <offset> starts a full sync, +CONTINUE
 //      [<new replid>] resumes the stream where this replica's offset stands (newlines before
 //      the answer are the primary's keepalive);
@@ -214,7 +216,7 @@ class ReplicaLink {
  private:
   static constexpr std::size_t kMaxLine = 64 * 1024;  // Redis PROTO_INLINE_MAX_SIZE
   static constexpr std::size_t kMarkSize = 40;         // Redis RDB_EOF_MARK_SIZE
-  enum class Step : std::uint8_t { pong, port, capa, psync };
+  enum class Step : std::uint8_t { pong, auth, port, capa, psync };
 
   bool fail(std::string why) {
     error_ = std::move(why);
@@ -262,6 +264,16 @@ class ReplicaLink {
             line.rfind("-ERR operation not permitted", 0) != 0) {
           return fail("the primary answered PING with '" + shown(line) + "'");
         }
+        if (!start_.password.empty()) {
+          step_ = Step::auth;
+          send({"AUTH", start_.password});
+          return true;
+        }
+        step_ = Step::port;
+        send({"REPLCONF", "listening-port", std::to_string(start_.listening_port)});
+        return true;
+      case Step::auth:
+        if (line != "+OK") return fail("the primary refused AUTH: '" + shown(line) + "'");
         step_ = Step::port;
         send({"REPLCONF", "listening-port", std::to_string(start_.listening_port)});
         return true;
