@@ -44,6 +44,7 @@
 #include <expiring/snapshot.hpp>
 
 #include "bench_common.hpp"
+#include "redis_server.hpp"
 
 namespace {
 
@@ -78,52 +79,16 @@ void fill(Store& s, std::size_t n) {
 
 // ---- redis-server -----------------------------------------------------------------------
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 struct RedisServer {
-  pid_t pid = -1;
+  bench::RedisProcess proc;
   redisContext* c = nullptr;
   bool start(const std::string& dir) {
-    const int port = free_port();
-    const std::string p = std::to_string(port);
-    pid = ::fork();
-    if (pid < 0) return false;
-    if (pid == 0) {
-      ::execlp("redis-server", "redis-server", "--port", p.c_str(), "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--dir", dir.c_str(), "--dbfilename", "dump.rdb", "--daemonize", "no",
-               "--logfile", "/dev/null", "--enable-debug-command", "local", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 500; ++i) {
-      c = redisConnect("127.0.0.1", port);
-      if (c != nullptr && c->err == 0) return true;
-      if (c != nullptr) redisFree(c);
-      c = nullptr;
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
+    if (!proc.start({"--dir", dir, "--dbfilename", "dump.rdb", "--enable-debug-command", "local"})) return false;
+    c = redisConnect("127.0.0.1", proc.port());
+    return c != nullptr && c->err == 0;
   }
   ~RedisServer() {
     if (c != nullptr) redisFree(c);
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-    }
   }
   bool command(const std::vector<std::string>& args) {
     std::vector<const char*> argv;

@@ -35,6 +35,7 @@
 #include <expiring/redis_store.hpp>
 
 #include "bench_common.hpp"
+#include "redis_server.hpp"
 
 namespace {
 
@@ -43,51 +44,15 @@ expiring::RedisEndpoint g_server;
 
 // ---- A server of our own, when none is given -----------------------------------------------
 
-pid_t g_child = -1;
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+bench::RedisProcess g_redis;
 
 bool start_server() {
-  const int port = free_port();
-  const std::string p = std::to_string(port);
-  g_child = ::fork();
-  if (g_child < 0) return false;
-  if (g_child == 0) {
-    ::execlp("redis-server", "redis-server", "--port", p.c_str(), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--daemonize", "no", "--logfile", "/dev/null", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  g_server = {"127.0.0.1", port};
-  for (int i = 0; i < 500; ++i) {  // up to 5 s
-    redisContext* c = redisConnect("127.0.0.1", port);
-    const bool up = c != nullptr && c->err == 0;
-    if (c != nullptr) redisFree(c);
-    if (up) return true;
-    int status = 0;
-    if (::waitpid(g_child, &status, WNOHANG) == g_child) return false;  // it exited
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
+  if (!g_redis.start()) return false;
+  g_server = {"127.0.0.1", g_redis.port()};
+  return true;
 }
 
-void stop_server() {
-  if (g_child > 0) {
-    ::kill(g_child, SIGTERM);
-    int status = 0;
-    ::waitpid(g_child, &status, 0);
-    g_child = -1;
-  }
-}
+void stop_server() { g_redis.stop(); }
 
 // ---- The baseline: hiredis by hand -----------------------------------------------------------
 
