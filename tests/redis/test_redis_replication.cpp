@@ -181,3 +181,42 @@ TEST_CASE("replication stream: a replica applying the stream stores what the pri
     REQUIRE(stored(replica) == stored(primary));
   }
 }
+
+// docs/semantics.md D35: the primary's commands see every key it has not deleted, past its
+// deadline by the replica's clock or not; readers do not.
+TEST_CASE("replication stream: a primary's command lands on a key stale by the replica's clock", "[redis][replication]") {
+  ManualClock clock{kT0};
+  expiring::Options ro;
+  ro.replica = true;
+  ValueStore<ManualClock&> replica{clock, ro};
+  expiring::redis::StreamApplier<ValueStore<ManualClock&>> apply(replica);
+  using O = expiring::redis::StreamOutcome;
+  REQUIRE(apply.apply({"SET", "n", "5", "PXAT", std::to_string(kT0 + 100)}) == O::applied);
+  REQUIRE(apply.apply({"HSET", "h", "a", "1"}) == O::applied);
+  REQUIRE(apply.apply({"PEXPIREAT", "h", std::to_string(kT0 + 100)}) == O::applied);
+  clock.set(kT0 + 500);  // both past their deadlines here; the primary has not deleted them
+  CHECK(replica.get("n") == nullptr);  // hidden from readers
+  REQUIRE(apply.apply({"INCR", "n"}) == O::applied);
+  REQUIRE(apply.apply({"HSET", "h", "b", "2"}) == O::applied);
+  std::optional<std::int64_t> deadline;
+  std::string text;
+  REQUIRE(replica.peek_stored("n", [&](const Value& v, std::optional<std::int64_t> d) {
+    text = *v.string();
+    deadline = d;
+  }));
+  CHECK(text == "6");                 // added to its value, as on the primary
+  CHECK(deadline == kT0 + 100);       // and its deadline kept
+  REQUIRE(apply.apply({"PERSIST", "n"}) == O::applied);
+  CHECK(*replica.get("n")->string() == "6");  // kept for good
+  REQUIRE(apply.apply({"PERSIST", "h"}) == O::applied);
+  REQUIRE(replica.get("h") != nullptr);
+  CHECK(replica.get("h")->hash()->size() == 2);
+  // A relative time (a primary before Redis 7.0) against the replica's clock.
+  REQUIRE(apply.apply({"SETEX", "s", "10", "v"}) == O::applied);
+  CHECK(replica.pexpiretime("s") == kT0 + 500 + 10'000);
+  // Other databases are skipped, FLUSHALL empties all of them.
+  REQUIRE(apply.apply({"SELECT", "1"}) == O::ignored);
+  CHECK(apply.apply({"SET", "other", "x"}) == O::skipped);
+  CHECK(apply.apply({"FLUSHALL"}) == O::applied);
+  CHECK(replica.size() == 0);
+}

@@ -6,7 +6,8 @@
 // every expiry and eviction as DEL or UNLINK, a script or MULTI as MULTI ... EXEC, and SELECT
 // before the first command of a database. A replica runs those commands with one difference
 // from a client's: a key its primary has not deleted exists, even past its deadline by the
-// replica's own clock (Redis's expireIfNeeded() for the master client). So StreamApplier does
+// replica's own clock (Redis's expireIfNeeded() for the master client; docs/semantics.md D35).
+// So StreamApplier does
 // not judge time: each command becomes store records applied with Store::apply(), which takes
 // every key as valid, computed from the stored entry as peek_stored() shows it, stale or not:
 //   SET (any options: the primary ran the NX/XX test), SETNX, SETEX, PSETEX, GETSET, MSET,
