@@ -219,7 +219,7 @@ std::vector<std::string> fill(Conn& c, const std::string& prefix) {
   std::string binary;
   for (int i = 0; i < 256; ++i) binary.push_back(static_cast<char>(i));
   set("binary", binary);
-  for (int i = 0; i < 120; ++i) set("num" + std::to_string(i), std::to_string((i - 60) * 7919 * (i % 2 == 0 ? 1 : 131071)));
+  for (int i = 0; i < 120; ++i) set("num" + std::to_string(i), std::to_string(static_cast<std::int64_t>(i - 60) * 7919 * (i % 2 == 0 ? 1 : 131071)));
   for (int i = 0; i < 40; ++i) {
     const std::string k = "h" + std::to_string(i);
     Argv h{"HSET", prefix + k};

@@ -208,6 +208,9 @@ TEST_CASE("replica link: an endless RDB header is refused at 64 KB", "[link][syn
   CHECK_FALSE(z.feed(std::string("\0\0\0\r\n", 5)));  // not an answer to PSYNC
   Replica y;
   CHECK_FALSE(y.feed(fullresync() + std::string("\0\0\0\r\n", 5)));  // not an RDB header
+  Replica e;
+  CHECK_FALSE(e.feed(fullresync() + "$0\r\n*1\r\n$4\r\nPING\r\n"));  // an empty RDB
+  CHECK(e.link.error().find("does not load") != std::string::npos);
 }
 
 TEST_CASE("replica link: bytes after the checksum inside the bulk are refused, the store unchanged",

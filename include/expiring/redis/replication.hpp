@@ -341,6 +341,7 @@ class ReplicaLink {
     mark_.clear();
     payload_len_ = static_cast<std::size_t>(len);
     state_ = State::sync_payload;
+    if (payload_len_ == 0) load();  // (no RDB is empty: this refuses it)
     return true;
   }
 
