@@ -922,6 +922,22 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // key, a RENAME of a missing source, MULTI and EXEC. Errc::invalid_record, and nothing
   // changes, when the record lacks the key, value or destination its op needs.
   Result<bool> apply(const change_type& c);
+  // apply() of a SET record whose key and value the caller hands over: the same, without
+  // copying them (what a loader replays: snapshot.hpp, rdb.hpp). `deadline`: nullopt, none.
+  // `ahead`, when given, is the key of a record a few calls later: its place in the table is
+  // fetched meanwhile (apply_set(k, ..., &k) first, then the same key again, is a two-stage
+  // pipeline: the control bytes, then the free slot), so the cache misses of a large load
+  // overlap.
+  Result<bool> apply_set(K&& key, V&& value, std::optional<std::int64_t> deadline, const K* ahead_group = nullptr,
+                         const K* ahead_slot = nullptr) {
+    if (ahead_group != nullptr) ks_.prefetch_group(ks_.hash_of(lookup_key(*ahead_group)));
+    if (ahead_slot != nullptr) ks_.prefetch_free_slot(ks_.hash_of(lookup_key(*ahead_slot)));
+    const std::int64_t now = now_ms();
+    apply_set_at(std::move(key), std::move(value), deadline ? ChangeTtl::at : ChangeTtl::none,
+                 deadline ? *deadline : kNoTtl, now);
+    flush();
+    return true;
+  }
 
   // Runs fn() (calls of this store) as one unit of the feed: its records travel as one MULTI
   // ... EXEC, so a log replays all of them or, cut by a crash, none (a snapshot load, a
@@ -1117,6 +1133,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   Result<bool> copy_at(const K1& src, const K2& dst, bool replace, std::int64_t now);
   template <class K1, class K2>
   Result<bool> rename_at(const K1& src, const K2& dst, SetCond cond, std::int64_t now, bool all_valid = false);
+  template <class KK, class VV>
+  void apply_set_at(KK&& key, VV&& value, ChangeTtl ttl, std::int64_t at, std::int64_t now);
 };
 
 // =========================================================================================
@@ -1601,39 +1619,10 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::apply(const change_type& c) {
       changed = ks_.size() != 0;
       clear();
       break;
-    case ChangeOp::set: {
-      const auto& lk = lookup_key(*c.key);
-      const std::uint64_t h = ks_.hash_of(lk);
-      if (c.ttl == ChangeTtl::at) ks_.prepare_deadline(c.at_ms);
-      std::uint32_t i = 0;
-      if (auto it = ks_.find(lk, h); it != ks_.end()) {
-        i = it->index;
-        entry_type& e = ks_.entry(i);
-        unaccount(e);
-        try {
-          replace_value(e.value, *c.value);
-        } catch (...) {
-          account(e);
-          throw;
-        }
-        account(e);
-        if (access_.words()) touch_access(i, now);
-      } else {
-        i = ks_.try_emplace(lk, h, *c.key, *c.value).first;
-        account(ks_.entry(i));
-        init_access(i, now);
-      }
-      if (c.ttl == ChangeTtl::at) {
-        ks_.set_deadline(i, c.at_ms);
-      } else if (c.ttl == ChangeTtl::none) {
-        ks_.clear_deadline(i);
-      }
-      placed(i, now);
-      emit(KeyEventCause::set, ks_.entry(i));
-      if (c.ttl == ChangeTtl::at) emit(KeyEventCause::expire, ks_.entry(i));
+    case ChangeOp::set:
+      apply_set_at(*c.key, *c.value, c.ttl, c.at_ms, now);
       changed = true;
       break;
-    }
     case ChangeOp::pexpireat:
     case ChangeOp::persist: {
       const auto& lk = lookup_key(*c.key);
@@ -1673,6 +1662,41 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::apply(const change_type& c) {
   }
   flush();
   return changed;
+}
+
+// apply()'s SET (and apply_set()'s): the key and value copied or moved in, as given.
+template <class K, class V, class H, class E, class C, class P>
+template <class KK, class VV>
+void ExpiringStore<K, V, H, E, C, P>::apply_set_at(KK&& key, VV&& value, ChangeTtl ttl, std::int64_t at, std::int64_t now) {
+  const auto& lk = lookup_key(key);
+  const std::uint64_t h = ks_.hash_of(lk);
+  if (ttl == ChangeTtl::at) ks_.prepare_deadline(at);
+  std::uint32_t i = 0;
+  if (auto it = ks_.find(lk, h); it != ks_.end()) {
+    i = it->index;
+    entry_type& e = ks_.entry(i);
+    unaccount(e);
+    try {
+      replace_value(e.value, std::forward<VV>(value));
+    } catch (...) {
+      account(e);
+      throw;
+    }
+    account(e);
+    if (access_.words()) touch_access(i, now);
+  } else {
+    i = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value)).first;
+    account(ks_.entry(i));
+    init_access(i, now);
+  }
+  if (ttl == ChangeTtl::at) {
+    ks_.set_deadline(i, at);
+  } else if (ttl == ChangeTtl::none) {
+    ks_.clear_deadline(i);
+  }
+  placed(i, now);
+  emit(KeyEventCause::set, ks_.entry(i));
+  if (ttl == ChangeTtl::at) emit(KeyEventCause::expire, ks_.entry(i));
 }
 
 // TICK: lazy free first, then the active-expire cycle (detail/active_expire.hpp).

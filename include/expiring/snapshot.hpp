@@ -223,6 +223,13 @@ template <class S>
 struct has_visit_stored<S, std::void_t<decltype(std::declval<const S&>().visit_stored(AnyVisitor{}))>>
     : std::true_type {};
 template <class S, class = void>
+struct has_apply_set : std::false_type {};
+template <class S>
+struct has_apply_set<S, std::void_t<decltype(std::declval<S&>().apply_set(std::declval<typename S::key_type&&>(),
+                                                                            std::declval<typename S::mapped_type&&>(),
+                                                                            std::optional<std::int64_t>()))>>
+    : std::true_type {};
+template <class S, class = void>
 struct has_feed_seq : std::false_type {};
 template <class S>
 struct has_feed_seq<S, std::void_t<decltype(std::declval<const S&>().feed_seq())>> : std::true_type {};
@@ -795,6 +802,22 @@ V value_prototype(const Store& s) {
   }
 }
 
+// Stores one loaded key as a SET record replays (every key valid): moved in when the store
+// takes it so (apply_set()), else copied by apply(). A refusal leaves e's key and value.
+template <class Store, class K, class V>
+Result<bool> replay_loaded(Store& s, LoadedKey<K, V>& e, const K* ahead_group = nullptr, const K* ahead_slot = nullptr) {
+  if constexpr (has_apply_set<Store>::value) {
+    std::optional<std::int64_t> deadline;
+    if (e.timed) deadline = e.deadline;
+    return s.apply_set(std::move(e.key), std::move(e.value), deadline, ahead_group, ahead_slot);
+  } else {
+    (void)ahead_group, (void)ahead_slot;
+    const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.timed ? e.deadline : Store::kNoTtl,
+                         e.timed ? ChangeTtl::at : ChangeTtl::none};
+    return s.apply(c);
+  }
+}
+
 template <class Store, class Source>
 FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_input) {
   using K = typename Store::key_type;
@@ -976,9 +999,7 @@ FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_
     for (std::size_t k = 0; k < keys.size(); ++k) {
       LoadedKey<K, V> e = std::move(keys[k]);  // freed at the end of this iteration
       if (e.skipped) continue;
-      const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.deadline,
-                           e.timed ? ChangeTtl::at : ChangeTtl::none};
-      const Result<bool> applied = s.apply(c);
+      const Result<bool> applied = replay_loaded(s, e);
       if (!applied.ok()) {
         refused = error(applied.error(), e.offset,
                         "the store refused the key of " + snap::record_of(k, count) + " " + at(e.offset) +

@@ -235,6 +235,8 @@ class Keyspace {
   // get_many()'s two prefetch stages: the control group, then the likely slot.
   void prefetch_group(std::uint64_t h) const noexcept { table_.prefetch_group(h); }
   void prefetch_slot(std::uint64_t h) const noexcept { table_.prefetch_slot(h); }
+  // A bulk insertion's second stage (a loader's): the free slot a new key of hash h takes.
+  void prefetch_free_slot(std::uint64_t h) const noexcept { table_.prefetch_free_slot(h); }
 
   const Hash& hasher() const noexcept { return hasher_; }
   const KeyEqual& key_eq() const noexcept { return eq_; }

@@ -66,6 +66,13 @@ inline void prefetch_read(const void* p) noexcept {
   (void)p;
 #endif
 }
+inline void prefetch_write(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 1, 3);
+#else
+  (void)p;
+#endif
+}
 
 // The 16 control bytes of one group.
 struct ControlGroup {
@@ -239,6 +246,14 @@ class SlotTable {
     const std::size_t g = home(h);
     const std::uint32_t m = ControlGroup::match(ctrl_ + g * kGroupBytes, fingerprint(h));
     if (m != 0) prefetch_read(slots_ + g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m)));
+  }
+
+  // An insertion's second prefetch stage (after prefetch_group() has landed): for writing,
+  // the free slot of h's home group an insertion of a new key would take.
+  void prefetch_free_slot(std::uint64_t h) const noexcept {
+    const std::size_t g = home(h);
+    const std::uint32_t m = ControlGroup::empty(ctrl_ + g * kGroupBytes) & ControlGroup::kSlotMask;
+    if (m != 0) prefetch_write(slots_ + g * kGroupSlots + static_cast<std::size_t>(lowest_bit(m)));
   }
 
   // ---- insertion ----------------------------------------------------------------------
