@@ -6,9 +6,11 @@
 // deadline storing nothing and deleting with REPLACE, a replica storing it all the same, the
 // int64 edges); BUSYKEY; every refused payload (short, newer version, CRC, trailing bytes, a
 // list, a hash for a store of strings) leaving the store as it was; IDLETIME under an LRU
-// policy and FREQ under an LFU one. The payloads moving between redis-server and
-// expiring-server are in tests/redis/test_rdb_live.cpp.
+// policy and FREQ under an LFU one; the same, and save_rdb(), on a ConcurrentStore. The
+// payloads moving between redis-server and expiring-server are in
+// tests/redis/test_rdb_live.cpp.
 // expiring-test: one policy (the payload does not depend on the expiry index)
+#include <expiring/concurrent_store.hpp>
 #include <expiring/expiring.hpp>
 #include <expiring/rdb.hpp>
 #include <expiring/redis/value.hpp>
@@ -194,4 +196,32 @@ TEST_CASE("restore: IDLETIME under an LRU policy, FREQ under an LFU one", "[rdb]
   o.freq = 0;
   REQUIRE(*expiring::restore(s, "cold", p, o));
   CHECK(*s.object_freq("cold") == 0);
+}
+
+TEST_CASE("dump: DUMP, RESTORE and the RDB format on a ConcurrentStore", "[rdb][dump]") {
+  expiring::ConcurrentStore<std::string, Value> s;
+  (void)s.set("s", Value(std::string("text")));
+  (void)s.hset("h", "f", "1");
+  REQUIRE(s.pexpireat("h", 4102444800000).ok());
+  const std::optional<std::string> p = expiring::dump(s, "s");
+  REQUIRE(p.has_value());
+  RestoreOptions o;
+  o.ttl_ms = 4102444800123;
+  o.absttl = true;
+  REQUIRE(*expiring::restore(s, "copy", *p, o));
+  CHECK(*s.get("copy")->string() == "text");
+  CHECK(s.pexpiretime("copy") == 4102444800123);
+  CHECK(expiring::restore(s, "copy", *p).error().code == Errc::busy_key);
+  // save_rdb() walks the shards; load_rdb_bytes() into an ExpiringStore finds every key.
+  std::string rdb;
+  const auto saved = expiring::save_rdb(s, rdb);
+  REQUIRE(saved.ok());
+  CHECK(saved->keys == 3);
+  CHECK(saved->version == 10);
+  ManualClock clock{T0};
+  VStore t{clock};
+  REQUIRE(expiring::load_rdb_bytes(t, rdb).ok());
+  CHECK(t.size() == 3);
+  CHECK(t.pexpiretime("h") == 4102444800000);
+  CHECK(t.pexpiretime("copy") == 4102444800123);
 }

@@ -97,7 +97,9 @@ struct RdbSaveOptions {
 // version 10 (Redis 7.0), strings as Redis encodes them (integers, LZF, raw), hashes as a
 // listpack when Redis would keep them in one (at most 128 fields of at most 64 bytes) and as a
 // hashtable otherwise; with a field TTL anywhere, version 12 and Redis 7.4's hash with
-// metadata for those hashes (redis-server 7.0 cannot read that). One database, 0.
+// metadata for those hashes (redis-server 7.0 cannot read that). One database, 0. An
+// ExpiringStore or a ConcurrentStore (while other threads write: shard by shard, each key as it
+// was when its shard was walked, as snapshot.hpp's save()).
 template <class Store>
 FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOptions& options = {});
 #if defined(EXPIRING_SNAPSHOT_POSIX)
@@ -1260,43 +1262,81 @@ FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOpti
   using K = typename Store::key_type;
   using V = typename Store::mapped_type;
   static_assert(std::is_same_v<K, std::string>, "expiring::save_rdb: RDB keys are byte strings; use a store of std::string keys");
-  static_assert(detail::has_visit_stored<Store>::value, "expiring::save_rdb: the store must have visit_stored()");
+  static_assert(detail::is_sharded<Store>::value || detail::has_visit_stored<Store>::value,
+                "expiring::save_rdb: an in-process store (ExpiringStore, ConcurrentStore); a Redis server saves itself");
   namespace rdb = detail::rdb;
-  // A first pass: the counts, and whether any field has a TTL (version 12 then).
-  std::uint64_t keys = 0, timed = 0;
-  bool field_ttls = false;
-  s.visit_stored([&](const K&, const V& v, const std::optional<std::int64_t>& deadline) {
-    ++keys;
-    if (deadline) ++timed;
-    field_ttls = field_ttls || rdb::has_field_ttls(v);
-  });
+  // One pass. The header says version 10 and Redis 7.0, and becomes 12 and 7.4 (the same
+  // length) if a field has a TTL; RESIZEDB is a hint (the store's counts as of the start).
   RdbInfo info;
-  info.version = field_ttls ? 12 : 10;
   const std::size_t begin = out.size();
-  out += field_ttls ? "REDIS0012" : "REDIS0010";
+  out += "REDIS0010";
   rdb::Writer w(out, options.compress);
   const auto aux = [&](std::string_view k, std::string_view v) {
     w.byte(rdb::kAux);
     w.string(k);
+    const std::size_t at = out.size();
     w.string(v);
     info.aux.emplace_back(std::string(k), std::string(v));
+    return at;
   };
-  aux("redis-ver", field_ttls ? "7.4.0" : "7.0.0");  // the format's, for tools that read it
+  const std::size_t ver_at = aux("redis-ver", "7.0.0");  // the format's, for tools that read it
   aux("redis-bits", "64");
   aux("ctime", std::to_string(s.now_ms() / 1000));
   w.byte(rdb::kSelectDb);
   w.length(0);
   w.byte(rdb::kResizeDb);
-  w.length(keys);
-  w.length(timed);
-  s.visit_stored([&](const K& k, const V& v, const std::optional<std::int64_t>& deadline) {
+  w.length(s.size());
+  w.length(s.expires_size());
+  std::uint64_t keys = 0;
+  bool field_ttls = false;
+  // One key's record; a replica's hash emptied by its own reclaim (D31) is left out, as
+  // snapshot.hpp's save() leaves it (no RDB holds an empty hash).
+  const auto record = [&](rdb::Writer& to, const K& k, const V& v, const std::optional<std::int64_t>& deadline) {
+    if (detail::is_empty_hash(v)) return false;
     if (deadline) {
-      w.byte(rdb::kExpireTimeMs);
-      w.le(static_cast<std::uint64_t>(*deadline), 8);
+      to.byte(rdb::kExpireTimeMs);
+      to.le(static_cast<std::uint64_t>(*deadline), 8);
     }
     const std::string_view key(k);
-    rdb::write_object(w, v, &key);
-  });
+    rdb::write_object(to, v, &key);
+    field_ttls = field_ttls || rdb::has_field_ttls(v);
+    return true;
+  };
+  if constexpr (detail::is_sharded<Store>::value) {
+    // Shard by shard in bounded steps (a writer waits for one step); a shard that rehashes
+    // during its walk is walked again from an empty part, as snapshot.hpp's save() does.
+    std::string part;
+    for (std::size_t i = 0; i < s.shard_count(); ++i) {
+      part.clear();
+      rdb::Writer pw(part, options.compress);
+      std::uint64_t n = 0, cursor = 0;
+      for (;;) {
+        cursor = s.scan_stored(i, cursor, 256, [&](const K& k, const V& v, const std::optional<std::int64_t>& d) {
+          if (record(pw, k, v, d)) ++n;
+        });
+        if (cursor == Store::kRestarted) {
+          part.clear();
+          n = 0;
+          cursor = 0;
+          continue;
+        }
+        if (cursor == 0) break;
+      }
+      out += part;
+      keys += n;
+    }
+  } else {
+    s.visit_stored([&](const K& k, const V& v, const std::optional<std::int64_t>& deadline) {
+      if (record(w, k, v, deadline)) ++keys;
+    });
+  }
+  if (field_ttls) {  // Redis 7.4's hash with metadata: version 12
+    out[begin + 7] = '1';
+    out[begin + 8] = '2';
+    out[ver_at + 3] = '4';  // "7.0.0" -> "7.4.0" (a length byte, then the text)
+    info.aux[0].second = "7.4.0";
+  }
+  info.version = field_ttls ? 12 : 10;
   w.byte(rdb::kEof);
   w.le(rdb::crc64(0, out.data() + begin, out.size() - begin), 8);
   info.keys = keys;
