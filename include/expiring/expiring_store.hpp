@@ -1087,6 +1087,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::refresh_idle;
   using engine_type::prepared_idle_deadline;
   using engine_type::touch_access;
+  using engine_type::overwrite;
   using engine_type::evict_to_limit;
   using engine_type::evict_to_entries;
   using engine_type::room_for_key;
@@ -1173,20 +1174,11 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
 
   // Applies the new value and TTL to a live entry or a freshly inserted one.
   auto apply = [&](std::uint32_t i, bool fresh) {
-    entry_type& e = ks_.entry(i);
     if (fresh) {
-      account(e);
+      account(ks_.entry(i));
       init_access(i, now);
     } else {
-      unaccount(e);
-      try {
-        replace_value(e.value, std::forward<VV>(value));
-      } catch (...) {
-        account(e);
-        throw;
-      }
-      account(e);
-      if (access_.words()) touch_access(i, now);
+      overwrite(i, std::forward<VV>(value), now);
     }
     if (with_deadline || idle) {
       ks_.set_deadline(i, when);
@@ -1194,6 +1186,7 @@ EXPIRING_INLINE Result<bool> ExpiringStore<K, V, H, E, C, P>::write(KK&& key, VV
       ks_.clear_deadline(i);
     }
     placed(i, now);
+    const entry_type& e = ks_.entry(i);
     emit(KeyEventCause::set, e);
     if (with_deadline) emit(KeyEventCause::expire, e);
   };
@@ -1674,16 +1667,7 @@ void ExpiringStore<K, V, H, E, C, P>::apply_set_at(KK&& key, VV&& value, ChangeT
   std::uint32_t i = 0;
   if (auto it = ks_.find(lk, h); it != ks_.end()) {
     i = it->index;
-    entry_type& e = ks_.entry(i);
-    unaccount(e);
-    try {
-      replace_value(e.value, std::forward<VV>(value));
-    } catch (...) {
-      account(e);
-      throw;
-    }
-    account(e);
-    if (access_.words()) touch_access(i, now);
+    overwrite(i, std::forward<VV>(value), now);
   } else {
     i = ks_.try_emplace(lk, h, std::forward<KK>(key), std::forward<VV>(value)).first;
     account(ks_.entry(i));

@@ -340,6 +340,21 @@ class Engine : protected EngineState {
       slot = std::forward<VV>(value);
     }
   }
+  // An overwrite of entry i's value (SET of a stored key, a replayed SET): replace_value(),
+  // its memory accounted again (as before it, if the copy throws), its access data touched.
+  template <class VV>
+  void overwrite(std::uint32_t i, VV&& value, std::int64_t now) {
+    entry_type& e = ks_.entry(i);
+    unaccount(e);
+    try {
+      replace_value(e.value, std::forward<VV>(value));
+    } catch (...) {
+      account(e);
+      throw;
+    }
+    account(e);
+    if (access_.words()) touch_access(i, now);
+  }
 
   // ---- memory accounting and eviction ----
 
