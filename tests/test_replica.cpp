@@ -101,6 +101,13 @@ const std::string kReplid(40, 'a');
 
 std::string name_of(const std::vector<std::string>& argv) { return argv.empty() ? std::string() : argv[0]; }
 
+// Redis's handshake from the primary's side: PING, REPLCONF listening-port, REPLCONF capa, each
+// answered; true when the PSYNC that follows is `psync`.
+bool handshake(Peer& p, const std::vector<std::string>& psync) {
+  return p.next() == std::vector<std::string>{"PING"} && p.send("+PONG\r\n") && name_of(p.next()) == "REPLCONF" &&
+         p.send("+OK\r\n") && name_of(p.next()) == "REPLCONF" && p.send("+OK\r\n") && p.next() == psync;
+}
+
 }  // namespace
 
 TEST_CASE("replica: a full sync, a stream read by other threads, and a cut link continued from its offset",
@@ -123,10 +130,7 @@ TEST_CASE("replica: a full sync, a stream read by other threads, and a cut link 
       const int fd = primary.accept();
       if (fd < 0) return fail();
       Peer p(fd);
-      if (p.next() != std::vector<std::string>{"PING"} || !p.send("+PONG\r\n")) return fail();
-      if (name_of(p.next()) != "REPLCONF" || !p.send("+OK\r\n")) return fail();
-      if (name_of(p.next()) != "REPLCONF" || !p.send("+OK\r\n")) return fail();
-      if (p.next() != std::vector<std::string>{"PSYNC", "?", "-1"}) return fail();
+      if (!handshake(p, {"PSYNC", "?", "-1"})) return fail();
       if (!p.send("+FULLRESYNC " + kReplid + " 1000\r\n$" + std::to_string(rdb.size()) + "\r\n" + rdb)) return fail();
       std::int64_t offset = 1000;
       for (int i = 0; i < 2000; ++i) {
@@ -150,10 +154,7 @@ TEST_CASE("replica: a full sync, a stream read by other threads, and a cut link 
     const int fd = primary.accept();
     if (fd < 0) return fail();
     Peer p(fd);
-    if (p.next() != std::vector<std::string>{"PING"} || !p.send("+PONG\r\n")) return fail();
-    if (name_of(p.next()) != "REPLCONF" || !p.send("+OK\r\n")) return fail();
-    if (name_of(p.next()) != "REPLCONF" || !p.send("+OK\r\n")) return fail();
-    if (p.next() != std::vector<std::string>{"PSYNC", kReplid, std::to_string(sent_offset.load() + 1)}) return fail();
+    if (!handshake(p, {"PSYNC", kReplid, std::to_string(sent_offset.load() + 1)})) return fail();
     std::string more = "+CONTINUE " + kReplid + "\r\n";
     more += command({"DEL", "k1"}) + command({"PEXPIREAT", "k2", "4102444800000"}) + command({"LPUSH", "l", "x"});
     if (!p.send(more)) return fail();

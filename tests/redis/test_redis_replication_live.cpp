@@ -139,18 +139,62 @@ void evictions(Conn& c, std::mt19937_64& rng, bool lists) {
 // Waits until every short TTL of the workload has passed and the primary has deleted those
 // keys, then stops its active expiry (so that nothing expires while the two are compared)
 // and waits for the replica to reach the primary's offset.
-void settle(Conn& primary, Conn& replica) {
+using Replicated = expiring::ConcurrentStore<std::string, expiring::redis::Value>;
+
+// The store's string and hash keys as keyspace() shows a server's (stale ones included: the
+// primary has deleted every key past its deadline by then).
+std::map<std::string, std::string> keyspace(Replicated& s) {
+  std::map<std::string, std::string> out;
+  for (std::size_t shard = 0; shard < s.shard_count(); ++shard) {
+    std::uint64_t cursor = 0;
+    do {
+      cursor = s.scan_stored(shard, cursor, 1000,
+                             [&](const std::string& k, const expiring::redis::Value& v, std::optional<std::int64_t> d) {
+                               std::string text;
+                               if (const std::string* str = v.string()) {
+                                 text = "s:" + *str;
+                               } else {
+                                 std::vector<std::string> fields;
+                                 for (std::uint32_t i = 0; i < v.hash()->size(); ++i) {
+                                   fields.push_back(v.hash()->at(i).name + "=" + v.hash()->at(i).value);
+                                 }
+                                 std::sort(fields.begin(), fields.end());
+                                 text = "h:";
+                                 for (const std::string& f : fields) text += f + ";";
+                               }
+                               out[k] = text + " @" + std::to_string(d ? *d : -1);
+                             });
+      REQUIRE(cursor != Replicated::kRestarted);
+    } while (cursor != 0);
+  }
+  return out;
+}
+
+// Whether a replica is up and has applied the primary's stream up to `offset`: a server (INFO
+// replication) or an in-process replica (stats()).
+bool caught_up(Conn& replica, const std::string& offset) {
+  return info(replica, "slave_repl_offset") == offset && info(replica, "master_link_status") == "up";
+}
+bool caught_up(expiring::Replica<Replicated>& replica, const std::string& offset) {
+  const expiring::ReplicaStats st = replica.stats();
+  return st.link_up && std::to_string(st.offset) == offset;
+}
+
+template <class Replica>
+void settle(Conn& primary, Replica& replica) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // Reading every key makes the primary delete the stale ones (and send DEL).
   (void)keyspace(primary);
   REQUIRE(primary.call({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}).str() == "OK");
   REQUIRE(eventually([&] {
     const std::string want = info(primary, "master_repl_offset");
-    return !want.empty() && info(replica, "slave_repl_offset") == want && info(replica, "master_link_status") == "up";
+    return !want.empty() && caught_up(replica, want);
   }));
 }
 
-void check_same(Conn& primary, Conn& replica) {
+// The primary's keys against the replica's (a server, or the store of an in-process replica).
+template <class Replica>
+void check_same(Conn& primary, Replica& replica) {
   const auto p = keyspace(primary);
   const auto r = keyspace(replica);
   CHECK(p.size() > 50);
@@ -262,68 +306,6 @@ TEST_CASE("replication live: redis-server follows expiring-server through syncs,
 }
 
 // ---- The in-process replica (replica.hpp) ----------------------------------------------------
-
-namespace {
-
-using Replicated = expiring::ConcurrentStore<std::string, expiring::redis::Value>;
-
-// The store's string and hash keys as keyspace() shows a server's (stale ones included: the
-// primary has deleted every key past its deadline by then).
-std::map<std::string, std::string> keyspace(Replicated& s) {
-  std::map<std::string, std::string> out;
-  for (std::size_t shard = 0; shard < s.shard_count(); ++shard) {
-    std::uint64_t cursor = 0;
-    do {
-      cursor = s.scan_stored(shard, cursor, 1000,
-                             [&](const std::string& k, const expiring::redis::Value& v, std::optional<std::int64_t> d) {
-                               std::string text;
-                               if (const std::string* str = v.string()) {
-                                 text = "s:" + *str;
-                               } else {
-                                 std::vector<std::string> fields;
-                                 for (std::uint32_t i = 0; i < v.hash()->size(); ++i) {
-                                   fields.push_back(v.hash()->at(i).name + "=" + v.hash()->at(i).value);
-                                 }
-                                 std::sort(fields.begin(), fields.end());
-                                 text = "h:";
-                                 for (const std::string& f : fields) text += f + ";";
-                               }
-                               out[k] = text + " @" + std::to_string(d ? *d : -1);
-                             });
-      REQUIRE(cursor != Replicated::kRestarted);
-    } while (cursor != 0);
-  }
-  return out;
-}
-
-void check_same(Conn& primary, Replicated& replica) {
-  const auto p = keyspace(primary);
-  const auto r = keyspace(replica);
-  CHECK(p.size() > 50);
-  CHECK(r.size() == p.size());
-  std::size_t differ = 0;
-  for (const auto& [k, v] : p) {
-    const auto it = r.find(k);
-    if (it == r.end() || it->second != v) {
-      if (++differ <= 5) UNSCOPED_INFO("key " << k << ": primary " << v << ", replica " << (it == r.end() ? "(none)" : it->second));
-    }
-  }
-  CHECK(differ == 0);
-}
-
-// As settle(), for the in-process replica.
-void settle(Conn& primary, expiring::Replica<Replicated>& replica) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  (void)keyspace(primary);
-  REQUIRE(primary.call({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}).str() == "OK");
-  REQUIRE(eventually([&] {
-    const std::string want = info(primary, "master_repl_offset");
-    const auto st = replica.stats();
-    return st.link_up && std::to_string(st.offset) == want;
-  }));
-}
-
-}  // namespace
 
 TEST_CASE("replica.hpp: an in-process replica of redis-server, read by other threads while it follows",
           "[redis][live][replication][replica]") {
