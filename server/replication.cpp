@@ -17,7 +17,8 @@
 // expiring-server: ReplicaLink (redis/replication.hpp) does Redis's handshake, loads the RDB
 // (stale keys kept) and applies the stream as a Redis replica does (apply_stream.hpp); the
 // server never expires a key on its own (Options::replica), and clients' writes get -READONLY.
-// It sends REPLCONF ACK <offset> once a second. When the link drops it reconnects every second
+// It sends REPLCONF ACK <offset> once a second (every cron after a sync until the stream
+// starts). When the link drops it reconnects every second
 // and asks to continue from the offset it reached (PSYNC <replid> <offset + 1>); the primary
 // answers +CONTINUE, or a full sync. REPLICAOF NO ONE stops it, and the server takes a new
 // replication ID (its replicas then sync in full). INFO replication.
@@ -290,7 +291,10 @@ void Server::replication_cron() {
                                                             : "timeout: no data nor PING") +
                 " within repl-timeout (" + std::to_string(exec_.options().repl_timeout) + " s)");
   }
-  if (link_.state == Link::connected && now - link_.last_ack_ms >= 1000) {
+  // ACK once a second; every cron while nothing has come since a sync (a diskless primary
+  // starts the stream only on an ACK that arrives after it has seen the transfer end).
+  const bool quiet_since_sync = link_.state == Link::connected && link_.reader->offset() == link_.synced_offset;
+  if (link_.state == Link::connected && now - link_.last_ack_ms >= (quiet_since_sync ? 100 : 1000)) {
     link_.last_ack_ms = now;
     link_.reader->ack();
     flush_link();
@@ -348,6 +352,7 @@ void Server::link_event(std::uint32_t ev) {
       return;
     }
     if (was_syncing && !link_.reader->syncing()) {
+      link_.synced_offset = link_.reader->offset();
       if (link_.reader->continued()) {
         ++link_.partial_syncs;
         std::fprintf(stderr, "expiring-server: continuing the stream of %s:%d from offset %lld\n", link_.host.c_str(),

@@ -224,6 +224,7 @@ class Server {
     std::string replid = "?";         // what the last link reached, for PSYNC
     std::int64_t offset = -1;
     std::int64_t last_ack_ms = 0;
+    std::int64_t synced_offset = -2;  // the offset the last sync left (-2: none yet)
   } link_;
   std::int64_t last_replica_ping_ms_ = 0;
 };
