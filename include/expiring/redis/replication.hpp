@@ -36,7 +36,6 @@
 namespace expiring::redis {
 
 using ValueChange = Change<std::string, Value>;
-using ValueRecord = ChangeRecord<std::string, Value>;
 
 namespace detail {
 
@@ -349,7 +348,7 @@ class ReplicaLink {
   // length or by max_bulk), never with what was announced.
   std::size_t feed_payload(const char* data, std::size_t n) {
     const bool marked = !mark_.empty();
-    const std::size_t cap = marked ? limits_.max_bulk + kMarkSize : payload_len_;
+    const std::size_t cap = payload_cap();
     std::size_t take = std::min(n, cap - std::min(cap, payload_.size()));
     if (marked) {
       // Up to the mark: the first place where the bytes so far hold it (a search that starts
@@ -373,12 +372,14 @@ class ReplicaLink {
     if (payload_.size() == payload_len_) load();
     return take;
   }
+  // The most the RDB buffer may hold: the announced length, or (EOF-marked) proto-max-bulk-len
+  // and the mark.
+  std::size_t payload_cap() const noexcept { return mark_.empty() ? payload_len_ : limits_.max_bulk + kMarkSize; }
   // Room for `want` bytes: doubling, never past what the RDB may hold.
   void grow(std::size_t want) {
     if (want <= payload_.capacity()) return;
-    const std::size_t cap = mark_.empty() ? payload_len_ : limits_.max_bulk + kMarkSize;
     std::string grown;
-    grown.reserve(std::min(cap, std::max(want, 2 * payload_.capacity())));
+    grown.reserve(std::min(payload_cap(), std::max(want, 2 * payload_.capacity())));
     grown.append(payload_);
     payload_.swap(grown);
   }
