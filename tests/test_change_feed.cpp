@@ -7,6 +7,7 @@
 #include <expiring/expiring.hpp>
 #include <expiring/hash_fields.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -368,11 +369,21 @@ std::string hash_text(const HStore::change_type& c) {
   if (c.key != nullptr) s += " " + *c.key;
   if (c.op == ChangeOp::set) s += " <" + std::to_string(c.value->size()) + " fields>";
   if (c.op == ChangeOp::set && c.ttl == ChangeTtl::keep) s += " KEEPTTL";
+  if (c.field_op != expiring::FieldOp::none) {  // the field command, its fields in name order
+    s += std::string(" ") + expiring::to_string(c.field_op);
+    std::vector<std::string> names;
+    for (std::uint32_t pos = 0; pos < c.fields->size(); ++pos) {
+      names.push_back(c.fields->at(pos).name);
+      if (c.fields->deadline(pos) != FM::kNoDeadline) names.back() += "@" + std::to_string(c.fields->deadline(pos) - T0);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& n : names) s += " " + n;
+  }
   return s;
 }
 }  // namespace
 
-TEST_CASE("change feed: a hash travels whole after each change of its fields (D32)", "[feed][hash_fields]") {
+TEST_CASE("change feed: a field change travels as its field command with the whole hash (D32)", "[feed][hash_fields]") {
   ManualClock clock{T0};
   HStore primary(clock);
   std::vector<std::string> log;
@@ -383,12 +394,32 @@ TEST_CASE("change feed: a hash travels whole after each change of its fields (D3
   });
   REQUIRE(primary.hset("h", Pairs{{"a", "1"}, {"b", "2"}, {"c", "3"}}).ok());
   REQUIRE(primary.hpexpire("h", 10, {"a"}).ok());
-  REQUIRE(primary.hpexpire("h", 1000, {"b"}).ok());
-  CHECK(log == std::vector<std::string>{"SET h <3 fields>", "SET h <3 fields>", "SET h <3 fields>"});
+  REQUIRE(primary.hpexpire("h", 1000, {"b", "c", "nothing"}).ok());
+  REQUIRE(primary.hpexpire("h", 5, {"b"}, expiring::ExpireFlags::GT).ok());  // not met: nothing
+  REQUIRE(primary.hpersist("h", {"c", "nothing"}).ok());
+  REQUIRE(primary.hpersist("h", {"c"}).ok());  // no TTL left: nothing
+  REQUIRE(*primary.hsetnx("h", "d", "4"));
+  REQUIRE_FALSE(*primary.hsetnx("h", "d", "5"));
+  CHECK(log == std::vector<std::string>{"SET h <3 fields> HSET a b c", "SET h <3 fields> HPEXPIREAT a@10",
+                                        "SET h <3 fields> HPEXPIREAT b@1000 c@1000", "SET h <3 fields> HPERSIST c",
+                                        "SET h <4 fields> HSET d"});
+  log.clear();
+  REQUIRE(*primary.hincrby("h", "d", 1) == 5);  // a field without TTL: HSET alone
+  REQUIRE(*primary.hincrby("h", "b", 0) == 2);  // it keeps its TTL: HSET and HPEXPIREAT, one unit
+  CHECK(log == std::vector<std::string>{"SET h <4 fields> HSET d", "MULTI", "SET h <4 fields> HSET b@1000",
+                                        "SET h <4 fields> HPEXPIREAT b@1000", "EXEC"});
   log.clear();
   clock.set(T0 + 11);
-  CHECK(*primary.hlen("h") == 2);  // the lazy reclaim of `a` travels as the hash without it
-  CHECK(log == std::vector<std::string>{"SET h <2 fields>"});
+  CHECK(*primary.hlen("h") == 3);  // the lazy reclaim of `a` travels as HDEL a
+  CHECK(log == std::vector<std::string>{"SET h <3 fields> HDEL a"});
+  log.clear();
+  REQUIRE(primary.hdel("h", {"d", "nothing"}).ok());
+  REQUIRE(primary.hpexpire("h", 0, {"c"}).ok());  // a time already past deletes the field
+  CHECK(log == std::vector<std::string>{"SET h <2 fields> HDEL d", "SET h <1 fields> HDEL c"});
+  log.clear();
+  REQUIRE(primary.hset("h", Pairs{{"b", "x"}, {"c", "3"}}).ok());
+  REQUIRE(primary.hset("h", Pairs{{"b", "x"}, {"c", "3"}}).ok());  // no new field, still a change
+  CHECK(log == std::vector<std::string>{"SET h <2 fields> HSET b c", "SET h <2 fields> HSET b c"});
   log.clear();
   REQUIRE(primary.hdel("h", {"b", "c"}).ok());  // the last fields: the key goes
   CHECK(log.back() == "DEL h");

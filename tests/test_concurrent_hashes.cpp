@@ -249,6 +249,66 @@ TEST_CASE("concurrent hashes: every member answers as ExpiringStore's", "[concur
   CHECK(rs.expires == cs.expires);
 }
 
+// A record as text: the op, the key, the field command and its fields (D32).
+std::string record_text(const expiring::Change<std::string, FM>& c) {
+  std::string s = expiring::to_string(c.op);
+  if (c.key != nullptr) s += " " + *c.key;
+  if (c.field_op != expiring::FieldOp::none) {
+    s += std::string(" ") + expiring::to_string(c.field_op);
+    Names names;
+    for (std::uint32_t pos = 0; pos < c.fields->size(); ++pos) {
+      names.push_back(c.fields->at(pos).name + "=" + c.fields->at(pos).value);
+      if (c.fields->deadline(pos) != FM::kNoDeadline) names.back() += "@" + std::to_string(c.fields->deadline(pos));
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& n : names) s += " " + n;
+  }
+  return s;
+}
+
+// The field records a ConcurrentStore sends are ExpiringStore's for the same calls (MULTI and
+// EXEC aside, which D34 lets differ), and a ConcurrentStore replica applying them stores the
+// same hashes.
+TEST_CASE("concurrent hashes: the change feed sends ExpiringStore's field records", "[concurrent][hashes][feed]") {
+  const std::size_t n_shards = GENERATE(std::size_t{1}, std::size_t{4});
+  CAPTURE(n_shards);
+  ManualClock clock{T0};
+  Ref ref(clock, test_options(7));
+  CStore con(clock, test_options(7), shards(n_shards));
+  expiring::Options ro = test_options(8);
+  ro.replica = true;
+  CStore replica(clock, ro, shards(n_shards));
+  Names ref_log, con_log;
+  std::vector<expiring::ChangeRecord<std::string, FM>> records;
+  auto text = [](Names& log) {
+    return [&log](const expiring::Change<std::string, FM>& c) {
+      if (c.op != expiring::ChangeOp::multi && c.op != expiring::ChangeOp::exec) log.push_back(record_text(c));
+    };
+  };
+  ref.set_change_feed(text(ref_log));
+  con.set_change_feed([&](const expiring::Change<std::string, FM>& c) {
+    text(con_log)(c);
+    records.push_back(expiring::ChangeRecord<std::string, FM>::of(c));
+  });
+  std::mt19937_64 g(13);
+  std::size_t field_records = 0;
+  for (int step = 0; step < 4000; ++step) {
+    const std::int64_t now = clock.now_ms();
+    const Call c = random_call(g, now);
+    CAPTURE(step, c.op, c.key, c.fields, c.t, static_cast<int>(c.flags));
+    REQUIRE(apply(ref, c, now) == apply(con, c, now));
+    REQUIRE(ref_log == con_log);
+    for (const std::string& l : con_log) field_records += l.find(" H") != std::string::npos ? 1 : 0;
+    for (const auto& r : records) REQUIRE(replica.apply(r.view()).ok());
+    ref_log.clear();
+    con_log.clear();
+    records.clear();
+    if (g() % 4 == 0) clock.advance(static_cast<std::int64_t>(g() % 60));
+  }
+  CHECK(field_records > 1000);
+  REQUIRE(contents(replica) == contents(con));
+}
+
 TEST_CASE("concurrent hashes: tick() reclaims due fields in every shard and reports them", "[concurrent][hashes]") {
   ManualClock clock{T0};
   CStore s(clock, test_options(3), shards(8));

@@ -56,6 +56,28 @@ enum class ChangeTtl : std::uint8_t {
   keep,  // SET key value KEEPTTL: the TTL the key has (an in-place update: modify(), incr_by())
 };
 
+// What a hash's `set` record changed in its fields (D32): the Redis 7.4 command that makes
+// the same change, for a consumer that sends field commands instead of the whole hash.
+enum class FieldOp : std::uint8_t {
+  none,        // not a field change (or the whole hash was replaced)
+  hset,        // HSET key field value ...: the fields with their new values (HINCRBY keeps a
+               // field's deadline: an hpexpireat record of it follows, in the same unit)
+  hdel,        // HDEL key field ...: removed by the caller, by a past field time or by expiry
+  hpexpireat,  // HPEXPIREAT key at FIELDS n field ...: each field with its new deadline
+  hpersist,    // HPERSIST key FIELDS n field ...
+};
+
+constexpr const char* to_string(FieldOp op) noexcept {
+  switch (op) {
+    case FieldOp::none: return "";
+    case FieldOp::hset: return "HSET";
+    case FieldOp::hdel: return "HDEL";
+    case FieldOp::hpexpireat: return "HPEXPIREAT";
+    case FieldOp::hpersist: return "HPERSIST";
+  }
+  return "?";
+}
+
 constexpr const char* to_string(ChangeOp op) noexcept {
   switch (op) {
     case ChangeOp::set: return "SET";
@@ -91,6 +113,13 @@ struct Change {
   // store's feed as it sends the record (mutable: numbered in place, without a copy); apply()
   // does not read it.
   mutable std::uint64_t seq = 0;
+  // A `set` of a hash made by a field change also says what changed (D32): `fields` is a
+  // hash holding the fields concerned (for hset, and hpexpireat, with their values and
+  // deadlines as they now are; for hdel and hpersist the names count, not the values), and
+  // `value` is still the whole hash after the change, with the key's deadline. apply() and a
+  // log of whole states read `value`; a Redis replica is sent the field command.
+  FieldOp field_op = FieldOp::none;
+  const V* fields = nullptr;
 };
 
 // A record that owns its key and value: what a log or a replication link reads back.
@@ -104,6 +133,8 @@ struct ChangeRecord {
   ChangeTtl ttl = ChangeTtl::none;
   std::optional<std::int64_t> deadline = std::nullopt;
   std::uint64_t seq = 0;
+  FieldOp field_op = FieldOp::none;
+  std::optional<V> fields;
 
   static ChangeRecord of(const Change<K, V>& c) {
     ChangeRecord r;
@@ -115,11 +146,13 @@ struct ChangeRecord {
     r.ttl = c.ttl;
     r.deadline = c.deadline;
     r.seq = c.seq;
+    r.field_op = c.field_op;
+    if (c.fields != nullptr) r.fields.emplace(*c.fields);
     return r;
   }
   Change<K, V> view() const noexcept {
-    return Change<K, V>{op,    key ? &*key : nullptr, value ? &*value : nullptr, to ? &*to : nullptr, at_ms,
-                        ttl,   deadline, seq};
+    return Change<K, V>{op,  key ? &*key : nullptr, value ? &*value : nullptr, to ? &*to : nullptr, at_ms, ttl,
+                        deadline, seq, field_op, fields ? &*fields : nullptr};
   }
 };
 

@@ -136,7 +136,7 @@ class HashFieldOps<Engine, V, true>
     if (plain_field_write(KeyEventCause::hset)) {
       const std::uint32_t i = find_plain_hash(key, now);
       if (i != kNoPos) {
-        const bool added = assign_field(map_at(i), std::forward<FF>(field), std::move(v), fh);
+        const bool added = assign_field(map_at(i), std::forward<FF>(field), std::move(v), fh).second;
         hash_changed(i, now);
         return finish(std::size_t{added ? 1u : 0u});
       }
@@ -144,8 +144,13 @@ class HashFieldOps<Engine, V, true>
     Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
     bool added = false;
-    change(*r, now, [&](hash_map_type& m) { added = assign_field(m, std::forward<FF>(field), std::move(v), fh); });
-    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
+    FieldDelta touched(*this);
+    change(*r, now, [&](hash_map_type& m) {
+      const auto [pos, inserted] = assign_field(m, std::forward<FF>(field), std::move(v), fh);
+      added = inserted;
+      touched.add(m, pos);
+    });
+    emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
     hash_changed(r->i, now);
     return finish(std::size_t{added ? 1u : 0u});
   }
@@ -161,8 +166,9 @@ class HashFieldOps<Engine, V, true>
     Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
     if (map_at(r->i).find(field) != hash_map_type::npos) return finish(false);
-    change(*r, now, [&](hash_map_type& m) { m.assign(std::forward<FF>(field), std::move(v)); });
-    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
+    FieldDelta touched(*this);
+    change(*r, now, [&](hash_map_type& m) { touched.add(m, m.assign(std::forward<FF>(field), std::move(v)).first); });
+    emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
     hash_changed(r->i, now);
     return finish(true);
   }
@@ -178,7 +184,7 @@ class HashFieldOps<Engine, V, true>
     if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<const field_value_type*>(nullptr) : r.error());
     const hash_map_type& m = map_at(*r);
     const std::uint32_t pos = find_field(m, field, fh);
-    return finish(pos == hash_map_type::npos ? nullptr : &m.at(pos).value);
+    return finish(pos == hash_map_type::npos || hidden(m, pos, now) ? nullptr : &m.at(pos).value);
   }
 
   // HMGET: out[j] = hget(key, fields[j]) for each field, against one clock reading; returns
@@ -194,7 +200,7 @@ class HashFieldOps<Engine, V, true>
       if (*r != kNoPos) {
         const hash_map_type& m = map_at(*r);
         const std::uint32_t pos = m.find(f);
-        if (pos != hash_map_type::npos) {
+        if (pos != hash_map_type::npos && !hidden(m, pos, now)) {
           out[j] = &m.at(pos).value;
           ++found;
         }
@@ -215,7 +221,14 @@ class HashFieldOps<Engine, V, true>
     const std::int64_t now = this->now_ms();
     Result<std::uint32_t> r = open(key, now, Access::read);
     if (!r.ok()) return finish(r.error());
-    return finish(*r == kNoPos ? std::size_t{0} : map_at(*r).size());
+    if (*r == kNoPos) return finish(std::size_t{0});
+    hash_map_type& m = map_at(*r);
+    if (EXPIRING_UNLIKELY(!this->replica().reclaims_on_read()) && m.volatile_count() != 0 && m.earliest_bound() < now) {
+      std::size_t live = 0;  // a replica's stale fields are in place, hidden
+      for (std::uint32_t pos = 0; pos < m.size(); ++pos) live += hidden(m, pos, now) ? 0 : 1;
+      return finish(live);
+    }
+    return finish(m.size());
   }
 
   // HEXISTS.
@@ -234,6 +247,15 @@ class HashFieldOps<Engine, V, true>
     Result<std::uint32_t> r = open(key, now, Access::read);
     if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
     const hash_map_type& m = map_at(*r);
+    if (EXPIRING_UNLIKELY(!this->replica().reclaims_on_read())) {
+      std::size_t n = 0;  // a replica's stale fields are in place, hidden
+      for (std::uint32_t pos = 0; pos < m.size(); ++pos) {
+        if (hidden(m, pos, now)) continue;
+        fn(m.at(pos).name, m.at(pos).value);
+        ++n;
+      }
+      return finish(n);
+    }
     for (const auto& f : m) fn(f.name, f.value);
     return finish(m.size());
   }
@@ -285,15 +307,23 @@ class HashFieldOps<Engine, V, true>
     if (!detail::checked_add(base, delta, sum) || !fits_value(sum)) return finish(Errc::overflow);
     Result<Opened> r = create_or_open(key, now);
     if (!r.ok()) return finish(r.error());
+    FieldDelta touched(*this);
     change(*r, now, [&](hash_map_type& m) {
-      const std::uint32_t pos = m.find(field);
+      std::uint32_t pos = m.find(field);
       if (pos != hash_map_type::npos) {
         m.replace_value(pos, from_integer(sum));  // the TTL stays
       } else {
-        m.assign(field_type(field), from_integer(sum));
+        pos = m.assign(field_type(field), from_integer(sum)).first;
       }
+      touched.add(m, pos);
     });
-    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
+    if (touched.timed()) {  // a field that keeps its deadline: HSET and HPEXPIREAT, one MULTI
+      const typename ChangeFeed<typename Engine::key_type, V>::Group unit(this->notify_.feed());
+      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
+      this->feed_change(KeyEventCause::hset, this->ks_.entry(r->i), FieldOp::hpexpireat, touched.get());
+    } else {
+      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
+    }
     hash_changed(r->i, now);
     return finish(sum);
   }
@@ -328,12 +358,15 @@ class HashFieldOps<Engine, V, true>
     Result<Opened> r = open_for_write(key, now, first->first, first->second);
     if (!r.ok()) return finish(r.error());
     std::size_t added = 0;
+    FieldDelta touched(*this);
     change(*r, now, [&](hash_map_type& m) {
       for (; first != last; ++first) {
-        if (m.assign(first->first, first->second).second) ++added;
+        const auto [pos, inserted] = m.assign(first->first, first->second);
+        if (inserted) ++added;
+        touched.add(m, pos);
       }
     });
-    this->emit(KeyEventCause::hset, this->ks_.entry(r->i));
+    emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
     hash_changed(r->i, now);
     return finish(added);
   }
@@ -346,16 +379,18 @@ class HashFieldOps<Engine, V, true>
     if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
     const std::uint32_t i = *r;
     std::size_t removed = 0;
+    FieldDelta touched(*this);
     change(i, now, [&](hash_map_type& m) {
       for (; first != last && !m.empty(); ++first) {
         const std::uint32_t pos = m.find(*first);
         if (pos == hash_map_type::npos) continue;
+        touched.add_name(m, pos);
         m.erase(pos);
         ++removed;
       }
     });
     if (removed != 0) {
-      s.emit(KeyEventCause::hdel, s.ks_.entry(i));
+      emit_change(KeyEventCause::hdel, i, FieldOp::hdel, touched);
       hash_changed(i, now);
     }
     return finish(removed);
@@ -401,6 +436,7 @@ class HashFieldOps<Engine, V, true>
     }
     const std::uint32_t i = *r;
     std::size_t set = 0, deleted = 0, j = 0;
+    FieldDelta touched(*this);  // the fields set, or the fields deleted (one time: never both)
     change(i, now, [&](hash_map_type& m) {  // a first deadline allocates the deadline array
       for (const auto& f : fields) {
         const std::uint32_t pos = j == 0 ? find_field(m, f, fh0) : m.find(f);
@@ -409,11 +445,13 @@ class HashFieldOps<Engine, V, true>
           if (!condition_met(flags, m.deadline(pos), when)) {
             code = FieldReply::condition_not_met;
           } else if (past) {
+            touched.add_name(m, pos);
             m.erase(pos);
             ++deleted;
             code = FieldReply::deleted;
           } else {
             m.set_deadline(pos, when);
+            touched.add(m, pos);
             ++set;
             code = FieldReply::set;
           }
@@ -422,8 +460,8 @@ class HashFieldOps<Engine, V, true>
       }
     });
     s.stats_.expired_subkeys += deleted;  // as Redis 7.4 counts a past field time (D24)
-    if (set != 0) s.emit(KeyEventCause::hexpire, s.ks_.entry(i));
-    if (deleted != 0) s.emit(KeyEventCause::hdel, s.ks_.entry(i));
+    if (set != 0) emit_change(KeyEventCause::hexpire, i, FieldOp::hpexpireat, touched);
+    if (deleted != 0) emit_change(KeyEventCause::hdel, i, FieldOp::hdel, touched);
     if (set != 0 || deleted != 0) hash_changed(i, now);
     return finish(Result<void>());
   }
@@ -439,7 +477,7 @@ class HashFieldOps<Engine, V, true>
       if (*r != kNoPos) {
         const hash_map_type& m = map_at(*r);
         const std::uint32_t pos = m.find(f);
-        if (pos != hash_map_type::npos) t = time_of(m.deadline(pos), now, q);
+        if (pos != hash_map_type::npos && !hidden(m, pos, now)) t = time_of(m.deadline(pos), now, q);
       }
       out[j++] = t;
     }
@@ -452,6 +490,7 @@ class HashFieldOps<Engine, V, true>
     Result<std::uint32_t> r = open(key, now, Access::write);
     if (!r.ok()) return finish(Result<void>(r.error()));
     std::size_t j = 0, persisted = 0;
+    FieldDelta touched(*this);
     for (const auto& f : fields) {
       int code = FieldReply::no_field;
       if (*r != kNoPos) {
@@ -459,13 +498,16 @@ class HashFieldOps<Engine, V, true>
         const std::uint32_t pos = m.find(f);
         if (pos != hash_map_type::npos) {
           code = m.clear_deadline(pos) ? FieldReply::persisted : FieldReply::no_ttl;
-          if (code == FieldReply::persisted) ++persisted;
+          if (code == FieldReply::persisted) {
+            ++persisted;
+            touched.add_name(m, pos);
+          }
         }
       }
       out[j++] = code;
     }
     if (persisted != 0) {
-      s.emit(KeyEventCause::hpersist, s.ks_.entry(*r));
+      emit_change(KeyEventCause::hpersist, *r, FieldOp::hpersist, touched);
       hash_changed(*r, now);
     }
     return finish(Result<void>());
@@ -545,12 +587,46 @@ class HashFieldOps<Engine, V, true>
   std::uint32_t find_field(const hash_map_type& m, const FF& field, std::uint64_t fh) const {
     return m.hash_function() == field_hash_ ? m.find(field, fh) : m.find(field);
   }
-  // HSET of one field into m; whether it was added.
+  // HSET of one field into m: {its position, whether it was added}.
   template <class FF, class VV>
-  bool assign_field(hash_map_type& m, FF&& field, VV&& v, std::uint64_t fh) {
-    return (m.hash_function() == field_hash_ ? m.assign(std::forward<FF>(field), std::forward<VV>(v), fh)
-                                             : m.assign(std::forward<FF>(field), std::forward<VV>(v)))
-        .second;
+  std::pair<std::uint32_t, bool> assign_field(hash_map_type& m, FF&& field, VV&& v, std::uint64_t fh) {
+    return m.hash_function() == field_hash_ ? m.assign(std::forward<FF>(field), std::forward<VV>(v), fh)
+                                            : m.assign(std::forward<FF>(field), std::forward<VV>(v));
+  }
+
+  // The fields a change concerns, for its change-feed record (Change::fields, D32): made only
+  // while a feed is set; otherwise every member does nothing.
+  class FieldDelta {
+   public:
+    explicit FieldDelta(const HashFieldOps& s) {
+      if (EXPIRING_UNLIKELY(s.notify_.recording())) v_.emplace(traits::make(s.field_hash_));
+    }
+    // The field at pos as it now is: name, value and deadline (HSET, HPEXPIREAT).
+    void add(const hash_map_type& m, std::uint32_t pos) {
+      if (!v_) return;
+      hash_map_type& d = *traits::map(*v_);
+      const std::uint32_t at = d.assign(m.at(pos).name, m.at(pos).value).first;
+      if (m.deadline(pos) != kNoDeadline) d.set_deadline(at, m.deadline(pos));
+    }
+    // Its name only (HDEL, HPERSIST): the value is not sent, so it is not copied when it
+    // need not be.
+    void add_name(const hash_map_type& m, std::uint32_t pos) {
+      if (!v_) return;
+      if constexpr (std::is_default_constructible_v<field_value_type>) {
+        traits::map(*v_)->assign(m.at(pos).name, field_value_type{});
+      } else {
+        traits::map(*v_)->assign(m.at(pos).name, m.at(pos).value);
+      }
+    }
+    const V* get() const noexcept { return v_ ? &*v_ : nullptr; }
+    bool timed() const noexcept { return v_ && traits::map(*v_)->volatile_count() != 0; }
+
+   private:
+    std::optional<V> v_;
+  };
+  // A field change of entry i's hash: its event and its record.
+  void emit_change(KeyEventCause cause, std::uint32_t i, FieldOp op, const FieldDelta& delta) {
+    this->emit_fields(cause, this->ks_.entry(i), op, delta.get());
   }
 
   // The short path of the field writes, as plain_writes() is for keys (engine.hpp): with no
@@ -584,7 +660,9 @@ class HashFieldOps<Engine, V, true>
 
   // The live hash at `key`, for a command: kNoPos when there is none (a stale key is
   // reclaimed on the way), Errc::wrong_type when the value is not a hash. Its stale fields are
-  // reclaimed first (lazy expiry, D20); a hash that this empties is deleted (kNoPos).
+  // reclaimed first (lazy expiry, D20); a hash that this empties is deleted (kNoPos). A
+  // replica's read leaves them in place (D31: only the primary's HDEL removes a field), and
+  // the readers skip them (hidden()).
   template <class KK>
   EXPIRING_INLINE Result<std::uint32_t> open(const KK& key, std::int64_t now, Access access) {
     HashFieldOps& s = *this;
@@ -594,12 +672,19 @@ class HashFieldOps<Engine, V, true>
     const std::uint32_t i = it->index;
     hash_map_type* m = traits::map(s.ks_.entry(i).value);
     if (m == nullptr) return Errc::wrong_type;
+    if (EXPIRING_UNLIKELY(!s.replica().reclaims_on_read()) && access == Access::read) return i;
     // The bound first: a scan only when some field may be due.
     if (m->volatile_count() != 0 && m->earliest_bound() < now && m->earliest_deadline() < now) {
       reclaim_fields(i, now, std::numeric_limits<std::size_t>::max());
       if (!s.ks_.occupied(i)) return kNoPos;  // it emptied, and the key went
     }
     return i;
+  }
+
+  // Whether the field at pos is stale, which only a replica's read finds (open() reclaims
+  // them on a primary).
+  bool hidden(const hash_map_type& m, std::uint32_t pos, std::int64_t now) const noexcept {
+    return EXPIRING_UNLIKELY(!this->replica().reclaims_on_read()) && m.deadline(pos) < now;
   }
 
   // A write that may add a field: the memory limit's check (with Options::maxmemory; `field`
@@ -685,13 +770,14 @@ class HashFieldOps<Engine, V, true>
   }
 
   // Reclaims up to `max` stale fields of entry i's hash in deadline order (lazily, or by
-  // tick()): one `hexpired` event carrying them, expired_subkeys, then
-  // hash_changed(). Returns the number reclaimed.
+  // tick()): one `hexpired` event carrying them, one HDEL record of them, expired_subkeys,
+  // then hash_changed(). Returns the number reclaimed.
   std::size_t reclaim_fields(std::uint32_t i, std::int64_t now, std::size_t max) {
     HashFieldOps& s = *this;
     std::optional<V> gone;
     hash_map_type* g = nullptr;
-    if (s.notify_.events().wants(KeyEventCause::hexpired)) {
+    const bool event = s.notify_.events().wants(KeyEventCause::hexpired);
+    if (event || s.notify_.recording()) {
       gone.emplace(traits::make(map_at(i).hash_function()));
       g = traits::map(*gone);
     }
@@ -715,20 +801,21 @@ class HashFieldOps<Engine, V, true>
       });
       n = count.n();
     }
-    if (n != 0 && g != nullptr) {
+    const bool emptied_kept = map_at(i).empty() && s.replica().keeps_emptied_hashes();
+    // The change feed: HDEL of the fields, with the hash as it now is (an emptied one goes as
+    // a DEL, by hash_changed()); a replica's emptied key stays (below) and sends nothing.
+    if (n != 0 && !emptied_kept && !map_at(i).empty() && s.notify_.recording()) {
+      s.feed_change(KeyEventCause::hexpired, s.ks_.entry(i), FieldOp::hdel, &*gone);
+    }
+    if (n != 0 && event) {
       s.notify_.events().push_removed(KeyEventCause::hexpired, typename Engine::key_type(s.ks_.entry(i).key), std::move(gone),
                              false);
     }
-    if (map_at(i).empty() && s.replica().keeps_emptied_hashes()) {
+    if (emptied_kept) {
       // A replica keeps the emptied key (D31): only the primary's DEL removes a key. Its
       // members answer an empty hash as they answer a missing one.
       s.ks_.unindex_hash(i);
       return n;
-    }
-    // The change feed: the hash as it now is (an emptied one goes as a DEL, by hash_changed()).
-    if (n != 0 && !map_at(i).empty() && s.notify_.recording()) {
-      s.feed_change(KeyEventCause::hexpired, s.ks_.entry(i));
-      s.notify_.forget_set();  // the call's own change, if any, is a record of its own
     }
     hash_changed(i, now);
     return n;

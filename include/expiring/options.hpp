@@ -439,10 +439,10 @@ struct Options {
   // reads (get(), exists(), the TTL queries, scan(), random_key(), ...) answer a stale key as
   // missing and leave it in place; nothing is evicted. A key goes only when a record says so
   // (DEL, UNLINK, FLUSHALL) or when you write it yourself: as on a writable Redis replica, a
-  // write of your own treats a stale key as missing and replaces it. In a store of hashes a
-  // member that opens a hash still drops the fields it finds stale (they are invisible
-  // anyway), but keeps the key even when that empties it; the primary's next record for the
-  // key carries the whole hash and supersedes the replica's copy.
+  // write of your own treats a stale key as missing and replaces it. In a store of hashes the
+  // readers skip a stale field and leave it (only the primary's HDEL removes it); a write of
+  // your own drops the stale fields of the hash it opens, but keeps the key even when that
+  // empties it.
   bool replica = false;
 
   // Redis 7's active expiry exactly: no guaranteed sweep; everything else as Redis's

@@ -58,8 +58,9 @@ bool eventually(F&& f, int ms = 20000) {
   return f();
 }
 
-// Every string and hash key of a server, with its value as text and its PEXPIRETIME.
-std::map<std::string, std::string> keyspace(Conn& c) {
+// Every string and hash key of a server, with its value as text and its PEXPIRETIME
+// (`field_ttls`: each field's HPEXPIRETIME too, which redis-server 7.0 does not have).
+std::map<std::string, std::string> keyspace(Conn& c, bool field_ttls = false) {
   std::map<std::string, std::string> out;
   std::string cursor = "0";
   int rounds = 0;
@@ -78,6 +79,11 @@ std::map<std::string, std::string> keyspace(Conn& c) {
         const Reply all = c.call({"HGETALL", key});
         for (std::size_t i = 0; i + 1 < all.elements().size(); i += 2) {
           fields.push_back(all.elements()[i].str() + "=" + all.elements()[i + 1].str());
+          if (field_ttls) {
+            const Reply t = c.call({"HPEXPIRETIME", key, "FIELDS", "1", all.elements()[i].str()});
+            REQUIRE(t.elements().size() == 1);
+            fields.back() += "@" + std::to_string(t.elements()[0].integer());
+          }
         }
         std::sort(fields.begin(), fields.end());
         v = "h:";
@@ -92,14 +98,16 @@ std::map<std::string, std::string> keyspace(Conn& c) {
 }
 
 // Random writes of every kind the two servers share, on `c` (`lists`: RPUSH too, which
-// expiring-server does not hold). A TTL is either short (at most 400 ms: past by settle()) or
+// expiring-server does not hold; `field_ttls`: Redis 7.4's field TTL commands too, which
+// redis-server 7.0 does not have). A TTL is either short (at most 400 ms: past by settle()) or
 // long (a minute or more: not past while the two are compared).
-void workload(Conn& c, std::mt19937_64& rng, int ops, bool lists) {
+void workload(Conn& c, std::mt19937_64& rng, int ops, bool lists, bool field_ttls = false) {
   const auto key = [&] { return "k" + std::to_string(rng() % 200); };
   const auto hkey = [&] { return "h" + std::to_string(rng() % 40); };
   const auto ms = [&](int lo, int hi) { return std::to_string(lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo))); };
+  const auto field = [&] { return "f" + std::to_string(rng() % 8); };
   for (int i = 0; i < ops; ++i) {
-    switch (rng() % 16) {
+    switch (rng() % (field_ttls ? 21 : 16)) {
       case 0: (void)c.call({"SET", key(), "v" + std::to_string(i)}); break;
       case 1: (void)c.call({"SET", key(), "t" + std::to_string(i), "PX", ms(20, 400)}); break;  // expires soon
       case 2: (void)c.call({"SET", key(), "long", "EX", ms(1000, 5000)}); break;
@@ -118,6 +126,11 @@ void workload(Conn& c, std::mt19937_64& rng, int ops, bool lists) {
       case 15:
         if (lists) (void)c.call({"RPUSH", "list" + std::to_string(rng() % 5), "x"});
         break;
+      case 16: (void)c.call({"HPEXPIRE", hkey(), ms(20, 400), "FIELDS", "2", field(), field()}); break;  // soon
+      case 17: (void)c.call({"HPEXPIRE", hkey(), ms(60000, 90000), "FIELDS", "1", field()}); break;
+      case 18: (void)c.call({"HPERSIST", hkey(), "FIELDS", "1", field()}); break;
+      case 19: (void)c.call({"HEXPIRE", hkey(), ms(100, 200), "GT", "FIELDS", "1", field()}); break;
+      case 20: (void)c.call({"HSET", hkey(), field(), "y", field(), "z"}); break;
     }
   }
 }
@@ -143,7 +156,7 @@ using Replicated = expiring::ConcurrentStore<std::string, expiring::redis::Value
 
 // The store's string and hash keys as keyspace() shows a server's (stale ones included: the
 // primary has deleted every key past its deadline by then).
-std::map<std::string, std::string> keyspace(Replicated& s) {
+std::map<std::string, std::string> keyspace(Replicated& s, bool field_ttls = false) {
   std::map<std::string, std::string> out;
   for (std::size_t shard = 0; shard < s.shard_count(); ++shard) {
     std::uint64_t cursor = 0;
@@ -155,8 +168,11 @@ std::map<std::string, std::string> keyspace(Replicated& s) {
                                  text = "s:" + *str;
                                } else {
                                  std::vector<std::string> fields;
-                                 for (std::uint32_t i = 0; i < v.hash()->size(); ++i) {
-                                   fields.push_back(v.hash()->at(i).name + "=" + v.hash()->at(i).value);
+                                 const auto& h = *v.hash();
+                                 for (std::uint32_t i = 0; i < h.size(); ++i) {
+                                   fields.push_back(h.at(i).name + "=" + h.at(i).value);
+                                   const std::int64_t fd = h.deadline(i);
+                                   if (field_ttls) fields.back() += "@" + std::to_string(fd == h.kNoDeadline ? -1 : fd);
                                  }
                                  std::sort(fields.begin(), fields.end());
                                  text = "h:";
@@ -194,9 +210,9 @@ void settle(Conn& primary, Replica& replica) {
 
 // The primary's keys against the replica's (a server, or the store of an in-process replica).
 template <class Replica>
-void check_same(Conn& primary, Replica& replica) {
-  const auto p = keyspace(primary);
-  const auto r = keyspace(replica);
+void check_same(Conn& primary, Replica& replica, bool field_ttls = false) {
+  const auto p = keyspace(primary, field_ttls);
+  const auto r = keyspace(replica, field_ttls);
   CHECK(p.size() > 50);
   CHECK(r.size() == p.size());
   std::size_t differ = 0;
@@ -377,15 +393,15 @@ TEST_CASE("replica.hpp: an in-process replica of expiring-server, and a primary 
   live::RespServer ours;
   Conn p(ours.port());
   std::mt19937_64 rng(8);
-  workload(p, rng, 3000, false);
+  workload(p, rng, 3000, false, /*field_ttls=*/true);
   Replicated store;
   expiring::ReplicaOptions o;
   o.port = ours.port();
   expiring::Replica<Replicated> replica(store, o);
   REQUIRE(replica.wait_until_synced(std::chrono::seconds(20)));
-  workload(p, rng, 2000, false);
+  workload(p, rng, 2000, false, /*field_ttls=*/true);  // field commands in the stream
   settle(p, replica);
-  check_same(p, store);
+  check_same(p, store, /*field_ttls=*/true);
 
   Replicated lonely;
   expiring::ReplicaOptions nowhere;

@@ -218,6 +218,12 @@ class Engine : protected EngineState {
     notify_.events().push(cause, e.key);
     if (EXPIRING_UNLIKELY(notify_.recording())) feed_change(cause, e);
   }
+  // A field change of entry e's hash: its event, and its record with the fields concerned
+  // (`fields` is read only while recording; Change::field_op and Change::fields, D32).
+  void emit_fields(KeyEventCause cause, const entry_type& e, FieldOp op, const V* fields) {
+    notify_.events().push(cause, e.key);
+    if (EXPIRING_UNLIKELY(notify_.recording())) feed_change(cause, e, op, fields);
+  }
   // RENAME within the store: the two events, one record.
   void renamed(const entry_type& from, const entry_type& to) { notify_.renamed(from.key, subject(to)); }
   // The end of a call: its feed unit closes, then its events are dispatched.
@@ -225,13 +231,14 @@ class Engine : protected EngineState {
     notify_.end_call([this](V& v) { lazy_free(v); });
   }
   // The record of a change that leaves entry e in place (out of line: the feed is optional).
-  EXPIRING_NOINLINE void feed_change(KeyEventCause cause, const entry_type& e) {
+  EXPIRING_NOINLINE void feed_change(KeyEventCause cause, const entry_type& e, FieldOp op = FieldOp::none,
+                                     const V* fields = nullptr) {
     bool emptied = false;
     if constexpr (kHashes) {  // an emptied hash is deleted next: its DEL is the record
       const auto* m = hash_value_traits<V>::map(e.value);
       emptied = m != nullptr && m->empty();
     }
-    notify_.changed(cause, subject(e), access_.idle_ms() != 0, emptied);
+    notify_.changed(cause, subject(e), access_.idle_ms() != 0, emptied, op, fields);
   }
   typename Notifier<K, V>::Subject subject(const entry_type& e) const noexcept {
     return {e.key, e.value, &e, deadline_of(e)};

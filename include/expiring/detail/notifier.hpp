@@ -9,8 +9,9 @@
 // entry (a cause, the entry as it now is); this room decides what each consumer sees:
 //
 //   changed()         a change that leaves the entry in place: SET k v PXAT, PEXPIREAT,
-//                     PERSIST, SET k v KEEPTTL, or the whole hash after a field change; a
-//                     `set` followed by its own `expire` is one record
+//                     PERSIST, SET k v KEEPTTL, or the whole hash after a field change,
+//                     with the field command that made it; a `set` followed by its own
+//                     `expire` is one record
 //   renamed()         RENAME: two events, one record
 //   removed()         a removal by the caller (DEL or UNLINK) or by eviction
 //   expired()         only the primary decides that a key expired: a lazy expiry's DEL waits
@@ -61,7 +62,9 @@ class Notifier {
   // The record of a change that leaves its entry in place. `idle`: the store has an idle TTL
   // (an update moves the deadline, so it is sent). `emptied`: a hash whose last field went,
   // whose DEL is the record (the engine removes it next).
-  EXPIRING_INLINE void changed(KeyEventCause cause, const Subject& s, bool idle, bool emptied) {
+  // A field change of a hash says which (`field_op`, `fields`: Change's members, D32).
+  EXPIRING_INLINE void changed(KeyEventCause cause, const Subject& s, bool idle, bool emptied,
+                               FieldOp field_op = FieldOp::none, const V* fields = nullptr) {
     const change_type as_is{ChangeOp::set, &s.key, &s.value, nullptr, s.deadline ? *s.deadline : 0,
                             s.deadline ? ChangeTtl::at : ChangeTtl::none, s.deadline};
     switch (cause) {
@@ -85,14 +88,17 @@ class Notifier {
       case KeyEventCause::rename_from:  // the first half of a transfer: the key leaves
         feed_.record(change_type{ChangeOp::del, &s.key});
         return;
-      case KeyEventCause::hset:  // a hash's fields changed: the hash as it now is (D32)
+      case KeyEventCause::hset:  // a hash's fields changed: the hash as it now is, and how (D32)
       case KeyEventCause::hdel:
       case KeyEventCause::hexpire:
       case KeyEventCause::hpersist:
       case KeyEventCause::hexpired:
-        if (emptied) return;
-        if (set_ != s.id) feed_.record(as_is);  // with its deadline: an idle TTL may be new
-        set_ = s.id;
+        if (!emptied) {  // (an emptied hash's DEL is its record) one record per field change,
+          change_type c = as_is;  // with the key's deadline: an idle TTL may be new
+          c.field_op = field_op;
+          c.fields = fields;
+          feed_.record(c);
+        }
         return;
       case KeyEventCause::del:
       case KeyEventCause::expired:
@@ -100,9 +106,6 @@ class Notifier {
         return;  // removals are recorded by removed() and expired()
     }
   }
-  // A field reclaim found by the call, recorded on its own: the call's own change, if any,
-  // is a record of its own.
-  void forget_set() noexcept { set_ = nullptr; }
 
   // RENAME within the store: the two events, one record (`to` is the entry as it now is).
   void renamed(const K& from, const Subject& to) {

@@ -5,10 +5,14 @@
 // §4, D28-D32):
 //   SET k v | SET k v PXAT <ms> | SET k v KEEPTTL | PEXPIREAT k <ms> | PERSIST k | DEL k |
 //   UNLINK k | RENAME a b | FLUSHALL | MULTI | EXEC
-// A hash travels whole (D32) as Redis propagates a RESTORE: `RESTORE k 0 <payload> REPLACE`
-// (no TTL) or `RESTORE k <ms> <payload> REPLACE ABSTTL`, the payload Redis 7.0's DUMP format
-// (rdb.hpp dump_value()): redis-server 7.0 applies it as it is, unless a field has a TTL (RDB
-// version 12, Redis 7.4's).
+// and for a hash's fields what Redis 7.4 sends (D32):
+//   HSET k f v ... | HDEL k f ... (a field expired, too) | HPEXPIREAT k <ms> FIELDS n f ... |
+//   HPERSIST k FIELDS n f ...
+// A hash placed whole (SET, COPY, RENAME's destination, RESTORE) travels as Redis propagates
+// a RESTORE: `RESTORE k 0 <payload> REPLACE` (no TTL) or `RESTORE k <ms> <payload> REPLACE
+// ABSTTL`, the payload Redis 7.0's DUMP format (rdb.hpp dump_value()): redis-server 7.0
+// applies it as it is, unless a field has a TTL (RDB version 12, Redis 7.4's); so does
+// HSET, HDEL, while HPEXPIREAT and HPERSIST need a Redis 7.4 replica.
 //
 // The replica's side: ReplicaLink (below) is everything a replica reads from its primary, a
 // redis-server or an expiring-server, and the commands it sends back: Redis's handshake
@@ -51,14 +55,81 @@ inline std::string decimal(std::int64_t v) {
 
 }  // namespace detail
 
+// The field command of a hash's field change (Change::field_op, D32), as Redis 7.4 sends
+// them: HSET k f v ..., HDEL k f ..., HPEXPIREAT k <ms> FIELDS n f ... (one for each
+// deadline the fields have, in deadline order), HPERSIST k FIELDS n f ....
+template <class Sink>
+void write_field_change(const ValueChange& c, const Hash& fields, Sink& out) {
+  std::vector<std::string_view> args;
+  auto send = [&] {
+    Reply::write_array_header(out, args.size());
+    for (std::string_view a : args) detail::put_bulk(out, a);
+    args.clear();
+  };
+  auto head = [&](std::string_view verb) {
+    args.push_back(verb);
+    args.push_back(*c.key);
+  };
+  // HPEXPIREAT of each deadline the fields have, in deadline order.
+  auto expire_groups = [&] {
+    std::vector<std::pair<std::int64_t, std::uint32_t>> timed;
+    for (std::uint32_t pos = 0; pos < fields.size(); ++pos) {
+      if (fields.deadline(pos) != Hash::kNoDeadline) timed.emplace_back(fields.deadline(pos), pos);
+    }
+    std::sort(timed.begin(), timed.end());
+    for (std::size_t b = 0; b < timed.size();) {
+      std::size_t e = b;
+      while (e < timed.size() && timed[e].first == timed[b].first) ++e;
+      const std::string at = detail::decimal(timed[b].first), n = detail::decimal(static_cast<std::int64_t>(e - b));
+      head("HPEXPIREAT");
+      args.push_back(at);
+      args.push_back("FIELDS");
+      args.push_back(n);
+      for (; b < e; ++b) args.push_back(fields.at(timed[b].second).name);
+      send();
+    }
+  };
+  switch (c.field_op) {
+    case FieldOp::hset:
+      head("HSET");
+      for (const auto& f : fields) {
+        args.push_back(f.name);
+        args.push_back(f.value);
+      }
+      send();
+      return;
+    case FieldOp::hdel:
+      head("HDEL");
+      for (const auto& f : fields) args.push_back(f.name);
+      send();
+      return;
+    case FieldOp::hpexpireat: expire_groups(); return;
+    case FieldOp::hpersist: {
+      const std::string n = detail::decimal(static_cast<std::int64_t>(fields.size()));
+      head("HPERSIST");
+      args.push_back("FIELDS");
+      args.push_back(n);
+      for (const auto& f : fields) args.push_back(f.name);
+      send();
+      return;
+    }
+    case FieldOp::none: return;
+  }
+}
+
 // Appends the RESP command that replays `c` (an array of bulk strings) to `out`, anything
-// with append(const char*, std::size_t).
+// with append(const char*, std::size_t). A field change of a hash is sent as its field
+// commands (write_field_change()); any other change of a hash as a RESTORE of the whole.
 template <class Sink>
 void write_change(const ValueChange& c, Sink& out) {
   auto cmd = [&](std::initializer_list<std::string_view> args) {
     Reply::write_array_header(out, args.size());
     for (std::string_view a : args) detail::put_bulk(out, a);
   };
+  if (c.op == ChangeOp::set && c.field_op != FieldOp::none && c.fields != nullptr && c.fields->hash() != nullptr) {
+    write_field_change(c, *c.fields->hash(), out);
+    return;
+  }
   switch (c.op) {
     case ChangeOp::set: {
       if (const std::string* s = c.value->string()) {
