@@ -11,6 +11,12 @@
 //      of the GET.
 // The primary is a redis-server from PATH on a free port; the bench says so and stops when it
 // cannot start one. 16-byte keys, 24-byte values, 10,000 distinct keys.
+//
+//   0. first, without redis-server: what a field change costs a primary that replicates (a
+//      ValueStore whose change feed is redis::write_change() into a buffer, as expiring-server
+//      sends its stream): ns and stream bytes per HSET and per HPEXPIREAT of one field, in 100
+//      hashes of 10 and of 1,000 fields (8-byte names and values), against the same calls on
+//      the same store without a feed (the baseline, same run).
 // needs: expiring::redis
 #include <algorithm>
 #include <atomic>
@@ -25,6 +31,7 @@
 #include <hiredis/hiredis.h>
 
 #include <expiring/concurrent_store.hpp>
+#include <expiring/redis/replication.hpp>
 #include <expiring/replica.hpp>
 
 #include "bench_common.hpp"
@@ -84,11 +91,75 @@ std::uint64_t write_at(redisContext* c, double rate, double seconds) {
   return sent;
 }
 
+// Section 0: {ns per call, stream bytes per call} of `ops` calls of HSET (or HPEXPIREAT) of
+// one field, in random hashes and fields, with or without the stream.
+struct StreamCost {
+  double ns;
+  double bytes;
+};
+StreamCost field_change_cost(std::size_t fields, bool expire, bool stream, int ops) {
+  using VStore = expiring::redis::ValueStore<expiring::ManualClock&>;
+  constexpr std::int64_t kT0 = 1'700'000'000'000;
+  expiring::ManualClock clock{kT0};
+  VStore s{clock};
+  std::vector<std::string> keys, names;
+  for (int h = 0; h < 100; ++h) keys.push_back("hash:" + std::to_string(1000 + h));
+  for (std::size_t f = 0; f < fields; ++f) names.push_back("f" + std::to_string(1'000'000 + f));  // 8 bytes
+  for (const std::string& k : keys) {
+    for (const std::string& f : names) (void)s.hset(k, f, std::string("v0000000"));
+  }
+  std::string wire;
+  std::size_t bytes = 0;
+  if (stream) {
+    s.set_change_feed([&](const expiring::redis::ValueChange& c) {
+      expiring::redis::write_change(c, wire);
+      if (wire.size() > (std::size_t{1} << 20)) {
+        bytes += wire.size();
+        wire.clear();
+      }
+    });
+  }
+  std::uint64_t rng = 88172645463325252ull, sink = 0;
+  const std::int64_t t0 = now_ns();
+  for (int i = 0; i < ops; ++i) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    const std::string& k = keys[rng % keys.size()];
+    const std::string& f = names[(rng >> 20) % names.size()];
+    if (expire) {
+      sink += (*s.hpexpireat(k, kT0 + 3'600'000 + i, {f}))[0] == 1 ? 1u : 0u;
+    } else {
+      sink += *s.hset(k, f, std::string("v1111111"));
+    }
+  }
+  const double ns = static_cast<double>(now_ns() - t0) / ops;
+  bytes += wire.size();
+  if (sink == ~std::uint64_t{0}) std::printf("?");
+  return {ns, static_cast<double>(bytes) / ops};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bench::RunConfig cfg = bench::parse_args(argc, argv);
   const double seconds = cfg.mode == bench::Mode::smoke ? 0.3 : 3.0;
+
+  // ---- 0. A field change on a primary that replicates
+  {
+    const int ops = cfg.mode == bench::Mode::smoke ? 2'000 : 200'000;
+    std::printf("a field change on a primary whose stream is write_change() (section 0):\n");
+    std::printf("%-12s %-11s %12s %12s %10s %14s\n", "fields/hash", "call", "no feed ns", "stream ns", "ratio",
+                "stream B/call");
+    for (const std::size_t fields : {std::size_t{10}, std::size_t{1000}}) {
+      for (const bool expire : {false, true}) {
+        const StreamCost base = field_change_cost(fields, expire, false, ops);
+        const StreamCost with = field_change_cost(fields, expire, true, ops);
+        std::printf("%-12zu %-11s %12.0f %12.0f %9.2fx %14.0f\n", fields, expire ? "HPEXPIREAT" : "HSET", base.ns, with.ns,
+                    with.ns / base.ns, with.bytes);
+      }
+    }
+    std::printf("\n");
+  }
+
   bench::RedisProcess redis;
   if (!redis.start({"--repl-diskless-sync-delay", "0"})) {
     std::printf("bench_replica: left out: redis-server could not be started (is it installed?)\n");

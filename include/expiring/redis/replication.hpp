@@ -60,59 +60,50 @@ inline std::string decimal(std::int64_t v) {
 // deadline the fields have, in deadline order), HPERSIST k FIELDS n f ....
 template <class Sink>
 void write_field_change(const ValueChange& c, const Hash& fields, Sink& out) {
-  std::vector<std::string_view> args;
-  auto send = [&] {
-    Reply::write_array_header(out, args.size());
-    for (std::string_view a : args) detail::put_bulk(out, a);
-    args.clear();
+  // Each command written as it goes: its length is known before its arguments.
+  auto head = [&](std::string_view verb, std::size_t args) {
+    Reply::write_array_header(out, args);
+    detail::put_bulk(out, verb);
+    detail::put_bulk(out, *c.key);
   };
-  auto head = [&](std::string_view verb) {
-    args.push_back(verb);
-    args.push_back(*c.key);
-  };
-  // HPEXPIREAT of each deadline the fields have, in deadline order.
-  auto expire_groups = [&] {
-    std::vector<std::pair<std::int64_t, std::uint32_t>> timed;
-    for (std::uint32_t pos = 0; pos < fields.size(); ++pos) {
-      if (fields.deadline(pos) != Hash::kNoDeadline) timed.emplace_back(fields.deadline(pos), pos);
-    }
-    std::sort(timed.begin(), timed.end());
-    for (std::size_t b = 0; b < timed.size();) {
-      std::size_t e = b;
-      while (e < timed.size() && timed[e].first == timed[b].first) ++e;
-      const std::string at = detail::decimal(timed[b].first), n = detail::decimal(static_cast<std::int64_t>(e - b));
-      head("HPEXPIREAT");
-      args.push_back(at);
-      args.push_back("FIELDS");
-      args.push_back(n);
-      for (; b < e; ++b) args.push_back(fields.at(timed[b].second).name);
-      send();
-    }
+  auto counted = [&](std::size_t n) {
+    detail::put_bulk(out, "FIELDS");
+    detail::put_bulk(out, detail::decimal(static_cast<std::int64_t>(n)));
   };
   switch (c.field_op) {
     case FieldOp::hset:
-      head("HSET");
+      head("HSET", 2 + 2 * fields.size());
       for (const auto& f : fields) {
-        args.push_back(f.name);
-        args.push_back(f.value);
+        detail::put_bulk(out, f.name);
+        detail::put_bulk(out, f.value);
       }
-      send();
       return;
     case FieldOp::hdel:
-      head("HDEL");
-      for (const auto& f : fields) args.push_back(f.name);
-      send();
+      head("HDEL", 2 + fields.size());
+      for (const auto& f : fields) detail::put_bulk(out, f.name);
       return;
-    case FieldOp::hpexpireat: expire_groups(); return;
-    case FieldOp::hpersist: {
-      const std::string n = detail::decimal(static_cast<std::int64_t>(fields.size()));
-      head("HPERSIST");
-      args.push_back("FIELDS");
-      args.push_back(n);
-      for (const auto& f : fields) args.push_back(f.name);
-      send();
+    case FieldOp::hpexpireat: {  // one HPEXPIREAT for each deadline, in deadline order
+      std::vector<std::pair<std::int64_t, std::uint32_t>> timed;
+      timed.reserve(fields.size());
+      for (std::uint32_t pos = 0; pos < fields.size(); ++pos) {
+        if (fields.deadline(pos) != Hash::kNoDeadline) timed.emplace_back(fields.deadline(pos), pos);
+      }
+      std::sort(timed.begin(), timed.end());
+      for (std::size_t b = 0; b < timed.size();) {
+        std::size_t e = b;
+        while (e < timed.size() && timed[e].first == timed[b].first) ++e;
+        head("HPEXPIREAT", 5 + (e - b));
+        detail::put_bulk(out, detail::decimal(timed[b].first));
+        counted(e - b);
+        for (; b < e; ++b) detail::put_bulk(out, fields.at(timed[b].second).name);
+      }
       return;
     }
+    case FieldOp::hpersist:
+      head("HPERSIST", 4 + fields.size());
+      counted(fields.size());
+      for (const auto& f : fields) detail::put_bulk(out, f.name);
+      return;
     case FieldOp::none: return;
   }
 }
