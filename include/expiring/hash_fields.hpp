@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "api/hash_commands.hpp"
+#include "change_feed.hpp"
 #include "detail/arith.hpp"
 #include "detail/keyspace.hpp"
 #include "error.hpp"
