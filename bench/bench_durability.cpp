@@ -11,8 +11,11 @@
 //    file system (a temporary directory).
 //    Redis's RDB format (rdb.hpp): load_rdb() of the dump.rdb redis-server's SAVE wrote, into an
 //    empty store and again into the full one (replacing it, as DEBUG RELOAD does), and
-//    save_rdb() of it, against redis-server's load (DEBUG RELOAD less SAVE) and SAVE of the
-//    same keys.
+//    save_rdb() of it, against redis-server's SAVE of the same keys and its load two ways,
+//    each matched with its own case: into a process that starts on the file (a second
+//    redis-server; its log's "DB loaded from disk" time), which takes fresh memory from the
+//    system as a new store does, and DEBUG RELOAD less SAVE, which reloads into memory its
+//    allocator kept, as a full store's reload may.
 // 2. Write throughput with the log: set() of N keys with a TTL, with no log, with AppendLog
 //    under appendfsync everysec and no, and (N / 100 keys) under always, as ns per set() and
 //    the ratio to no log.
@@ -33,6 +36,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -189,6 +193,23 @@ int main(int argc, char** argv) {
                     static_cast<double>(n) / rload / 1e6);
         std::printf("ratio (expiring / redis-server time): save %.2fx SAVE; save + load into the full store %.2fx DEBUG RELOAD\n",
                     save_s / rsave, (save_s + reload_load_s) / rreload);
+        // redis-server starting on the file: its load into fresh memory.
+        double cold = 0;
+        {
+          bench::RedisProcess fresh;
+          const std::string log = rdir.path + "/cold.log";
+          if (fresh.start({"--dir", rdir.path, "--dbfilename", "dump.rdb", "--logfile", log})) {
+            for (int i = 0; i < 3000 && cold == 0; ++i) {  // up to 30 s
+              std::ifstream in(log);
+              std::string line;
+              while (std::getline(in, line)) {
+                const auto at = line.find("DB loaded from disk: ");
+                if (at != std::string::npos) cold = std::strtod(line.c_str() + at + 21, nullptr);
+              }
+              if (cold == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+          }
+        }
         // Redis's own format (rdb.hpp): redis-server's dump.rdb loaded into an empty store, and
         // the store written back as an RDB, against redis-server's load and SAVE of that file.
         Store l;
@@ -206,12 +227,20 @@ int main(int argc, char** argv) {
           std::printf("rdb (expiring): failed: %s\n", (!lr.ok() ? lr : !lr2.ok() ? lr2 : sr).error().message.c_str());
         } else {
           std::printf("rdb (expiring): load_rdb of redis-server's dump.rdb %.0f ms = %.2f Mkeys/s into an empty store, %.0f ms = "
-                      "%.2f Mkeys/s replacing a full one (redis-server's load ~%.2f Mkeys/s: %.2fx and %.2fx its rate); "
-                      "save_rdb %.0f ms = %.2f Mkeys/s, %.1f MB (%.2fx SAVE's rate)\n",
+                      "%.2f Mkeys/s replacing a full one; save_rdb %.0f ms = %.2f Mkeys/s, %.1f MB (%.2fx SAVE's rate)\n",
                       rdb_load * 1e3, static_cast<double>(n) / rdb_load / 1e6, rdb_reload * 1e3,
-                      static_cast<double>(n) / rdb_reload / 1e6, static_cast<double>(n) / rload / 1e6, rload / rdb_load,
-                      rload / rdb_reload, rdb_save * 1e3, static_cast<double>(n) / rdb_save / 1e6,
+                      static_cast<double>(n) / rdb_reload / 1e6, rdb_save * 1e3, static_cast<double>(n) / rdb_save / 1e6,
                       static_cast<double>(file_size(dir.path + "/mine.rdb")) / 1e6, rsave / rdb_save);
+          if (cold > 0) {
+            std::printf("rdb load rate against redis-server's: into fresh memory %.2fx (redis-server starting on the file: "
+                        "%.0f ms = %.2f Mkeys/s)\n",
+                        cold / rdb_load, cold * 1e3, static_cast<double>(n) / cold / 1e6);
+          } else {
+            std::printf("rdb load rate against redis-server's: into fresh memory: left out (no load time in its log)\n");
+          }
+          std::printf("rdb load rate against redis-server's: reloading %.2fx (DEBUG RELOAD less SAVE: ~%.0f ms = %.2f "
+                      "Mkeys/s)\n",
+                      rload / rdb_reload, rload * 1e3, static_cast<double>(n) / rload / 1e6);
         }
       }
     }

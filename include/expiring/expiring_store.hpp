@@ -924,17 +924,25 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   Result<bool> apply(const change_type& c);
   // apply() of a SET record whose key and value the caller hands over: the same, without
   // copying them (what a loader replays: snapshot.hpp, rdb.hpp). `deadline`: nullopt, none.
-  // `ahead`, when given, is the key of a record a few calls later: its place in the table is
-  // fetched meanwhile (apply_set(k, ..., &k) first, then the same key again, is a two-stage
-  // pipeline: the control bytes, then the free slot), so the cache misses of a large load
-  // overlap.
-  Result<bool> apply_set(K&& key, V&& value, std::optional<std::int64_t> deadline, const K* ahead_group = nullptr,
-                         const K* ahead_slot = nullptr) {
-    if (ahead_group != nullptr) ks_.prefetch_group(ks_.hash_of(lookup_key(*ahead_group)));
-    if (ahead_slot != nullptr) ks_.prefetch_free_slot(ks_.hash_of(lookup_key(*ahead_slot)));
-    const std::int64_t now = now_ms();
+  Result<bool> apply_set(K&& key, V&& value, std::optional<std::int64_t> deadline) {
+    return apply_set(std::move(key), std::move(value), deadline, LoadStep{hash_function()(key), now_ms()});
+  }
+  // What a loader knows before it stores a key: its hash, taken once (hash_function()(key)),
+  // the load's one clock reading, and the hashes of the keys of records a few calls later,
+  // whose places in the table are fetched meanwhile (the same key as ahead_group first, then
+  // as ahead_slot, is a two-stage pipeline: the control bytes, then the free slot), so that
+  // the cache misses of a large load overlap. nullptr: none.
+  struct LoadStep {
+    std::uint64_t hash;
+    std::int64_t now;
+    const std::uint64_t* ahead_group = nullptr;
+    const std::uint64_t* ahead_slot = nullptr;
+  };
+  Result<bool> apply_set(K&& key, V&& value, std::optional<std::int64_t> deadline, const LoadStep& step) {
+    if (step.ahead_group != nullptr) ks_.prefetch_group(ks_.template hash_from<K>(*step.ahead_group));
+    if (step.ahead_slot != nullptr) ks_.prefetch_free_slot(ks_.template hash_from<K>(*step.ahead_slot));
     apply_set_at(std::move(key), std::move(value), deadline ? ChangeTtl::at : ChangeTtl::none,
-                 deadline ? *deadline : kNoTtl, now);
+                 deadline ? *deadline : kNoTtl, step.now, ks_.template hash_from<K>(step.hash));
     flush();
     return true;
   }
@@ -1136,6 +1144,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   Result<bool> rename_at(const K1& src, const K2& dst, SetCond cond, std::int64_t now, bool all_valid = false);
   template <class KK, class VV>
   void apply_set_at(KK&& key, VV&& value, ChangeTtl ttl, std::int64_t at, std::int64_t now);
+  template <class KK, class VV>
+  void apply_set_at(KK&& key, VV&& value, ChangeTtl ttl, std::int64_t at, std::int64_t now, std::uint64_t h);
 };
 
 // =========================================================================================
@@ -1661,8 +1671,14 @@ Result<bool> ExpiringStore<K, V, H, E, C, P>::apply(const change_type& c) {
 template <class K, class V, class H, class E, class C, class P>
 template <class KK, class VV>
 void ExpiringStore<K, V, H, E, C, P>::apply_set_at(KK&& key, VV&& value, ChangeTtl ttl, std::int64_t at, std::int64_t now) {
+  const std::uint64_t h = ks_.hash_of(lookup_key(key));
+  apply_set_at(std::forward<KK>(key), std::forward<VV>(value), ttl, at, now, h);
+}
+template <class K, class V, class H, class E, class C, class P>
+template <class KK, class VV>
+void ExpiringStore<K, V, H, E, C, P>::apply_set_at(KK&& key, VV&& value, ChangeTtl ttl, std::int64_t at, std::int64_t now,
+                                                   std::uint64_t h) {
   const auto& lk = lookup_key(key);
-  const std::uint64_t h = ks_.hash_of(lk);
   if (ttl == ChangeTtl::at) ks_.prepare_deadline(at);
   std::uint32_t i = 0;
   if (auto it = ks_.find(lk, h); it != ks_.end()) {

@@ -914,7 +914,8 @@ FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLo
     if (keys.size() >= detail::SeenKeys<Store, detail::LoadedKey<K, V>>::kMaxRecords) {
       return fail(Errc::out_of_memory, "more keys than a store can hold");
     }
-    keys.push_back(detail::LoadedKey<K, V>{std::move(e.key), std::move(value), e.expire_ms, e.offset, e.timed, skipped});
+    const std::uint64_t h = detail::loaded_hash(s, e.key);
+    keys.push_back(detail::LoadedKey<K, V>{std::move(e.key), std::move(value), h, e.expire_ms, e.offset, e.timed, skipped});
     return std::nullopt;
   };
   rdb::Reader r(bytes);
@@ -936,13 +937,13 @@ FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLo
     // Each key's place in the table is fetched 16 records ahead (its control bytes), then 8
     // ahead (its free slot): a large load's cache misses overlap.
     constexpr std::size_t kGroupAhead = 16, kSlotAhead = 8;
-    const auto ahead = [&](std::size_t i, std::size_t d) -> const K* {
-      return i + d < keys.size() && !keys[i + d].skipped ? &keys[i + d].key : nullptr;
+    const auto ahead = [&](std::size_t i, std::size_t d) -> const std::uint64_t* {
+      return i + d < keys.size() && !keys[i + d].skipped ? &keys[i + d].hash : nullptr;
     };
     for (std::size_t i = 0; i < keys.size(); ++i) {
       detail::LoadedKey<K, V> e = std::move(keys[i]);  // freed at the end of this iteration
       if (e.skipped) continue;
-      const Result<bool> applied = detail::replay_loaded(s, e, ahead(i, kGroupAhead), ahead(i, kSlotAhead));
+      const Result<bool> applied = detail::replay_loaded(s, e, now, ahead(i, kGroupAhead), ahead(i, kSlotAhead));
       if (!applied.ok()) {
         refused = FileError{applied.error(), e.offset,
                             "the store refused key '" + e.key + "' (" + to_string(applied.error()) + ")"};

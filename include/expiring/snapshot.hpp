@@ -693,6 +693,7 @@ template <class K, class V>
 struct LoadedKey {
   K key;
   V value;
+  std::uint64_t hash;  // the store's hash_function()(key), taken once
   std::int64_t deadline;
   std::uint64_t offset;
   bool timed;
@@ -727,20 +728,18 @@ class SeenKeys {
   }
 
   // Records recs[i]; if an earlier record has an equal key, returns its number instead.
-  std::optional<std::size_t> insert(const std::vector<Rec>& recs, std::size_t i) { return insert(recs, i, hash(recs[i].key)); }
+  std::optional<std::size_t> insert(const std::vector<Rec>& recs, std::size_t i) { return insert(recs, i, hash(recs[i])); }
 
   // Every record at once, into an empty table: the first (earlier, later) pair of equal keys,
-  // if any. The hashes are taken first, in order, and each slot is prefetched a few records
-  // ahead of its probe, so that the probes' cache misses overlap (a probe per record into a
-  // table of 16 bytes a record is a miss each once the table outgrows the cache).
+  // if any. Each slot is prefetched a few records ahead of its probe, so that the probes'
+  // cache misses overlap (a probe per record into a table of 16 bytes a record is a miss each
+  // once the table outgrows the cache).
   std::optional<std::pair<std::size_t, std::size_t>> first_duplicate(const std::vector<Rec>& recs) {
     reserve(recs.size());
-    std::vector<std::uint64_t> hashes(recs.size());
-    for (std::size_t i = 0; i < recs.size(); ++i) hashes[i] = hash(recs[i].key);
     constexpr std::size_t kAhead = 8;
     for (std::size_t i = 0; i < recs.size(); ++i) {
-      if (i + kAhead < recs.size()) EXPIRING_PREFETCH_WRITE(&slots_[home(hashes[i + kAhead])]);
-      if (const std::optional<std::size_t> first = insert(recs, i, hashes[i])) return std::make_pair(*first, i);
+      if (i + kAhead < recs.size()) EXPIRING_PREFETCH_WRITE(&slots_[home(hash(recs[i + kAhead]))]);
+      if (const std::optional<std::size_t> first = insert(recs, i, hash(recs[i]))) return std::make_pair(*first, i);
     }
     return std::nullopt;
   }
@@ -765,11 +764,9 @@ class SeenKeys {
     std::uint32_t rec;  // record number + 1; 0: empty
     std::uint32_t tag;  // the low 32 bits of its key's hash
   };
-  // Fibonacci hashing: the top bits of the product, so a weak user hash (an identity on
-  // integers) still spreads over the table.
-  std::uint64_t hash(const typename Store::key_type& k) const {
-    return static_cast<std::uint64_t>(s_.hash_function()(k)) * 0x9E3779B97F4A7C15ull;
-  }
+  // Fibonacci hashing of the record's hash (the store's, taken once): the top bits of the
+  // product, so a weak user hash (an identity on integers) still spreads over the table.
+  static std::uint64_t hash(const Rec& r) { return r.hash * 0x9E3779B97F4A7C15ull; }
   std::size_t home(std::uint64_t h) const { return static_cast<std::size_t>(h >> (64 - bits_)); }
   void grow(const std::vector<Rec>& recs) {
     std::vector<Slot> old(std::size_t{1} << (bits_ + 1), Slot{0, 0});
@@ -779,7 +776,7 @@ class SeenKeys {
     for (const Slot v : old) {
       if (v.rec == 0) continue;
       // The tag is the product's low half and the home its top bits: rehashed from the record.
-      std::size_t at = home(hash(recs[v.rec - 1].key));
+      std::size_t at = home(hash(recs[v.rec - 1]));
       while (slots_[at].rec != 0) at = (at + 1) & mask;
       slots_[at] = v;
     }
@@ -802,16 +799,25 @@ V value_prototype(const Store& s) {
   }
 }
 
+// The raw hash a loaded key keeps (LoadedKey::hash).
+template <class Store>
+std::uint64_t loaded_hash(const Store& s, const typename Store::key_type& k) {
+  return static_cast<std::uint64_t>(s.hash_function()(k));
+}
+
 // Stores one loaded key as a SET record replays (every key valid): moved in when the store
-// takes it so (apply_set()), else copied by apply(). A refusal leaves e's key and value.
+// takes it so (apply_set(), with the key's hash, the load's clock reading `now` and the hashes
+// of keys ahead to prefetch), else copied by apply(). A refusal leaves e's key and value.
 template <class Store, class K, class V>
-Result<bool> replay_loaded(Store& s, LoadedKey<K, V>& e, const K* ahead_group = nullptr, const K* ahead_slot = nullptr) {
+Result<bool> replay_loaded(Store& s, LoadedKey<K, V>& e, std::int64_t now, const std::uint64_t* ahead_group = nullptr,
+                           const std::uint64_t* ahead_slot = nullptr) {
   if constexpr (has_apply_set<Store>::value) {
     std::optional<std::int64_t> deadline;
     if (e.timed) deadline = e.deadline;
-    return s.apply_set(std::move(e.key), std::move(e.value), deadline, ahead_group, ahead_slot);
+    return s.apply_set(std::move(e.key), std::move(e.value), deadline,
+                       typename Store::LoadStep{e.hash, now, ahead_group, ahead_slot});
   } else {
-    (void)ahead_group, (void)ahead_slot;
+    (void)now, (void)ahead_group, (void)ahead_slot;
     const Change<K, V> c{ChangeOp::set, &e.key, &e.value, nullptr, e.timed ? e.deadline : Store::kNoTtl,
                          e.timed ? ChangeTtl::at : ChangeTtl::none};
     return s.apply(c);
@@ -950,7 +956,8 @@ FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_
     if (keys.size() >= SeenKeys<Store, LoadedKey<K, V>>::kMaxRecords) {
       return error(Errc::out_of_memory, rec, which() + ": more records than a store can hold");
     }
-    keys.push_back(LoadedKey<K, V>{std::move(key), std::move(value), deadline, rec, timed, skipped});
+    const std::uint64_t h = loaded_hash(s, key);
+    keys.push_back(LoadedKey<K, V>{std::move(key), std::move(value), h, deadline, rec, timed, skipped});
     if (const std::optional<std::size_t> first = seen.insert(keys, keys.size() - 1)) {
       return error(Errc::corrupt_file, rec,
                    which() + ": a duplicate key, first read in " + snap::record_of(*first, count) + " " +
@@ -999,7 +1006,7 @@ FileResult<SnapshotInfo> load_from(Store& s, Source& src, LoadAs as, bool whole_
     for (std::size_t k = 0; k < keys.size(); ++k) {
       LoadedKey<K, V> e = std::move(keys[k]);  // freed at the end of this iteration
       if (e.skipped) continue;
-      const Result<bool> applied = replay_loaded(s, e);
+      const Result<bool> applied = replay_loaded(s, e, now);
       if (!applied.ok()) {
         refused = error(applied.error(), e.offset,
                         "the store refused the key of " + snap::record_of(k, count) + " " + at(e.offset) +
