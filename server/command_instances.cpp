@@ -3,7 +3,6 @@
 
 namespace expiring::redis {
 
-template class CommandExecutor<expiring::SystemClock>;
 template class CommandExecutor<expiring::ManualClock&>;
 
 }  // namespace expiring::redis

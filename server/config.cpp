@@ -73,6 +73,11 @@ std::string apply(const std::string& raw_name, const std::vector<std::string>& a
     } else if (args.size() != 1 || !parse_yes_no(args[0], cfg.redis_exact)) {
       return "argument must be 'yes' or 'no'";
     }
+  } else if (name == "clock") {
+    if (auto e = want(1); !e.empty()) return e;
+    const std::string v = lowercase(args[0]);
+    if (v != "system" && v != "manual") return "argument must be 'system' or 'manual'";
+    cfg.manual_clock = v == "manual";
   } else if (name == "dir") {
     if (auto e = want(1); !e.empty()) return e;
     if (args[0].empty()) return "dir must not be empty";
@@ -161,7 +166,7 @@ int own_arity(const std::string& name) {
   if (name == "self-test") return 0;
   if (name == "redis-exact") return -1;
   if (name == "port" || name == "maxclients" || name == "dir" || name == "dbfilename" || name == "appendonly" ||
-      name == "rdb-skip-other-types" ||
+      name == "rdb-skip-other-types" || name == "clock" ||
       name == "appendfsync" || name == "appendfilename" || name == "requirepass") {
     return 1;
   }
@@ -317,6 +322,8 @@ std::string usage_text() {
          "  --port N                      TCP port on 127.0.0.1; 0 picks a free one [6390]\n"
          "  --maxclients N                most clients at once (lowered to fit 'ulimit -n') [10000]\n"
          "  --redis-exact [yes|no]        Redis 7's exact active-expire cycle [no]\n"
+         "  --clock system|manual         the keys' time: the system's, or a manual one that only\n"
+         "                                DEBUG SET-TIME / ADVANCE-TIME move (for tests) [system]\n"
          "  --dir D                       directory of the snapshot and the append-only log [.]\n"
          "  --dbfilename F                snapshot file name in dir, Redis's RDB format [dump.rdb]\n"
          "  --rdb-skip-other-types yes|no skip an RDB's lists, sets, sorted sets and streams at load\n"

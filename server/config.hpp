@@ -11,8 +11,8 @@
 //
 // Two kinds of settings:
 //   * the server's own (port, maxclients, dir, dbfilename, rdb-skip-other-types, appendonly,
-//     appendfsync, appendfilename, replicaof, requirepass, redis-exact): what the process needs before it
-//     starts, checked here, each a field of Config;
+//     appendfsync, appendfilename, replicaof, requirepass, redis-exact, clock): what the process
+//     needs before it starts, checked here, each a field of Config;
 //   * every setting CONFIG SET accepts (maxmemory, maxmemory-policy, hz, client-output-buffer-
 //     limit, ...): kept in order in Config::settings and applied by Server::configure() through
 //     the command layer's own CONFIG SET, so the file accepts exactly what CONFIG SET accepts
@@ -41,6 +41,7 @@ struct Config {
   int port = 6390;
   int maxclients = 10000;
   bool redis_exact = false;
+  bool manual_clock = false;  // --clock manual: the store's time moves only by DEBUG SET-TIME/ADVANCE-TIME
   bool self_test = false;
   std::string dir = ".";
   std::string dbfilename = "dump.rdb";

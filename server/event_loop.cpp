@@ -57,7 +57,8 @@ using expiring::redis::RequestParser;
 
 Server::Server(const Config& cfg)
     : cfg_(cfg),
-      store_(expiring::SystemClock{}, cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{}),
+      clock_(expiring::SystemClock{}.now_ms()),
+      store_(clock_, cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{}),
       exec_(store_, command_options(cfg)) {
   new_replid();
 }
@@ -90,6 +91,7 @@ std::string Server::configure() {
 }
 
 bool Server::open() {
+  sync_clock();
   if (!load_data()) return false;
   sigset_t mask;
   sigemptyset(&mask);
@@ -144,6 +146,7 @@ void Server::run() {
   while (!stop_) {
     // beforeSleep: the fast cycle (gated inside the store), then pending replies and
     // closes.
+    sync_clock();
     store_.tick(expiring::CycleKind::Fast);
     persistence_before_sleep();
     flush_pending();
@@ -190,6 +193,7 @@ void Server::run() {
     // serverCron: the slow cycle at hz (CONFIG SET hz changes the period), the soft output
     // limit of clients not being read, the listener after an accept failure.
     if (SteadyClock::now() >= next_slow) {
+      sync_clock();
       store_.tick(expiring::CycleKind::Slow);
       client_cron();
       replication_cron();
@@ -494,6 +498,7 @@ void Server::process(Client& c) {
     } else if (replica_ && c.session.authenticated && exec_.is_write(c.argv)) {
       Reply::error("READONLY You can't write against a read only replica.").write_resp(c.out);
     } else {
+      sync_clock();  // one reading per command
       exec_.execute_into(c.argv, c.session, c.out);
     }
     // AUTH lifts the bounds of an unauthenticated client from its next request on.
@@ -587,6 +592,7 @@ void Server::info(std::string_view section, std::string& out) {
   };
   if (section == "server") {
     line("multiplexing_api", "epoll");
+    line("clock", cfg_.manual_clock ? "manual" : "system");
     line("process_id", std::to_string(::getpid()));
     line("tcp_port", std::to_string(port_));
   } else if (section == "clients") {

@@ -184,7 +184,25 @@ void Server::add_persistence_commands() {
     if (!aof_->start_rewrite()) return Reply::error("ERR the rewrite could not start");
     return Reply::status("Background append only file rewriting started");
   });
+  // DEBUG: RELOAD (below), SET-TIME and ADVANCE-TIME (clock.cpp), the rest the command
+  // layer's; HELP lists them all.
   exec_.add_command("debug", -2, "admin", [this](const Args& a, Session& s) {
+    if (std::optional<Reply> r = clock_command(a)) return *r;
+    if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "help")) {
+      return Reply::array({Reply::status("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                           Reply::status("RELOAD"),
+                           Reply::status("    Save the RDB on disk and reload it back to memory."),
+                           Reply::status("SET-ACTIVE-EXPIRE <0|1>"),
+                           Reply::status("    Setting it to 0 disables expiring keys in background when they are not"),
+                           Reply::status("    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the"),
+                           Reply::status("    default."),
+                           Reply::status("SET-TIME <unix-time-ms>"),
+                           Reply::status("    Set the keys' clock (--clock manual only; not in Redis). Replies the time."),
+                           Reply::status("ADVANCE-TIME <milliseconds>"),
+                           Reply::status("    Move the keys' clock (--clock manual only; not in Redis). Replies the time."),
+                           Reply::status("HELP"),
+                           Reply::status("    Prints this help.")});
+    }
     if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "reload")) {
       if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
       if (const auto why = save_snapshot()) return Reply::error("ERR " + *why);

@@ -345,6 +345,7 @@ void Server::link_event(std::uint32_t ev) {
     }
     link_.last_io_ms = steady_ms();
     const bool was_syncing = link_.reader->syncing();
+    sync_clock();
     const bool ok = link_.reader->feed(buf, static_cast<std::size_t>(n));
     account_link();
     if (!ok) {

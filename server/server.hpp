@@ -2,7 +2,7 @@
 //
 // Design. A single-threaded epoll event loop on 127.0.0.1 speaking RESP2 (multibulk and inline
 // requests, pipelining) that runs expiring's Redis command layer (expiring/redis/commands.hpp)
-// over a ValueStore<SystemClock>, so that redis-cli, redis-benchmark and any Redis client
+// over a ValueStore on a clock of its own (clock.cpp), so that redis-cli, redis-benchmark and any Redis client
 // library can drive the store. Like Redis, it runs the active-expire cycle from its loop:
 // tick(Slow) `hz` times a second (epoll_wait's timeout is 1000/hz ms) and tick(Fast) before every
 // wait; it stops cleanly on SIGINT, SIGTERM and SHUTDOWN.
@@ -14,6 +14,7 @@
 //   persistence.cpp  loading at start, the change feed to the log, SAVE/BGSAVE/BGREWRITEAOF/
 //                    LASTSAVE/DEBUG RELOAD and the SYNC / REPLICAOF commands
 //   replication.cpp  the primary's stream to its replicas and the replica's link to its primary
+//   clock.cpp        the keys' time: the system's, once per command, or --clock manual's
 //   config.cpp       the settings (config file, command line)
 //   self_test.cpp    --self-test's client
 // docs/server.md describes the behaviour (resources, persistence, replication) in full.
@@ -40,8 +41,8 @@
 
 namespace expiring::server {
 
-using Store = expiring::redis::ValueStore<expiring::SystemClock>;
-using Executor = expiring::redis::CommandExecutor<expiring::SystemClock>;
+using Store = expiring::redis::ValueStore<expiring::ManualClock&>;
+using Executor = expiring::redis::CommandExecutor<expiring::ManualClock&>;
 using expiring::redis::OutputBuffer;
 using expiring::redis::OutputBufferLimit;
 
@@ -140,6 +141,14 @@ class Server {
   void flush_pending();
   void info(std::string_view section, std::string& out);
 
+  // ---- clock.cpp ----
+  // Under --clock system: the clock set to the system's time (before each command, tick and
+  // read of the link); under --clock manual, nothing.
+  void sync_clock();
+  // DEBUG SET-TIME <unix-ms> and DEBUG ADVANCE-TIME <ms>: the reply, or nullopt for another
+  // subcommand.
+  std::optional<expiring::redis::Reply> clock_command(const std::vector<std::string>& a);
+
   // ---- persistence.cpp ----
   std::string snapshot_path() const { return cfg_.dir + "/" + cfg_.dbfilename; }
   static bool file_exists(const std::string& p);
@@ -172,6 +181,7 @@ class Server {
   void flush_link();
 
   Config cfg_;
+  expiring::ManualClock clock_;  // the keys' time (clock.cpp); before store_, which reads it
   Store store_;
   Executor exec_;
   std::unique_ptr<expiring::AppendLog<Store>> aof_;  // after store_: destroyed first

@@ -2,7 +2,7 @@
 //
 // Where the server library is built (Linux, EXPIRING_BUILD_SERVER) the test targets link it and
 // define EXPIRING_COMMAND_INSTANCES: its command_instances.hpp declares the instances of
-// CommandExecutor (SystemClock, ManualClock&) `extern template`, so that they are compiled once,
+// CommandExecutor (ManualClock&) `extern template`, so that they are compiled once,
 // in the library, not again in every test file. Elsewhere the tests instantiate them
 // themselves from commands.hpp, as any header-only user does.
 #pragma once

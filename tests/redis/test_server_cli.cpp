@@ -184,9 +184,10 @@ TEST_CASE("server config: directives fill the configuration and later ones win",
   std::string err;
   Config cfg = parse_text("port 7000\r\n# c\n\nMAXCLIENTS 5\nappendonly YES\nappendfsync no\nport 7001\n"
                           "maxmemory 10mb\nclient-output-buffer-limit normal 0 0 0\nreplicaof localhost 7002\n"
-                          "redis-exact yes\n",
+                          "redis-exact yes\nclock MANUAL\n",
                           err);
   CHECK(err.empty());
+  CHECK(cfg.manual_clock);
   CHECK(cfg.port == 7001);
   CHECK(cfg.maxclients == 5);
   CHECK(cfg.appendonly);
@@ -202,6 +203,8 @@ TEST_CASE("server config: directives fill the configuration and later ones win",
 
   parse_text("port 1\nport x\n", err);
   CHECK(err.rfind("t.conf:2: 'port x': ", 0) == 0);
+  parse_text("clock fast\n", err);
+  CHECK(err == "t.conf:1: 'clock fast': argument must be 'system' or 'manual'");
   parse_text("self-test\n", err);  // a command-line switch only
   CHECK(err.rfind("t.conf:1: ", 0) == 0);
 
