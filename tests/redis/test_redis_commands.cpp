@@ -681,6 +681,48 @@ TEST_CASE("incr, append keep the TTL, type and strlen (case 134)", "[redis][stri
   CHECK(f.R({"TTL", "s"}) == I(-1));
 }
 
+// Every reply below is redis-server 7.0.15's for the same command (checked with redis-cli).
+TEST_CASE("getrange substr setrange: Redis's index rules and limits", "[redis][string]") {
+  Fx f;
+  const std::string WRONGTYPE = E("WRONGTYPE Operation against a key holding the wrong kind of value");
+  const std::string TOO_BIG = E("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+  CHECK(f.R({"SET", "k", "This is a string", "EX", "100"}) == OK);
+  CHECK(f.R({"GETRANGE", "k", "0", "3"}) == B("This"));
+  CHECK(f.R({"GETRANGE", "k", "-3", "-1"}) == B("ing"));
+  CHECK(f.R({"GETRANGE", "k", "0", "-1"}) == B("This is a string"));
+  CHECK(f.R({"GETRANGE", "k", "10", "100"}) == B("string"));
+  CHECK(f.R({"GETRANGE", "k", "-1", "-5"}) == B(""));
+  CHECK(f.R({"GETRANGE", "k", "5", "3"}) == B(""));
+  CHECK(f.R({"GETRANGE", "k", "-100", "2"}) == B("Thi"));
+  CHECK(f.R({"GETRANGE", "k", "-9223372036854775808", "9223372036854775807"}) == B("This is a string"));
+  CHECK(f.R({"GETRANGE", "none", "0", "1"}) == B(""));
+  CHECK(f.R({"GETRANGE", "none", "x", "1"}) == NOT_INT);  // the indexes first
+  CHECK(f.R({"SUBSTR", "k", "0", "3"}) == B("This"));
+  CHECK(f.R({"SETRANGE", "k", "10", "Redis"}) == I(16));
+  CHECK(f.R({"GET", "k"}) == B("This is a Redisg"));
+  CHECK(f.R({"TTL", "k"}) == I(100));  // the TTL stays
+  CHECK(f.R({"SETRANGE", "k", "-1", "a"}) == E("ERR offset is out of range"));
+  CHECK(f.R({"SETRANGE", "k", "x", "a"}) == NOT_INT);
+  CHECK(f.R({"SETRANGE", "new", "3", "ab"}) == I(5));
+  CHECK(f.R({"GET", "new"}) == B(std::string("\0\0\0ab", 5)));
+  CHECK(f.R({"SETRANGE", "none", "5", ""}) == I(0));  // nothing written, nothing created
+  CHECK(f.R({"EXISTS", "none"}) == I(0));
+  CHECK(f.R({"SETRANGE", "k", "536870912", "a"}) == TOO_BIG);
+  CHECK(f.R({"SETRANGE", "k", "536870912", ""}) == I(16));
+  CHECK(f.R({"SETRANGE", "k", "9223372036854775807", "a"}) == TOO_BIG);
+  CHECK(f.R({"HSET", "h", "f", "v"}) == I(1));
+  CHECK(f.R({"SETRANGE", "h", "0", ""}) == WRONGTYPE);
+  CHECK(f.R({"SETRANGE", "h", "0", "a"}) == WRONGTYPE);
+  CHECK(f.R({"GETRANGE", "h", "0", "1"}) == WRONGTYPE);
+  CHECK(f.R({"SETRANGE", "h", "x", "a"}) == NOT_INT);
+  // A stale key is gone for SETRANGE, as for any write: recreated without TTL.
+  CHECK(f.R({"SET", "s", "abc", "PX", "10"}) == OK);
+  f.at(11);
+  CHECK(f.R({"SETRANGE", "s", "1", "x"}) == I(2));
+  CHECK(f.R({"GET", "s"}) == B(std::string("\0x", 2)));
+  CHECK(f.R({"TTL", "s"}) == I(-1));
+}
+
 TEST_CASE("incr family: integer grammar and overflow errors", "[redis][string]") {
   Fx f;
   CHECK(f.R({"INCR", "n"}) == I(1));

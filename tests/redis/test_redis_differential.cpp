@@ -773,6 +773,15 @@ class Generator {
     if (r < 94) return {"DEBUG", "SET-ACTIVE-EXPIRE", chance(50) ? "0" : "1"};
     if (r < 95) return {"NOSUCHCMD", key()};
     if (r < 96 && chance(10)) return {"FLUSHDB"};
+    if (r < 98) {  // offsets that allocate little, and the ones each server refuses
+      static const std::vector<std::string> offsets = {"0", "1", "3", "17", "-1", "x", "536870912",
+                                                       "9223372036854775807"};
+      return {"SETRANGE", key(), one_of(offsets), chance(15) ? std::string() : value()};
+    }
+    if (r < 100) {
+      static const std::vector<std::string> idx = {"0", "1", "2", "-1", "-2", "-100", "100", "5", "x"};
+      return {chance(20) ? "SUBSTR" : "GETRANGE", key(), chance(30) ? edge_int() : one_of(idx), one_of(idx)};
+    }
     return {"EXISTS", key()};
   }
 

@@ -1,5 +1,5 @@
 // expiring/redis/cmd_strings.hpp: the string commands: GET SET SETEX PSETEX SETNX GETSET GETDEL GETEX MGET MSET MSETNX
-// STRLEN APPEND INCR DECR INCRBY DECRBY.
+// STRLEN APPEND GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY.
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
 // and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
@@ -225,6 +225,67 @@ Reply CommandExecutor<Clock>::cmd_append(const Args& a, Session&) {
   if (!found) {
     if (!store_.set(a[1], add).ok()) return oom_error();
     len = add.size();
+  }
+  return Reply::integer(static_cast<std::int64_t>(len));
+}
+
+// GETRANGE key start end (SUBSTR, its old name): Redis's index rules. The indexes are checked
+// before the key is read; negative ones count from the end; the range is clipped to the
+// string; an empty result is an empty bulk, a missing key too.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_getrange(const Args& a, Session&) {
+  std::int64_t start = 0, end = 0;
+  if (!parse_int64(a[2], start) || !parse_int64(a[3], end)) return not_integer();
+  const Value* v = store_.get(a[1]);
+  if (v == nullptr) return Reply::bulk(std::string());
+  if (v->is_hash()) return wrong_type();
+  const std::string& s = *v->string();
+  const auto len = static_cast<std::int64_t>(s.size());
+  if (start < 0 && end < 0 && start > end) return Reply::bulk(std::string());
+  if (start < 0) start += len;  // (len >= 0: no overflow)
+  if (end < 0) end += len;
+  start = std::max<std::int64_t>(start, 0);
+  end = std::min<std::int64_t>(std::max<std::int64_t>(end, 0), len - 1);
+  if (len == 0 || start > end) return Reply::bulk(std::string());
+  return Reply::bulk(s.substr(static_cast<std::size_t>(start), static_cast<std::size_t>(end - start + 1)));
+}
+
+// SETRANGE key offset value: overwrites from `offset`, padding with zero bytes; replies the new
+// length. The TTL stays. An empty value writes nothing (a missing key is not created) and
+// replies the length; a result longer than proto-max-bulk-len is refused.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_setrange(const Args& a, Session&) {
+  std::int64_t offset = 0;
+  if (!parse_int64(a[2], offset)) return not_integer();
+  if (offset < 0) return Reply::error("ERR offset is out of range");
+  const std::string& add = a[3];
+  if (add.empty()) {  // a write lookup (a stale key goes), nothing written
+    bool hash = false;
+    std::int64_t len = 0;
+    (void)store_.compute(a[1], [&](const Value* v, std::int64_t) {
+      hash = v != nullptr && v->is_hash();
+      len = v != nullptr && !hash ? static_cast<std::int64_t>(v->string()->size()) : 0;
+      return Computed<Value>::keep();
+    });
+    return hash ? wrong_type() : Reply::integer(len);
+  }
+  if (holds_hash(a[1], false)) return wrong_type();
+  const std::uint64_t limit = options_.proto_max_bulk_len;
+  if (static_cast<std::uint64_t>(offset) > limit || add.size() > limit - static_cast<std::uint64_t>(offset)) {
+    return Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+  }
+  const auto at = static_cast<std::size_t>(offset);
+  std::size_t len = 0;
+  const auto write = [&](std::string& v) {
+    if (v.size() < at + add.size()) v.resize(at + add.size(), '\0');
+    v.replace(at, add.size(), add);
+    len = v.size();
+  };
+  const bool found = store_.modify(a[1], [&](Value& value) { write(*value.string()); });
+  if (!found) {
+    std::string v;
+    write(v);
+    if (!store_.set(a[1], std::move(v)).ok()) return oom_error();
   }
   return Reply::integer(static_cast<std::int64_t>(len));
 }

@@ -695,6 +695,8 @@ class CommandExecutor {
   Reply cmd_msetnx(const Args& a, Session&);
   Reply cmd_strlen(const Args& a, Session&);
   Reply cmd_append(const Args& a, Session&);
+  Reply cmd_getrange(const Args& a, Session&);
+  Reply cmd_setrange(const Args& a, Session&);
   Reply incr_by(const std::string& key, std::int64_t incr);
   Reply cmd_incr(const Args& a, Session&);
   Reply cmd_decr(const Args& a, Session&);
@@ -812,6 +814,9 @@ class CommandExecutor {
         {"msetnx", -3, &E::cmd_msetnx, "write denyoom", 1, -1, 2},
         {"strlen", 2, &E::cmd_strlen, "readonly fast", 1, 1, 1},
         {"append", 3, &E::cmd_append, "write denyoom fast", 1, 1, 1},
+        {"getrange", 4, &E::cmd_getrange, "readonly", 1, 1, 1},
+        {"substr", 4, &E::cmd_getrange, "readonly", 1, 1, 1},
+        {"setrange", 4, &E::cmd_setrange, "write denyoom", 1, 1, 1},
         {"incr", 2, &E::cmd_incr, "write denyoom fast", 1, 1, 1},
         {"decr", 2, &E::cmd_decr, "write denyoom fast", 1, 1, 1},
         {"incrby", 3, &E::cmd_incrby, "write denyoom fast", 1, 1, 1},
