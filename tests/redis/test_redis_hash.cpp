@@ -23,11 +23,12 @@
 // Catalogue cases that cannot apply here:
 //   H49 (LP)   the listpack-encoding variant: one encoding here, D20 (the HT answer is checked)
 //   H61, H62   HINCRBYFLOAT is not implemented
-//   H63, H69   their HSTRLEN steps: HSTRLEN is not implemented (HGET stands in for it)
 //   H67        HSCAN is not implemented
 //   H71, H72   HRANDFIELD is not implemented
-//   H79        HMSET and DUMP/RESTORE are not implemented
-//   H84, H85, H86  replication / AOF propagation: the library has no change feed
+//   H79        HMSET and DUMP/RESTORE of a hash with field TTLs: DUMP/RESTORE's own tests
+//              (tests/test_dump_restore.cpp, test_rdb_live.cpp) cover the payload; HMSET below
+//   H84, H85, H86  replication / AOF propagation: the change feed's tests cover it
+//              (tests/test_change_feed.cpp, tests/redis/test_redis_replication.cpp)
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -195,6 +196,8 @@ TEST_CASE("hash: COMMAND INFO gives each hash command Redis's arity and flags (r
   };
   const std::vector<Want> want = {
       {"hset", -4, {"write", "denyoom", "fast"}},
+      {"hmset", -4, {"write", "denyoom", "fast"}},
+      {"hstrlen", 3, {"readonly", "fast"}},
       {"hsetnx", 4, {"write", "denyoom", "fast"}},
       {"hget", 3, {"readonly", "fast"}},
       {"hmget", -3, {"readonly", "fast"}},
@@ -905,10 +908,9 @@ TEST_CASE("hash: catalogue I, lazy expiry through the hash commands (H63-H70)", 
     CHECK(f.R({"HINCRBY", "h4", "2", "1"}) == I(1));
     CHECK(f.subkeys() == "4");
     CHECK(f.R({"HINCRBY", "h4", "3", "1"}) == I(100));
-    // HSTRLEN is not implemented: HGET stands in for it.
-    CHECK(f.R({"HGET", "h5", "3"}) == NIL);
+    CHECK(f.R({"HSTRLEN", "h5", "3"}) == I(0));
     CHECK(f.subkeys() == "5");
-    CHECK(f.R({"HGET", "h5", "4"}) == B("4444"));
+    CHECK(f.R({"HSTRLEN", "h5", "4"}) == I(4));
     CHECK(sorted_bulks(f.run({"HKEYS", "h6"})) == (Strs{"01", "02", "03", "04", "06"}));
     CHECK(f.subkeys() == "6");  // D20: HKEYS reclaims (Redis 7.4: still 5)
   }
@@ -1115,6 +1117,26 @@ TEST_CASE("hash: catalogue K, tick() reclaims fields (H80-H83)", "[redis][hash]"
 }
 
 // ==== The hash commands themselves =================================================================
+
+// redis-server 7.0.15's replies (checked with redis-cli).
+TEST_CASE("hash: HMSET replies OK and HSTRLEN the value's length", "[redis][hash]") {
+  HashFx f;
+  CHECK(f.R({"HMSET", "h", "a", "1", "b", "22"}) == OK);
+  CHECK(f.R({"HMSET", "h", "a"}) == ARITY("hmset"));
+  CHECK(f.R({"HMSET", "h", "a", "1", "b"}) == ARITY("hmset"));
+  CHECK(f.R({"HSTRLEN", "h", "b"}) == I(2));
+  CHECK(f.R({"HSTRLEN", "h", "none"}) == I(0));
+  CHECK(f.R({"HSTRLEN", "none", "a"}) == I(0));
+  CHECK(f.R({"HSTRLEN", "h"}) == ARITY("hstrlen"));
+  CHECK(f.R({"HGET", "h", "a"}) == B("1"));
+  CHECK(f.R({"SET", "s", "x"}) == OK);
+  CHECK(f.R({"HMSET", "s", "a", "1"}) == WRONGTYPE);
+  CHECK(f.R({"HSTRLEN", "s", "a"}) == WRONGTYPE);
+  // HMSET clears a field's TTL as HSET does.
+  CHECK(f.R({"HPEXPIRE", "h", "100", "FIELDS", "1", "a"}) == IA({1}));
+  CHECK(f.R({"HMSET", "h", "a", "3"}) == OK);
+  CHECK(f.R({"HPTTL", "h", "FIELDS", "1", "a"}) == IA({-1}));
+}
 
 TEST_CASE("hash: HSET HSETNX HGET HMGET HDEL HLEN HEXISTS HGETALL HKEYS HVALS", "[redis][hash]") {
   HashFx f;

@@ -1,6 +1,6 @@
-// expiring/redis/cmd_hashes.hpp: the hash commands and Redis 7.4's hash field expiry: HSET HSETNX HGET HMGET HDEL HLEN
-// HEXISTS HGETALL HKEYS HVALS HINCRBY HEXPIRE HPEXPIRE HEXPIREAT HPEXPIREAT HTTL HPTTL HEXPIRETIME
-// HPEXPIRETIME HPERSIST.
+// expiring/redis/cmd_hashes.hpp: the hash commands and Redis 7.4's hash field expiry: HSET HMSET HSETNX HGET HMGET HDEL
+// HLEN HSTRLEN HEXISTS HGETALL HKEYS HVALS HINCRBY HEXPIRE HPEXPIRE HEXPIREAT HPEXPIREAT HTTL HPTTL
+// HEXPIRETIME HPEXPIRETIME HPERSIST.
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
 // and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
@@ -57,6 +57,13 @@ Reply CommandExecutor<Clock>::cmd_hset(const Args& a, Session&) {
   return Reply::integer(static_cast<std::int64_t>(*r));
 }
 
+// HMSET: HSET's older form, which replies OK.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hmset(const Args& a, Session& s) {
+  Reply r = cmd_hset(a, s);
+  return r.is_error() ? r : ok();
+}
+
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hsetnx(const Args& a, Session&) {
   if (holds_string(a[1], false)) return wrong_type();
@@ -95,6 +102,14 @@ Reply CommandExecutor<Clock>::cmd_hlen(const Args& a, Session&) {
   Result<std::size_t> r = store_.hlen(a[1]);
   if (!r.ok()) return hash_error(r.error(), "hlen");
   return Reply::integer(static_cast<std::int64_t>(*r));
+}
+
+// HSTRLEN: the length of the field's value, 0 when there is none.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hstrlen(const Args& a, Session&) {
+  Result<const std::string*> r = store_.hget(a[1], std::string_view(a[2]));
+  if (!r.ok()) return hash_error(r.error(), "hstrlen");
+  return Reply::integer(*r != nullptr ? static_cast<std::int64_t>((*r)->size()) : 0);
 }
 
 template <class Clock>

@@ -714,6 +714,8 @@ class CommandExecutor {
   static Reply integers(const std::vector<std::int64_t>& v);
 
   Reply cmd_hset(const Args& a, Session&);
+  Reply cmd_hmset(const Args& a, Session&);
+  Reply cmd_hstrlen(const Args& a, Session&);
   Reply cmd_hsetnx(const Args& a, Session&);
   Reply cmd_hget(const Args& a, Session&);
   Reply cmd_hmget(const Args& a, Session&);
@@ -844,11 +846,13 @@ class CommandExecutor {
         {"scan", -2, &E::cmd_scan, "readonly", 0, 0, 0},
         {"randomkey", 1, &E::cmd_randomkey, "readonly", 0, 0, 0},
         {"hset", -4, &E::cmd_hset, "write denyoom fast", 1, 1, 1},
+        {"hmset", -4, &E::cmd_hmset, "write denyoom fast", 1, 1, 1},
         {"hsetnx", 4, &E::cmd_hsetnx, "write denyoom fast", 1, 1, 1},
         {"hget", 3, &E::cmd_hget, "readonly fast", 1, 1, 1},
         {"hmget", -3, &E::cmd_hmget, "readonly fast", 1, 1, 1},
         {"hdel", -3, &E::cmd_hdel, "write fast", 1, 1, 1},
         {"hlen", 2, &E::cmd_hlen, "readonly fast", 1, 1, 1},
+        {"hstrlen", 3, &E::cmd_hstrlen, "readonly fast", 1, 1, 1},
         {"hexists", 3, &E::cmd_hexists, "readonly fast", 1, 1, 1},
         {"hgetall", 2, &E::cmd_hgetall, "readonly", 1, 1, 1},
         {"hkeys", 2, &E::cmd_hkeys, "readonly", 1, 1, 1},
