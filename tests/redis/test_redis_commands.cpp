@@ -723,6 +723,32 @@ TEST_CASE("getrange substr setrange: Redis's index rules and limits", "[redis][s
   CHECK(f.R({"TTL", "s"}) == I(-1));
 }
 
+// redis-server 7.0.15's replies with no library loaded (checked with redis-cli), but for STATS,
+// which lists no engine here (there is none).
+TEST_CASE("function: answered as with no library loaded", "[redis][server]") {
+  Fx f;
+  CHECK(f.R({"FUNCTION", "FLUSH"}) == OK);
+  CHECK(f.R({"FUNCTION", "FLUSH", "ASYNC"}) == OK);
+  CHECK(f.R({"FUNCTION", "FLUSH", "sync"}) == OK);
+  CHECK(f.R({"FUNCTION", "FLUSH", "x"}) == E("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
+  CHECK(f.R({"FUNCTION", "FLUSH", "a", "b"}) ==
+        E("ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP."));
+  CHECK(f.R({"FUNCTION", "LIST"}) == "*0\r\n");
+  CHECK(f.R({"FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "x*"}) == "*0\r\n");
+  CHECK(f.R({"FUNCTION", "LIST", "LIBRARYNAME"}) == E("ERR library name argument was not given"));
+  CHECK(f.R({"FUNCTION", "LIST", "foo"}) == E("ERR Unknown argument foo"));
+  CHECK(f.R({"FUNCTION", "DELETE", "x"}) == E("ERR Library not found"));
+  CHECK(f.R({"FUNCTION", "DELETE"}) == ARITY("function|delete"));
+  CHECK(f.R({"FUNCTION", "KILL"}) == E("NOTBUSY No scripts in execution right now."));
+  CHECK(f.R({"FUNCTION", "KILL", "x"}) == ARITY("function|kill"));
+  CHECK(f.R({"FUNCTION", "STATS"}) == "*4\r\n$14\r\nrunning_script\r\n$-1\r\n$7\r\nengines\r\n*0\r\n");
+  CHECK(f.R({"FUNCTION", "DUMP"}) == B(std::string("\x0a\x00\x5d\x9b\x5c\x40\x0f\x7f\xa2\xda", 10)));
+  CHECK(f.R({"FUNCTION", "BOGUS"}) == E("ERR unknown subcommand 'BOGUS'. Try FUNCTION HELP."));
+  CHECK(f.R({"FUNCTION", "LOAD", "#!lua name=x"}) == E("ERR unknown subcommand 'LOAD'. Try FUNCTION HELP."));
+  CHECK(f.R({"FUNCTION"}) == ARITY("function"));
+  CHECK(f.run({"FUNCTION", "HELP"}).elements().size() > 10);
+}
+
 TEST_CASE("incr family: integer grammar and overflow errors", "[redis][string]") {
   Fx f;
   CHECK(f.R({"INCR", "n"}) == I(1));

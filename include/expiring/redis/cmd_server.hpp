@@ -1,5 +1,6 @@
 // expiring/redis/cmd_server.hpp: the connection and server/admin commands: PING ECHO QUIT SHUTDOWN AUTH HELLO SELECT TIME DBSIZE
-// FLUSHDB FLUSHALL DEBUG INFO CONFIG (GET/SET/RESETSTAT/HELP) COMMAND (COUNT/INFO/LIST/HELP) OBJECT.
+// FLUSHDB FLUSHALL DEBUG INFO CONFIG (GET/SET/RESETSTAT/HELP) COMMAND (COUNT/INFO/LIST/HELP) OBJECT
+// FUNCTION (FLUSH/LIST/DELETE/KILL/STATS/DUMP/HELP, with no functions).
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
 // and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
@@ -687,6 +688,70 @@ Reply CommandExecutor<Clock>::cmd_object(const Args& a, Session&) {
   if (lfu) return Reply::error(std::string("ERR An LFU maxmemory policy is selected, idle time not tracked.") + kAdjust);
   const std::optional<std::int64_t> idle_ms = store_.object_idletime_ms(a[2]);
   return idle_ms ? Reply::integer(*idle_ms / 1000) : Reply::nil();
+}
+
+// FUNCTION, answered as redis-server 7.0 answers with no library loaded: scripting is out of
+// scope (no engine), so LOAD, RESTORE and FCALL are unknown, while the subcommands that
+// manage libraries see none (FLUSH is OK, LIST is empty, DELETE finds nothing, KILL has
+// nothing running, DUMP is the payload of no library). STATS lists no engine.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_function(const Args& a, Session&) {
+  const std::string sub = detail::lowercase(a[1]);
+  const auto arity = [&](std::size_t lo, std::size_t hi) { return a.size() >= lo && a.size() <= hi; };
+  if (sub == "flush") {
+    if (!arity(2, 3)) {
+      return Reply::error("ERR unknown subcommand or wrong number of arguments for '" +
+                          std::string(detail::cstr(a[1]).substr(0, 128)) + "'. Try FUNCTION HELP.");
+    }
+    if (a.size() == 3 && !detail::is_opt(a[2], "sync") && !detail::is_opt(a[2], "async")) {
+      return Reply::error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+    }
+    return ok();
+  }
+  if (sub == "list") {
+    for (std::size_t i = 2; i < a.size(); ++i) {
+      if (detail::is_opt(a[i], "withcode")) continue;
+      if (detail::is_opt(a[i], "libraryname")) {
+        if (++i == a.size()) return Reply::error("ERR library name argument was not given");
+        continue;
+      }
+      return Reply::error("ERR Unknown argument " + std::string(detail::cstr(a[i])));
+    }
+    return Reply::array({});
+  }
+  if (sub == "delete") {
+    if (a.size() != 3) return arity_error("function|delete");
+    return Reply::error("ERR Library not found");
+  }
+  if (sub == "kill") {
+    if (a.size() != 2) return arity_error("function|kill");
+    return Reply::error("NOTBUSY No scripts in execution right now.");
+  }
+  if (sub == "stats") {
+    if (a.size() != 2) return arity_error("function|stats");
+    return Reply::array({Reply::bulk("running_script"), Reply::nil(), Reply::bulk("engines"), Reply::array({})});
+  }
+  if (sub == "dump") {
+    if (a.size() != 2) return arity_error("function|dump");
+    std::string payload("\x0a\x00", 2);  // no library, then RDB version 10 and the CRC-64, as DUMP's
+    const std::uint64_t crc = ::expiring::detail::rdb::crc64(0, payload.data(), payload.size());
+    for (int i = 0; i < 8; ++i) payload += static_cast<char>((crc >> (8 * i)) & 0xff);
+    return Reply::bulk(std::move(payload));
+  }
+  if (sub == "help") {
+    if (a.size() != 2) return arity_error("function|help");
+    return Reply::array({Reply::status("FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                         Reply::status("DELETE <LIBRARY NAME>"), Reply::status("    Delete the given library."),
+                         Reply::status("LIST [LIBRARYNAME PATTERN] [WITHCODE]"),
+                         Reply::status("    Return general information on all the libraries (none here)."),
+                         Reply::status("STATS"), Reply::status("    Return information about the current function running."),
+                         Reply::status("KILL"), Reply::status("    Kill the current running function."),
+                         Reply::status("FLUSH [ASYNC|SYNC]"), Reply::status("    Delete all the libraries."),
+                         Reply::status("DUMP"),
+                         Reply::status("    Return a serialized payload representing the current libraries."),
+                         Reply::status("HELP"), Reply::status("    Prints this help.")});
+  }
+  return unknown_subcommand(a);
 }
 
 template <class Clock>

@@ -651,6 +651,7 @@ class CommandExecutor {
   Reply cmd_command_help(const Args&, Session&);
   // ---- OBJECT ----
   Reply cmd_object(const Args& a, Session&);
+  Reply cmd_function(const Args& a, Session&);
 
   Reply cmd_config(const Args& a, Session& session);
 
@@ -803,6 +804,7 @@ class CommandExecutor {
         {"debug", -2, &E::cmd_debug, "admin", 0, 0, 0},
         {"command", -1, &E::cmd_command, "", 0, 0, 0},
         {"object", -2, &E::cmd_object, "", 0, 0, 0},
+        {"function", -2, &E::cmd_function, "", 0, 0, 0},
         {"get", 2, nullptr, "readonly fast", 1, 1, 1, &E::write_get},
         {"set", -3, &E::cmd_set, "write denyoom", 1, 1, 1},
         {"setex", 4, &E::cmd_setex, "write denyoom", 1, 1, 1},
