@@ -189,19 +189,18 @@ void Server::add_persistence_commands() {
   exec_.add_command("debug", -2, "admin", [this](const Args& a, Session& s) {
     if (std::optional<Reply> r = clock_command(a)) return *r;
     if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "help")) {
-      return Reply::array({Reply::status("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
-                           Reply::status("RELOAD"),
-                           Reply::status("    Save the RDB on disk and reload it back to memory."),
-                           Reply::status("SET-ACTIVE-EXPIRE <0|1>"),
-                           Reply::status("    Setting it to 0 disables expiring keys in background when they are not"),
-                           Reply::status("    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the"),
-                           Reply::status("    default."),
-                           Reply::status("SET-TIME <unix-time-ms>"),
-                           Reply::status("    Set the keys' clock (--clock manual only; not in Redis). Replies the time."),
-                           Reply::status("ADVANCE-TIME <milliseconds>"),
-                           Reply::status("    Move the keys' clock (--clock manual only; not in Redis). Replies the time."),
-                           Reply::status("HELP"),
-                           Reply::status("    Prints this help.")});
+      // The command layer's lines, with the server's before its closing HELP entry.
+      Reply help = exec_.run_builtin(a, s);
+      std::vector<Reply>& lines = help.elements();
+      const std::vector<Reply> ours = {
+          Reply::status("RELOAD"), Reply::status("    Save the RDB on disk and reload it back to memory."),
+          Reply::status("SET-TIME <unix-time-ms>"),
+          Reply::status("    Set the keys' clock (--clock manual only; not in Redis). Replies the time."),
+          Reply::status("ADVANCE-TIME <milliseconds>"),
+          Reply::status("    Move the keys' clock (--clock manual only; not in Redis). Replies the time.")};
+      lines.insert(lines.end() - std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(lines.size())), ours.begin(),
+                   ours.end());
+      return help;
     }
     if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "reload")) {
       if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");
