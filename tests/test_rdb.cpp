@@ -5,7 +5,8 @@
 // strings; hashes as hashtable, listpack and ziplist; Redis 7.4's hashes with field TTLs, as
 // hashtable with metadata and as listpack-ex) loaded with values, PEXPIRETIMEs and field
 // deadlines exact; LoadAs::primary skipping past keys and fields, LoadAs::replica keeping them;
-// other types refused by name or skipped and counted; other databases counted; and that every
+// other types refused by name or skipped and counted; other databases counted, or loaded each
+// into its own store (load_rdb_databases_bytes, save_rdb_databases); and that every
 // truncation and every single-byte change of the file is refused with the store unchanged.
 // The files redis-server itself writes are loaded in tests/redis/test_rdb_live.cpp.
 // expiring-test: one policy (loading does not depend on the expiry index)
@@ -356,6 +357,60 @@ TEST_CASE("rdb: save_rdb() writes what load_rdb() reads back, in Redis's encodin
     VStore u{clock};
     REQUIRE(expiring::load_rdb_bytes(u, raw).ok());
     CHECK(text_of(u, "long") == text_of(s, "long"));
+  }
+}
+
+TEST_CASE("rdb: several databases save and load each into its own store", "[rdb]") {
+  ManualClock clock{T0};
+  using expiring::redis::Value;
+  VStore a{clock}, b{clock}, c{clock};
+  (void)a.set("k", Value(std::string("in0")));
+  (void)c.set("k", Value(std::string("in2")), expiring::PxAt{kLater});
+  (void)c.hset("h", "f", "v");
+  std::string bytes;
+  const auto w = expiring::save_rdb_databases(std::vector<VStore*>{&a, &b, &c}, bytes);
+  REQUIRE(w.ok());
+  CHECK(w->keys == 3);
+  // Empty database 1 is left out, as Redis leaves out its empty databases.
+  CHECK(bytes.find("\xFE" + len(0)) != std::string::npos);
+  CHECK(bytes.find("\xFE" + len(1)) == std::string::npos);
+  CHECK(bytes.find("\xFE" + len(2)) != std::string::npos);
+
+  VStore x{clock}, y{clock}, z{clock};
+  (void)y.set("stale", Value(std::string("replaced")));
+  const auto r = expiring::load_rdb_databases_bytes(std::vector<VStore*>{&x, &y, &z}, bytes);
+  REQUIRE(r.ok());
+  CHECK(r->keys == 3);
+  CHECK(r->other_db == 0);
+  CHECK(text_of(x, "k") == "in0");
+  CHECK(y.size() == 0);  // a database the file does not hold is emptied
+  CHECK(text_of(z, "k") == "in2");
+  CHECK(z.pexpiretime("k") == kLater);
+  CHECK(text_of(z, "h") == "f=v;");
+
+  SECTION("a database past the vector or null is skipped and counted") {
+    VStore only{clock};
+    const auto r2 = expiring::load_rdb_databases_bytes(std::vector<VStore*>{&only, nullptr}, bytes);
+    REQUIRE(r2.ok());
+    CHECK(r2->keys == 1);
+    CHECK(r2->other_db == 2);
+  }
+  SECTION("one store given twice is refused with nothing changed") {
+    const auto r3 = expiring::load_rdb_databases_bytes(std::vector<VStore*>{&x, &x}, bytes);
+    CHECK(r3 == Errc::out_of_range);
+    CHECK(text_of(x, "k") == "in0");
+  }
+  SECTION("a key twice in one database is refused; once in each of two is not") {
+    std::string two = "REDIS0010";
+    two += "\xFE" + len(0) + std::string("\x00", 1) + str("k") + str("a");
+    two += "\xFE" + len(1) + std::string("\x00", 1) + str("k") + str("b");
+    VStore p{clock}, q{clock};
+    REQUIRE(expiring::load_rdb_databases_bytes(std::vector<VStore*>{&p, &q}, finish(two)).ok());
+    CHECK(text_of(p, "k") == "a");
+    CHECK(text_of(q, "k") == "b");
+    two += std::string("\x00", 1) + str("k") + str("c");
+    CHECK(expiring::load_rdb_databases_bytes(std::vector<VStore*>{&p, &q}, finish(two)) == Errc::corrupt_file);
+    CHECK(text_of(q, "k") == "b");
   }
 }
 

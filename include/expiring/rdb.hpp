@@ -86,6 +86,20 @@ template <class Store>
 FileResult<RdbInfo> load_rdb(Store& s, const std::string& path, const RdbLoadOptions& options = {});
 #endif
 
+// Several databases, as redis-server keeps them (Redis's SELECT numbers): dbs[n] takes the
+// file's database n, and every store of `dbs` is replaced (one the file does not hold is
+// emptied); the keys of a database past the vector's end, or whose entry is null, are skipped
+// and counted in other_db (RdbLoadOptions::db is not used). The stores must be distinct.
+// Nothing changes until the whole input has been read and checked.
+template <class Store>
+FileResult<RdbInfo> load_rdb_databases_bytes(const std::vector<Store*>& dbs, std::string_view bytes,
+                                             const RdbLoadOptions& options = {});
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+template <class Store>
+FileResult<RdbInfo> load_rdb_databases(const std::vector<Store*>& dbs, const std::string& path,
+                                       const RdbLoadOptions& options = {});
+#endif
+
 // How save_rdb() writes.
 struct RdbSaveOptions {
   // LZF-compress strings of more than 20 bytes when that saves at least 4 (Redis's
@@ -97,7 +111,7 @@ struct RdbSaveOptions {
 // version 10 (Redis 7.0), strings as Redis encodes them (integers, LZF, raw), hashes as a
 // listpack when Redis would keep them in one (at most 128 fields of at most 64 bytes) and as a
 // hashtable otherwise; with a field TTL anywhere, version 12 and Redis 7.4's hash with
-// metadata for those hashes (redis-server 7.0 cannot read that). One database, 0. An
+// metadata for those hashes (redis-server 7.0 cannot read that), as database 0. An
 // ExpiringStore or a ConcurrentStore (while other threads write: shard by shard, each key as it
 // was when its shard was walked, as snapshot.hpp's save()).
 template <class Store>
@@ -106,6 +120,15 @@ FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOpti
 // To a file, as snapshot.hpp's save() writes one (a temporary file, fsync, rename).
 template <class Store>
 FileResult<RdbInfo> save_rdb(const Store& s, const std::string& path, const RdbSaveOptions& options = {});
+#endif
+// Several databases: dbs[n] as database n (null or empty ones are left out, as Redis leaves
+// out its empty databases).
+template <class Store>
+FileResult<RdbInfo> save_rdb_databases(const std::vector<Store*>& dbs, std::string& out, const RdbSaveOptions& options = {});
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+template <class Store>
+FileResult<RdbInfo> save_rdb_databases(const std::vector<Store*>& dbs, const std::string& path,
+                                       const RdbSaveOptions& options = {});
 #endif
 
 // ---- DUMP and RESTORE ------------------------------------------------------------------
@@ -731,14 +754,16 @@ struct Entry {
   std::int64_t expire_ms = 0;
   bool timed = false;
   std::uint64_t offset = 0;
+  std::uint64_t db = 0;  // the database SELECTDB chose
 };
 
-// Parses a whole RDB file, calling take(Entry&) for each key of database `db` (the others
-// counted); take returns an error to stop with. false on failure (the reader holds the error,
-// or `stopped` take's).
-// `size_hint`: what RESIZEDB said of database `db`'s size (a hint a hostile file may inflate).
-template <class Take>
-bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& info, Take&& take,
+// Parses a whole RDB file, calling take(Entry&) for each key of a database wants(db) accepts
+// (the others counted); take returns an error to stop with. false on failure (the reader holds
+// the error, or `stopped` take's).
+// `size_hint`: what RESIZEDB said of the size of the database being read, when wanted (a hint
+// a hostile file may inflate).
+template <class Wants, class Take>
+bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& info, Wants&& wants, Take&& take,
            std::optional<FileError>& stopped, std::uint64_t& size_hint) {
   std::string_view magic;
   if (!r.bytes(9, magic, "the header")) return false;
@@ -782,7 +807,7 @@ bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& inf
       case kResizeDb: {
         std::uint64_t a = 0, b = 0;
         if (!r.plain_length(a, "RESIZEDB") || !r.plain_length(b, "RESIZEDB")) return false;
-        if (db == o.db) size_hint = a;
+        if (wants(db)) size_hint = a;
         continue;
       }
       case kExpireTimeMs: {
@@ -833,7 +858,7 @@ bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& inf
     // A key: type, key, value.
     std::string key;
     if (!r.string(key, "a key")) return false;
-    const bool ours = db == o.db;
+    const bool ours = wants(db);
     const bool known = op == kString || op == kHash || op == kHashZiplist || op == kHashListpack ||
                        op == kHashMetadata || op == kHashMetadataPreGa || op == kHashListpackEx ||
                        op == kHashListpackExPreGa;
@@ -853,6 +878,7 @@ bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& inf
     entry.expire_ms = expire;
     entry.timed = timed;
     entry.offset = at;
+    entry.db = db;
     timed = false;
     if (!read_value(r, op, entry.value, entry.key)) return false;
     if (!ours) {
@@ -867,93 +893,130 @@ bool parse(Reader& r, std::string_view in, const RdbLoadOptions& o, RdbInfo& inf
   }
 }
 
-}  // namespace detail::rdb
-
+// The loader of every form: database base + i of the file goes to dbs[i] (null: skipped and
+// counted), and every non-null store is replaced. Nothing is changed until the whole input has
+// been read and checked.
 template <class Store>
-FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLoadOptions& options) {
+FileResult<RdbInfo> load_databases(Store* const* dbs, std::size_t n, std::uint64_t base, std::string_view bytes,
+                                   const RdbLoadOptions& options) {
   using K = typename Store::key_type;
   using V = typename Store::mapped_type;
   static_assert(std::is_same_v<K, std::string>, "expiring::load_rdb: RDB keys are byte strings; use a store of std::string keys");
   constexpr bool kTakesHashes = hash_value_traits<V>::enabled;
-  namespace rdb = detail::rdb;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (dbs[i] != nullptr && dbs[i] == dbs[j]) {
+        return FileError{Errc::out_of_range, 0, "databases " + std::to_string(j) + " and " + std::to_string(i) + " are one store"};
+      }
+    }
+  }
   RdbInfo info;
   info.bytes = bytes.size();
-  // Each key becomes the store's value as it is read, and is checked for a duplicate; a key
+  // Each key becomes its store's value as it is read, and is checked for a duplicate; a key
   // past its deadline is skipped (primary).
-  const std::int64_t now = s.now_ms();
   const bool primary = options.as == LoadAs::primary;
-  std::vector<detail::LoadedKey<K, V>> keys;
-  std::size_t live = 0;
+  std::vector<std::vector<LoadedKey<K, V>>> keys(n);
+  std::vector<std::size_t> live(n, 0);
+  std::vector<std::int64_t> now(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (dbs[i] != nullptr) now[i] = dbs[i]->now_ms();
+  }
   std::uint64_t size_hint = 0;
-  const auto take = [&](rdb::Entry& e) -> std::optional<FileError> {
-    if (keys.empty()) {
+  const auto wants = [&](std::uint64_t db) { return db >= base && db - base < n && dbs[db - base] != nullptr; };
+  const auto take = [&](Entry& e) -> std::optional<FileError> {
+    const std::size_t d = static_cast<std::size_t>(e.db - base);
+    Store& s = *dbs[d];
+    std::vector<LoadedKey<K, V>>& into = keys[d];
+    if (into.empty()) {
       // RESIZEDB's count, but no more than a key per 16 bytes of input (a file of tinier keys
       // grows the vector as they come; a hostile hint reserves no more than that).
-      keys.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(size_hint, bytes.size() / 16)));
+      into.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(size_hint, bytes.size() / 16)));
     }
     const auto fail = [&](Errc c, const std::string& what) {
       return FileError{c, e.offset, "key '" + e.key + "' at offset " + std::to_string(e.offset) + ": " + what};
     };
-    V value = detail::value_prototype<V>(s);
-    bool skipped = primary && e.timed && now > e.expire_ms;
-    if (auto bad = rdb::to_store_value(s, e.value, value)) return fail(bad->first, bad->second);
+    V value = value_prototype<V>(s);
+    bool skipped = primary && e.timed && now[d] > e.expire_ms;
+    if (auto bad = to_store_value(s, e.value, value)) return fail(bad->first, bad->second);
     if constexpr (kTakesHashes) {
       if (e.value.is_hash && primary && !skipped) {
         auto* m = hash_value_traits<V>::map(value);
-        const std::size_t gone = m->reclaim_due(now, std::numeric_limits<std::size_t>::max(), [](auto&, std::int64_t) {});
+        const std::size_t gone = m->reclaim_due(now[d], std::numeric_limits<std::size_t>::max(), [](auto&, std::int64_t) {});
         info.expired_fields += gone;
         if (gone != 0 && m->empty()) skipped = true;
       }
     }
     if (skipped) {
       ++info.expired;
-      value = detail::value_prototype<V>(s);
+      value = value_prototype<V>(s);
     } else {
-      ++live;
+      ++live[d];
     }
-    if (keys.size() >= detail::SeenKeys<Store, detail::LoadedKey<K, V>>::kMaxRecords) {
+    if (into.size() >= SeenKeys<Store, LoadedKey<K, V>>::kMaxRecords) {
       return fail(Errc::out_of_memory, "more keys than a store can hold");
     }
-    const std::uint64_t h = detail::loaded_hash(s, e.key);
-    keys.push_back(detail::LoadedKey<K, V>{std::move(e.key), std::move(value), h, e.expire_ms, e.offset, e.timed, skipped});
+    const std::uint64_t h = loaded_hash(s, e.key);
+    into.push_back(LoadedKey<K, V>{std::move(e.key), std::move(value), h, e.expire_ms, e.offset, e.timed, skipped});
     return std::nullopt;
   };
-  rdb::Reader r(bytes);
+  Reader r(bytes);
   std::optional<FileError> stopped;
-  if (!rdb::parse(r, bytes, options, info, take, stopped, size_hint)) return stopped ? *stopped : r.error();
-  // Two records of one key (by the store's hash and equality), found all at once.
-  if (const auto dup = detail::SeenKeys<Store, detail::LoadedKey<K, V>>(s).first_duplicate(keys)) {
-    const auto& later = keys[dup->second];
-    return FileError{Errc::corrupt_file, later.offset,
-                     "key '" + later.key + "' at offset " + std::to_string(later.offset) + " appears twice (first at offset " +
-                         std::to_string(keys[dup->first].offset) + ")"};
+  if (!parse(r, bytes, options, info, wants, take, stopped, size_hint)) return stopped ? *stopped : r.error();
+  // Two records of one key in one database (by the store's hash and equality), found at once.
+  for (std::size_t d = 0; d < n; ++d) {
+    if (dbs[d] == nullptr) continue;
+    if (const auto dup = SeenKeys<Store, LoadedKey<K, V>>(*dbs[d]).first_duplicate(keys[d])) {
+      const auto& later = keys[d][dup->second];
+      return FileError{Errc::corrupt_file, later.offset,
+                       "key '" + later.key + "' at offset " + std::to_string(later.offset) + " appears twice (first at offset " +
+                           std::to_string(keys[d][dup->first].offset) + ")"};
+    }
   }
 
-  // Replace the store's content as one unit of its change feed, as snapshot.hpp's load().
+  // Replace each store's content as one unit of its change feed, as snapshot.hpp's load().
   std::optional<FileError> refused;
-  s.as_one_unit([&] {
-    s.clear();
-    s.reserve(live);
-    // Each key's place in the table is fetched 16 records ahead (its control bytes), then 8
-    // ahead (its free slot): a large load's cache misses overlap.
-    constexpr std::size_t kGroupAhead = 16, kSlotAhead = 8;
-    const auto ahead = [&](std::size_t i, std::size_t d) -> const std::uint64_t* {
-      return i + d < keys.size() && !keys[i + d].skipped ? &keys[i + d].hash : nullptr;
-    };
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      detail::LoadedKey<K, V> e = std::move(keys[i]);  // freed at the end of this iteration
-      if (e.skipped) continue;
-      const Result<bool> applied = detail::replay_loaded(s, e, now, ahead(i, kGroupAhead), ahead(i, kSlotAhead));
-      if (!applied.ok()) {
-        refused = FileError{applied.error(), e.offset,
-                            "the store refused key '" + e.key + "' (" + to_string(applied.error()) + ")"};
-        return;
+  for (std::size_t d = 0; d < n && !refused; ++d) {
+    if (dbs[d] == nullptr) continue;
+    Store& s = *dbs[d];
+    std::vector<LoadedKey<K, V>>& ks = keys[d];
+    s.as_one_unit([&] {
+      s.clear();
+      s.reserve(live[d]);
+      // Each key's place in the table is fetched 16 records ahead (its control bytes), then 8
+      // ahead (its free slot): a large load's cache misses overlap.
+      constexpr std::size_t kGroupAhead = 16, kSlotAhead = 8;
+      const auto ahead = [&](std::size_t i, std::size_t dist) -> const std::uint64_t* {
+        return i + dist < ks.size() && !ks[i + dist].skipped ? &ks[i + dist].hash : nullptr;
+      };
+      for (std::size_t i = 0; i < ks.size(); ++i) {
+        LoadedKey<K, V> e = std::move(ks[i]);  // freed at the end of this iteration
+        if (e.skipped) continue;
+        const Result<bool> applied = replay_loaded(s, e, now[d], ahead(i, kGroupAhead), ahead(i, kSlotAhead));
+        if (!applied.ok()) {
+          refused = FileError{applied.error(), e.offset,
+                              "the store refused key '" + e.key + "' (" + to_string(applied.error()) + ")"};
+          return;
+        }
+        ++info.keys;
       }
-      ++info.keys;
-    }
-  });
+    });
+    std::vector<LoadedKey<K, V>>().swap(ks);
+  }
   if (refused) return *refused;
   return info;
+}
+
+}  // namespace detail::rdb
+
+template <class Store>
+FileResult<RdbInfo> load_rdb_bytes(Store& s, std::string_view bytes, const RdbLoadOptions& options) {
+  Store* const one = &s;
+  return detail::rdb::load_databases(&one, 1, options.db, bytes, options);
+}
+
+template <class Store>
+FileResult<RdbInfo> load_rdb_databases_bytes(const std::vector<Store*>& dbs, std::string_view bytes, const RdbLoadOptions& options) {
+  return detail::rdb::load_databases(dbs.data(), dbs.size(), 0, bytes, options);
 }
 
 namespace detail::rdb {
@@ -1258,8 +1321,11 @@ void write_object(Writer& w, const V& v, const std::string_view* key) {
 
 }  // namespace detail::rdb
 
+namespace detail::rdb {
+
+// The writer of every form: dbs[i] as database i (an empty or null one is left out).
 template <class Store>
-FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOptions& options) {
+FileResult<RdbInfo> save_databases(const Store* const* dbs, std::size_t n, std::string& out, const RdbSaveOptions& options) {
   using K = typename Store::key_type;
   using V = typename Store::mapped_type;
   static_assert(std::is_same_v<K, std::string>, "expiring::save_rdb: RDB keys are byte strings; use a store of std::string keys");
@@ -1282,12 +1348,14 @@ FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOpti
   };
   const std::size_t ver_at = aux("redis-ver", "7.0.0");  // the format's, for tools that read it
   aux("redis-bits", "64");
-  aux("ctime", std::to_string(s.now_ms() / 1000));
-  w.byte(rdb::kSelectDb);
-  w.length(0);
-  w.byte(rdb::kResizeDb);
-  w.length(s.size());
-  w.length(s.expires_size());
+  std::int64_t ctime_ms = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (dbs[i] != nullptr) {
+      ctime_ms = dbs[i]->now_ms();
+      break;
+    }
+  }
+  aux("ctime", std::to_string(ctime_ms / 1000));
   std::uint64_t keys = 0;
   bool field_ttls = false;
   // One key's record; a replica's hash emptied by its own reclaim (D31) is left out, as
@@ -1303,33 +1371,42 @@ FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOpti
     field_ttls = field_ttls || rdb::has_field_ttls(v);
     return true;
   };
-  if constexpr (detail::is_sharded<Store>::value) {
-    // Shard by shard in bounded steps (a writer waits for one step); a shard that rehashes
-    // during its walk is walked again from an empty part, as snapshot.hpp's save() does.
-    std::string part;
-    for (std::size_t i = 0; i < s.shard_count(); ++i) {
-      part.clear();
-      rdb::Writer pw(part, options.compress);
-      std::uint64_t n = 0, cursor = 0;
-      for (;;) {
-        cursor = s.scan_stored(i, cursor, 256, [&](const K& k, const V& v, const std::optional<std::int64_t>& d) {
-          if (record(pw, k, v, d)) ++n;
-        });
-        if (cursor == Store::kRestarted) {
-          part.clear();
-          n = 0;
-          cursor = 0;
-          continue;
+  for (std::size_t db = 0; db < n; ++db) {
+    if (dbs[db] == nullptr || dbs[db]->size() == 0) continue;
+    const Store& s = *dbs[db];
+    w.byte(rdb::kSelectDb);
+    w.length(db);
+    w.byte(rdb::kResizeDb);
+    w.length(s.size());
+    w.length(s.expires_size());
+    if constexpr (detail::is_sharded<Store>::value) {
+      // Shard by shard in bounded steps (a writer waits for one step); a shard that rehashes
+      // during its walk is walked again from an empty part, as snapshot.hpp's save() does.
+      std::string part;
+      for (std::size_t i = 0; i < s.shard_count(); ++i) {
+        part.clear();
+        rdb::Writer pw(part, options.compress);
+        std::uint64_t n = 0, cursor = 0;
+        for (;;) {
+          cursor = s.scan_stored(i, cursor, 256, [&](const K& k, const V& v, const std::optional<std::int64_t>& d) {
+            if (record(pw, k, v, d)) ++n;
+          });
+          if (cursor == Store::kRestarted) {
+            part.clear();
+            n = 0;
+            cursor = 0;
+            continue;
+          }
+          if (cursor == 0) break;
         }
-        if (cursor == 0) break;
+        out += part;
+        keys += n;
       }
-      out += part;
-      keys += n;
+    } else {
+      s.visit_stored([&](const K& k, const V& v, const std::optional<std::int64_t>& deadline) {
+        if (record(w, k, v, deadline)) ++keys;
+      });
     }
-  } else {
-    s.visit_stored([&](const K& k, const V& v, const std::optional<std::int64_t>& deadline) {
-      if (record(w, k, v, deadline)) ++keys;
-    });
   }
   if (field_ttls) {  // Redis 7.4's hash with metadata: version 12
     out[begin + 7] = '1';
@@ -1345,22 +1422,37 @@ FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOpti
   return info;
 }
 
-#if defined(EXPIRING_SNAPSHOT_POSIX)
+}  // namespace detail::rdb
+
 template <class Store>
-FileResult<RdbInfo> save_rdb(const Store& s, const std::string& path, const RdbSaveOptions& options) {
-  return detail::write_file_atomically<RdbInfo>(path, [&](detail::FdSink& sink) -> FileResult<RdbInfo> {
+FileResult<RdbInfo> save_rdb(const Store& s, std::string& out, const RdbSaveOptions& options) {
+  const Store* const one = &s;
+  return detail::rdb::save_databases(&one, 1, out, options);
+}
+
+template <class Store>
+FileResult<RdbInfo> save_rdb_databases(const std::vector<Store*>& dbs, std::string& out, const RdbSaveOptions& options) {
+  using S = const Store;
+  std::vector<S*> c(dbs.begin(), dbs.end());
+  return detail::rdb::save_databases(c.data(), c.size(), out, options);
+}
+
+#if defined(EXPIRING_SNAPSHOT_POSIX)
+namespace detail::rdb {
+
+template <class Save>
+FileResult<RdbInfo> save_file(const std::string& path, Save&& save) {
+  return write_file_atomically<RdbInfo>(path, [&](FdSink& sink) -> FileResult<RdbInfo> {
     std::string bytes;
-    FileResult<RdbInfo> r = save_rdb(s, bytes, options);
+    FileResult<RdbInfo> r = save(bytes);
     if (!r.ok()) return r;
     if (!sink.write(bytes.data(), bytes.size())) return FileError{Errc::io_error, 0, sink.describe()};
     return r;
   });
 }
-#endif
 
-#if defined(EXPIRING_SNAPSHOT_POSIX)
-template <class Store>
-FileResult<RdbInfo> load_rdb(Store& s, const std::string& path, const RdbLoadOptions& options) {
+// The regular file at `path`, read whole.
+inline FileResult<std::string> read_file(const std::string& path) {
   std::uint64_t size = 0;
   int err = 0;
   std::string why;
@@ -1380,7 +1472,30 @@ FileResult<RdbInfo> load_rdb(Store& s, const std::string& path, const RdbLoadOpt
     if (n == 0) return FileError{Errc::io_error, got, "'" + path + "' shrank while being read"};
     got += static_cast<std::size_t>(n);
   }
-  return load_rdb_bytes(s, bytes, options);
+  return bytes;
+}
+
+}  // namespace detail::rdb
+
+template <class Store>
+FileResult<RdbInfo> save_rdb(const Store& s, const std::string& path, const RdbSaveOptions& options) {
+  return detail::rdb::save_file(path, [&](std::string& out) { return save_rdb(s, out, options); });
+}
+template <class Store>
+FileResult<RdbInfo> save_rdb_databases(const std::vector<Store*>& dbs, const std::string& path, const RdbSaveOptions& options) {
+  return detail::rdb::save_file(path, [&](std::string& out) { return save_rdb_databases(dbs, out, options); });
+}
+template <class Store>
+FileResult<RdbInfo> load_rdb(Store& s, const std::string& path, const RdbLoadOptions& options) {
+  FileResult<std::string> bytes = detail::rdb::read_file(path);
+  if (!bytes.ok()) return bytes.error();
+  return load_rdb_bytes(s, *bytes, options);
+}
+template <class Store>
+FileResult<RdbInfo> load_rdb_databases(const std::vector<Store*>& dbs, const std::string& path, const RdbLoadOptions& options) {
+  FileResult<std::string> bytes = detail::rdb::read_file(path);
+  if (!bytes.ok()) return bytes.error();
+  return load_rdb_databases_bytes(dbs, *bytes, options);
 }
 #endif  // EXPIRING_SNAPSHOT_POSIX
 
