@@ -64,6 +64,11 @@ std::string apply(const std::string& raw_name, const std::vector<std::string>& a
   if (name == "port") {
     if (auto e = want(1); !e.empty()) return e;
     if (!parse_int(args[0], 0, 65535, cfg.port)) return "invalid port (0-65535)";
+  } else if (name == "databases") {
+    if (auto e = want(1); !e.empty()) return e;
+    if (!parse_int(args[0], 1, kMaxDatabases, cfg.databases)) {
+      return "invalid databases (1-" + std::to_string(kMaxDatabases) + ")";
+    }
   } else if (name == "maxclients") {
     if (auto e = want(1); !e.empty()) return e;
     if (!parse_int(args[0], 1, 1000000000, cfg.maxclients)) return "invalid maxclients (at least 1)";
@@ -165,7 +170,7 @@ int own_arity(const std::string& name) {
   if (name == "replicaof" || name == "slaveof") return 2;
   if (name == "self-test") return 0;
   if (name == "redis-exact") return -1;
-  if (name == "port" || name == "maxclients" || name == "dir" || name == "dbfilename" || name == "appendonly" ||
+  if (name == "port" || name == "databases" || name == "maxclients" || name == "dir" || name == "dbfilename" || name == "appendonly" ||
       name == "rdb-skip-other-types" || name == "clock" ||
       name == "appendfsync" || name == "appendfilename" || name == "requirepass") {
     return 1;
@@ -320,6 +325,7 @@ std::string usage_text() {
          "\n"
          "Options (default in brackets):\n"
          "  --port N                      TCP port on 127.0.0.1; 0 picks a free one [6390]\n"
+         "  --databases N                 databases, SELECT 0 to N-1 (1-4096) [16]\n"
          "  --maxclients N                most clients at once (lowered to fit 'ulimit -n') [10000]\n"
          "  --redis-exact [yes|no]        Redis 7's exact active-expire cycle [no]\n"
          "  --clock system|manual         the keys' time: the system's, or a manual one that only\n"

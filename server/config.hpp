@@ -10,7 +10,7 @@
 // is refused.
 //
 // Two kinds of settings:
-//   * the server's own (port, maxclients, dir, dbfilename, rdb-skip-other-types, appendonly,
+//   * the server's own (port, databases, maxclients, dir, dbfilename, rdb-skip-other-types, appendonly,
 //     appendfsync, appendfilename, replicaof, requirepass, redis-exact, clock): what the process
 //     needs before it starts, checked here, each a field of Config;
 //   * every setting CONFIG SET accepts (maxmemory, maxmemory-policy, hz, client-output-buffer-
@@ -37,8 +37,12 @@ struct Setting {
   std::string origin;
 };
 
+// The most databases a server may have (Redis allows up to INT_MAX; each is a store here).
+constexpr int kMaxDatabases = 4096;
+
 struct Config {
   int port = 6390;
+  int databases = 16;  // Redis's `databases`: SELECT 0 to databases - 1
   int maxclients = 10000;
   bool redis_exact = false;
   bool manual_clock = false;  // --clock manual: the store's time moves only by DEBUG SET-TIME/ADVANCE-TIME

@@ -55,12 +55,40 @@ using expiring::redis::Action;
 using expiring::redis::Reply;
 using expiring::redis::RequestParser;
 
+namespace {
+
+std::vector<std::unique_ptr<Store>> make_stores(const Config& cfg, expiring::ManualClock& clock) {
+  std::vector<std::unique_ptr<Store>> v;
+  for (int i = 0; i < cfg.databases; ++i) {
+    v.push_back(std::make_unique<Store>(clock, cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{}));
+  }
+  return v;
+}
+
+std::vector<Store*> pointers(const std::vector<std::unique_ptr<Store>>& stores) {
+  std::vector<Store*> v;
+  for (const auto& s : stores) v.push_back(s.get());
+  return v;
+}
+
+}  // namespace
+
 Server::Server(const Config& cfg)
     : cfg_(cfg),
       clock_(expiring::SystemClock{}.now_ms()),
-      store_(clock_, cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{}),
-      exec_(store_, command_options(cfg)) {
+      stores_(make_stores(cfg, clock_)),
+      exec_(pointers(stores_), command_options(cfg)) {
   new_replid();
+}
+
+std::size_t Server::db_of(const Store* s) {
+  const std::vector<Store*>& v = dbs();
+  return static_cast<std::size_t>(std::find(v.begin(), v.end(), s) - v.begin());
+}
+
+// Each database runs its own active-expire cycle, within its own time budget.
+void Server::tick_all(expiring::CycleKind kind) {
+  for (Store* s : dbs()) s->tick(kind);
 }
 
 Server::~Server() {
@@ -141,13 +169,13 @@ bool Server::open() {
 // The event loop; returns when SHUTDOWN, SIGINT or SIGTERM asks it to.
 void Server::run() {
   std::vector<epoll_event> events(256);
-  auto period = std::chrono::milliseconds(1000 / store_.options().hz);
+  auto period = std::chrono::milliseconds(1000 / db(0).options().hz);
   auto next_slow = SteadyClock::now() + period;
   while (!stop_) {
     // beforeSleep: the fast cycle (gated inside the store), then pending replies and
     // closes.
     sync_clock();
-    store_.tick(expiring::CycleKind::Fast);
+    tick_all(expiring::CycleKind::Fast);
     persistence_before_sleep();
     flush_pending();
     if (stop_) break;
@@ -194,10 +222,10 @@ void Server::run() {
     // limit of clients not being read, the listener after an accept failure.
     if (SteadyClock::now() >= next_slow) {
       sync_clock();
-      store_.tick(expiring::CycleKind::Slow);
+      tick_all(expiring::CycleKind::Slow);
       client_cron();
       replication_cron();
-      period = std::chrono::milliseconds(1000 / store_.options().hz);
+      period = std::chrono::milliseconds(1000 / db(0).options().hz);
       next_slow = SteadyClock::now() + period;
     }
   }
@@ -486,7 +514,7 @@ void Server::process(Client& c) {
     c.argv_bytes = expiring::redis::args_cost(c.argv);
     account(c);
     // Redis's used_memory counts client buffers: the limit check of this command sees them.
-    store_.set_external_memory(client_bytes_);
+    exec_.set_external_memory(client_bytes_);
     const std::size_t before = c.out.size();
     c.out.set_limit(static_cast<std::size_t>(normal_limit().hard));  // a huge reply stops at it
     const bool was_authenticated = c.session.authenticated;

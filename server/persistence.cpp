@@ -57,8 +57,10 @@ std::optional<std::string> Server::load_snapshot(expiring::LoadAs as, std::uint6
     const ssize_t n = ::read(fd, magic, sizeof magic);
     ::close(fd);
     if (n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic, "REDIS", 5) != 0) {
-      const auto r = expiring::load(store_, snapshot_path(), as);
+      // (The library's own format holds one database: it becomes database 0.)
+      const auto r = expiring::load(db(0), snapshot_path(), as);
       if (!r.ok()) return r.error().message;
+      for (std::size_t i = 1; i < dbs().size(); ++i) db(i).clear();
       keys = r->keys;
       expired = r->expired;
       return std::nullopt;
@@ -67,7 +69,7 @@ std::optional<std::string> Server::load_snapshot(expiring::LoadAs as, std::uint6
   expiring::RdbLoadOptions o;
   o.as = as;
   o.skip_other_types = cfg_.rdb_skip_other_types;
-  const auto r = expiring::load_rdb(store_, snapshot_path(), o);
+  const auto r = expiring::load_rdb_databases(dbs(), snapshot_path(), o);
   if (!r.ok()) return r.error().message;
   keys = r->keys;
   expired = r->expired;
@@ -80,7 +82,7 @@ std::optional<std::string> Server::load_snapshot(expiring::LoadAs as, std::uint6
 }
 
 std::optional<std::string> Server::save_snapshot() {
-  const auto r = expiring::save_rdb(store_, snapshot_path());
+  const auto r = expiring::save_rdb_databases(dbs(), snapshot_path());
   if (!r.ok()) return r.error().message;
   return std::nullopt;
 }
@@ -103,7 +105,7 @@ bool Server::load_data() {
     o.fsync = cfg_.appendfsync;
     o.name = cfg_.appendfilename;
     o.attach = false;  // the server's own feed (below) calls it
-    auto r = expiring::AppendLog<Store>::open(store_, cfg_.dir, o);
+    auto r = expiring::AppendLog<Store>::open(db(0), cfg_.dir, o);
     if (!r.ok()) {
       std::fprintf(stderr, "expiring-server: cannot open the append-only log in %s: %s\n", cfg_.dir.c_str(),
                    r.error().message.c_str());
@@ -114,22 +116,34 @@ bool Server::load_data() {
                  static_cast<unsigned long long>(aof_->replayed().records),
                  static_cast<unsigned long long>(aof_->replayed().truncated_bytes));
   }
-  // One feed for the log, the replicas and the change counter.
-  store_.set_change_feed([this](const expiring::redis::ValueChange& c) { on_change(c); });
+  // One feed per database for the log, the replicas and the change counter.
+  for (const auto& s : stores_) {
+    Store* const store = s.get();
+    store->set_change_feed([this, store](const expiring::redis::ValueChange& c) { on_change(c, db_of(store)); });
+  }
   return true;
 }
 
-void Server::on_change(const expiring::redis::ValueChange& c) {
+void Server::on_change(const expiring::redis::ValueChange& c, std::size_t db) {
   if (c.op != expiring::ChangeOp::multi && c.op != expiring::ChangeOp::exec) ++dirty_;
-  if (aof_) aof_->on_change(c);
+  if (aof_ && db == 0) aof_->on_change(c);
   if (!replicas_.empty()) {
-    static const char kSelect0[] = "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n";
-    if (select_needed_) add_to_stream(kSelect0, sizeof kSelect0 - 1);  // after a full sync, as Redis
-    select_needed_ = false;
     record_.clear();
     expiring::redis::write_change(c, record_);
-    add_to_stream(record_.data(), record_.size());
+    to_replicas(db, record_);
   }
+}
+
+void Server::to_replicas(std::size_t db, const std::string& record) {
+  if (stream_db_ != static_cast<std::int64_t>(db)) {  // (and after a full sync, as Redis)
+    std::string select;
+    expiring::redis::Reply::write_array_header(select, 2);
+    expiring::redis::detail::put_bulk(select, "SELECT");
+    expiring::redis::detail::put_bulk(select, std::to_string(db));
+    add_to_stream(select.data(), select.size());
+    stream_db_ = static_cast<std::int64_t>(db);
+  }
+  add_to_stream(record.data(), record.size());
 }
 
 // beforeSleep: the stream to the replicas, a step of a log rewrite, a finished BGSAVE.
@@ -228,6 +242,19 @@ void Server::add_persistence_commands() {
     start_replication(a[1], static_cast<int>(port));
     return Reply::ok();
   };
+  // SWAPDB changes no store (each keeps its keys and its feed) but which database each is:
+  // the replicas are sent the command itself, as Redis propagates it.
+  exec_.add_command("swapdb", 3, "write fast", [this](const Args& a, Session& s) {
+    Reply r = exec_.run_builtin(a, s);
+    if (r.type() == Reply::Type::status && !replicas_.empty()) {
+      std::string record;
+      Reply::write_array_header(record, 3);
+      for (const std::string& x : a) expiring::redis::detail::put_bulk(record, x);
+      add_to_stream(record.data(), record.size());
+    }
+    if (r.type() == Reply::Type::status) ++dirty_;
+    return r;
+  });
   exec_.add_command("replicaof", 3, "admin", replicaof);
   exec_.add_command("slaveof", 3, "admin", replicaof);
   // SYNC, PSYNC and REPLCONF: replication.cpp (Server::replication_command).

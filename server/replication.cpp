@@ -141,7 +141,7 @@ bool Server::replication_command(Client& c) {
 void Server::attach_replica(Client& c, std::int64_t psync) {
   propagate_to_replicas();  // what the others have not been sent yet is in the RDB
   std::string rdb;
-  const auto r = expiring::save_rdb(store_, rdb);
+  const auto r = expiring::save_rdb_databases(dbs(), rdb);
   if (!r.ok()) {
     Reply::error("ERR " + r.error().message).write_resp(c.out);
     return;
@@ -158,7 +158,7 @@ void Server::attach_replica(Client& c, std::int64_t psync) {
   c.sync_unsent = c.out.size() - before;
   c.sync_allocated = c.out.allocated() - allocated_before;
   replicas_.insert(c.fd);
-  select_needed_ = true;
+  stream_db_ = -1;
   ++sync_full_;
   std::fprintf(stderr, "expiring-server: full sync of %llu keys (%zu bytes) to replica %d at offset %lld\n",
                static_cast<unsigned long long>(r->keys), rdb.size(), c.replica_port, static_cast<long long>(master_offset_));
@@ -185,10 +185,11 @@ void Server::start_replication(const std::string& host, int port) {
   if (host != link_.host || port != link_.port) {  // another primary: nothing to continue
     link_.replid = "?";
     link_.offset = -1;
+    link_.db = 0;
   }
   stop_link();
   replica_ = true;
-  store_.set_replica(true);
+  for (Store* d : dbs()) d->set_replica(true);
   link_.host = host;
   link_.port = port;
   connect_link();
@@ -196,7 +197,7 @@ void Server::start_replication(const std::string& host, int port) {
 void Server::stop_replication() {
   stop_link();
   replica_ = false;
-  store_.set_replica(false);
+  for (Store* d : dbs()) d->set_replica(false);
   new_replid();  // a new history: replicas of this server sync in full
 }
 void Server::stop_link() {
@@ -208,6 +209,7 @@ void Server::stop_link() {
   if (link_.reader && link_.reader->state() == expiring::redis::ReplicaLink<Store>::State::streaming) {
     link_.replid = link_.reader->replid();
     link_.offset = link_.reader->offset();
+    link_.db = link_.reader->selected_db();
   }
   link_.fd = -1;
   link_.state = Link::idle;
@@ -320,7 +322,8 @@ void Server::link_event(std::uint32_t ev) {
     start.listening_port = port_;
     start.replid = link_.replid;
     start.offset = link_.offset;
-    link_.reader = std::make_unique<expiring::redis::ReplicaLink<Store>>(store_, link_limits(), start);
+    start.db = link_.db;
+    link_.reader = std::make_unique<expiring::redis::ReplicaLink<Store>>(dbs(), link_limits(), start);
     link_.last_io_ms = steady_ms();
     link_.last_ack_ms = link_.last_io_ms;
     flush_link();

@@ -115,6 +115,13 @@ class Server {
   static expiring::redis::CommandOptions command_options(const Config& cfg);
 
  private:
+  // ---- the databases ----
+  Store& db(std::size_t n) { return exec_.store(n); }
+  std::vector<Store*>& dbs() { return exec_.stores(); }
+  // The database `s` is now (SWAPDB moves stores between numbers).
+  std::size_t db_of(const Store* s);
+  void tick_all(expiring::CycleKind kind);
+
   // ---- event_loop.cpp: the loop, descriptors, clients, limits, INFO ----
   bool fail(const char* what);
   void add_fd(int fd, std::uint32_t events);
@@ -157,7 +164,10 @@ class Server {
   // Writes the store to the snapshot file as RDB; the error.
   std::optional<std::string> save_snapshot();
   bool load_data();
-  void on_change(const expiring::redis::ValueChange& c);
+  void on_change(const expiring::redis::ValueChange& c, std::size_t db);
+  // A record of the stream to the replicas (a RESP command), after a SELECT of `db` if the
+  // stream is in another database.
+  void to_replicas(std::size_t db, const std::string& record);
   void persistence_before_sleep();
   void add_persistence_commands();
 
@@ -181,10 +191,12 @@ class Server {
   void flush_link();
 
   Config cfg_;
-  expiring::ManualClock clock_;  // the keys' time (clock.cpp); before store_, which reads it
-  Store store_;
+  expiring::ManualClock clock_;  // the keys' time (clock.cpp); before the stores, which read it
+  // The databases' stores (Redis's `databases`), owned here; the executor's vector (db(n),
+  // dbs()) says which is database n, and SWAPDB reorders it.
+  std::vector<std::unique_ptr<Store>> stores_;
   Executor exec_;
-  std::unique_ptr<expiring::AppendLog<Store>> aof_;  // after store_: destroyed first
+  std::unique_ptr<expiring::AppendLog<Store>> aof_;  // after the stores: destroyed first
   int listen_fd_ = -1, epoll_fd_ = -1, signal_fd_ = -1, spare_fd_ = -1;
   int port_ = 0;
   bool stop_ = false;
@@ -213,7 +225,7 @@ class Server {
   std::int64_t master_offset_ = 0;
   std::string backlog_;
   std::int64_t backlog_first_ = 1;  // the offset of backlog_[0]
-  bool select_needed_ = false;      // a full sync since the last record: SELECT first
+  std::int64_t stream_db_ = -1;     // the database the stream last SELECTed; -1: none since a full sync
   std::uint64_t sync_full_ = 0, sync_partial_ok_ = 0, sync_partial_err_ = 0;
   // Replica side.
   bool replica_ = false;
@@ -233,6 +245,7 @@ class Server {
     std::string out;                  // the link's commands not yet sent
     std::string replid = "?";         // what the last link reached, for PSYNC
     std::int64_t offset = -1;
+    std::int64_t db = 0;              // ... and the database its stream stood in
     std::int64_t last_ack_ms = 0;
     std::int64_t synced_offset = -2;  // the offset the last sync left (-2: none yet)
   } link_;

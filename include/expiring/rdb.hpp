@@ -1325,7 +1325,7 @@ namespace detail::rdb {
 
 // The writer of every form: dbs[i] as database i (an empty or null one is left out).
 template <class Store>
-FileResult<RdbInfo> save_databases(const Store* const* dbs, std::size_t n, std::string& out, const RdbSaveOptions& options) {
+FileResult<RdbInfo> save_databases(const Store* const* dbs, std::size_t count, std::string& out, const RdbSaveOptions& options) {
   using K = typename Store::key_type;
   using V = typename Store::mapped_type;
   static_assert(std::is_same_v<K, std::string>, "expiring::save_rdb: RDB keys are byte strings; use a store of std::string keys");
@@ -1349,7 +1349,7 @@ FileResult<RdbInfo> save_databases(const Store* const* dbs, std::size_t n, std::
   const std::size_t ver_at = aux("redis-ver", "7.0.0");  // the format's, for tools that read it
   aux("redis-bits", "64");
   std::int64_t ctime_ms = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     if (dbs[i] != nullptr) {
       ctime_ms = dbs[i]->now_ms();
       break;
@@ -1371,7 +1371,7 @@ FileResult<RdbInfo> save_databases(const Store* const* dbs, std::size_t n, std::
     field_ttls = field_ttls || rdb::has_field_ttls(v);
     return true;
   };
-  for (std::size_t db = 0; db < n; ++db) {
+  for (std::size_t db = 0; db < count; ++db) {
     if (dbs[db] == nullptr || dbs[db]->size() == 0) continue;
     const Store& s = *dbs[db];
     w.byte(rdb::kSelectDb);

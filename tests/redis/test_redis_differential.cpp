@@ -13,8 +13,9 @@
 //   * semantics.md D4: SET with a past EXAT/PXAT stores nothing here, while Redis 7.0 stores a key
 //     that is already expired. Both reply the same; the generator then sends EXISTS so that
 //     Redis reclaims its stale key, and the expired_keys statistic is compared net of it.
-// After each random stream the keyspaces (KEYS *, DBSIZE, INFO keyspace) and the statistics
-// keyspace_hits, keyspace_misses and expired_keys must agree exactly.
+// After each random stream the keyspaces (KEYS * and DBSIZE of the database selected last,
+// INFO keyspace of them all: SELECT, MOVE, SWAPDB and COPY ... DB use databases 0, 1 and 15)
+// and the statistics keyspace_hits, keyspace_misses and expired_keys must agree exactly.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -56,10 +57,14 @@ std::string upper(std::string s) {
   return s;
 }
 
-// keys=..,expires=.. of "db0:keys=..,expires=..,avg_ttl=..", without avg_ttl (sampled).
+// Every database's "dbN:keys=..,expires=.." of INFO keyspace, without avg_ttl (sampled).
 std::string keyspace_counts(const std::string& info) {
-  const std::string db0 = info_field(info, "db0");
-  return db0.substr(0, db0.find(",avg_ttl="));
+  std::string out;
+  for (int db = 0; db < 16; ++db) {
+    const std::string line = info_field(info, "db" + std::to_string(db));
+    if (!line.empty()) out += "db" + std::to_string(db) + ":" + line.substr(0, line.find(",avg_ttl=")) + " ";
+  }
+  return out;
 }
 
 // Both servers, one connection to each.
@@ -747,8 +752,16 @@ class Generator {
     if (r < 88) return {"DBSIZE"};
     if (r < 89) return {chance(50) ? "PING" : "ECHO", value()};
     if (r < 90) {
-      // Not 1..15: those are databases redis-server has and this server has not.
-      static const std::vector<std::string> dbs = {"0", "16", "-1", "abc", "99999999999", "-9223372036854775808", ""};
+      // Three databases in use, and the numbers both servers refuse.
+      static const std::vector<std::string> dbs = {"0", "1", "15", "0", "1", "15", "16", "-1", "abc", "99999999999",
+                                                   "-9223372036854775808", ""};
+      if (chance(30)) return {"MOVE", key(), one_of(dbs)};
+      if (chance(15)) return {"SWAPDB", one_of(dbs), one_of(dbs)};
+      if (chance(25)) {
+        Argv copy{"COPY", key(), key(), "DB", one_of(dbs)};
+        if (chance(50)) copy.push_back("REPLACE");
+        return copy;
+      }
       return {"SELECT", one_of(dbs)};
     }
     if (r < 91) {

@@ -14,11 +14,14 @@
 //   MSETNX -> set; APPEND, INCR, DECR, INCRBY, DECRBY, SETRANGE -> set KEEPTTL of the result;
 //   DEL, UNLINK, GETDEL -> del; EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT (relative ones, which
 //   only primaries before 7.0 send, against the local clock) -> pexpireat; PERSIST, GETEX
-//   (PERSIST / PXAT ...); RENAME, RENAMENX; COPY; MOVE (out of the database: del); RESTORE;
+//   (PERSIST / PXAT ...); RENAME, RENAMENX; COPY; MOVE (out of the database: del; into
+//   another the applier holds: set); RESTORE;
 //   HSET, HMSET, HSETNX, HDEL, HINCRBY, and Redis 7.4's HPEXPIREAT / HEXPIREAT / HPEXPIRE /
 //   HEXPIRE ... FIELDS and HPERSIST ... FIELDS -> the hash's new whole value, KEEPTTL (a hash
-//   left without fields is deleted); FLUSHALL, FLUSHDB; SELECT; MULTI ... EXEC as one unit of
-//   the store's own feed.
+//   left without fields is deleted); FLUSHALL, FLUSHDB; SELECT; SWAPDB; MULTI ... EXEC as one
+//   unit of the store's own feed.
+// An applier follows one database (one store), or every database (a vector of stores, one per
+// SELECT number, as an expiring-server replica holds them).
 // A hash changes by copy: a field command costs O(fields) on the replica (a store record
 // carries a whole value); the stream of small hashes (sessions) is what this is for.
 //
@@ -68,8 +71,16 @@ class StreamApplier {
   static constexpr bool kHashes = hash_value_traits<V>::enabled;
   static constexpr bool kStrings = std::is_constructible_v<V, std::string>;
 
-  // Applies the commands of database `db` (Redis's SELECT number) to `store`.
-  explicit StreamApplier(Store& store, std::int64_t db = 0) : store_(store), db_(db) {}
+  // Applies the commands of database `db` (Redis's SELECT number) to `store`; the other
+  // databases' are skipped.
+  explicit StreamApplier(Store& store, std::int64_t db = 0) : one_(&store), db_(db) { retarget(); }
+  // Applies every database's commands: dbs[n] takes database n's (those of a database past
+  // the end, or whose entry is null, are skipped). The vector is the caller's, and SWAPDB in
+  // the stream swaps two of its entries, as Redis swaps two databases for every client.
+  // The stream starts in database `selected` (0 after a full sync).
+  explicit StreamApplier(std::vector<Store*>& dbs, std::int64_t selected = 0) : dbs_(&dbs), selected_(selected) {
+    retarget();
+  }
 
   // Applies one command (argv, the name first). A command inside MULTI is held until EXEC.
   StreamOutcome apply(const std::vector<std::string>& argv) {
@@ -86,10 +97,16 @@ class StreamApplier {
       std::vector<std::vector<std::string>> held;
       held.swap(multi_);
       multi_bytes_ = 0;
-      // One unit for this store's own log and replicas too.
-      store_.as_one_unit([&] {
+      // One unit for this store's own log and replicas too (a transaction that SELECTs
+      // another database applies what it does there outside that unit).
+      const auto all = [&] {
         for (const auto& a : held) (void)count(run(a, detail::uppercase(a[0])));
-      });
+      };
+      if (store_ != nullptr) {
+        store_->as_one_unit(all);
+      } else {
+        all();
+      }
       return StreamOutcome::applied;
     }
     if (name == "DISCARD") {
@@ -99,12 +116,6 @@ class StreamApplier {
       return StreamOutcome::ignored;
     }
     if (name == "PING") return StreamOutcome::ignored;
-    if (name == "SELECT") {
-      std::int64_t db = 0;
-      if (argv.size() != 2 || !parse_int64(argv[1], db)) return refuse("a SELECT without a database number");
-      selected_ = db;
-      return StreamOutcome::ignored;
-    }
     if (name == "REPLCONF") {
       if (argv.size() >= 2 && detail::iequals(argv[1], "getack")) return StreamOutcome::getack;
       return StreamOutcome::ignored;
@@ -114,6 +125,7 @@ class StreamApplier {
       multi_.push_back(argv);
       return StreamOutcome::applied;
     }
+    if (name == "SELECT") return select(argv);
     return count(run(argv, name));
   }
 
@@ -122,7 +134,10 @@ class StreamApplier {
   bool in_multi() const noexcept { return in_multi_; }
   // The database SELECT chose last (Redis's replica starts at 0 after a full sync).
   std::int64_t selected_db() const noexcept { return selected_; }
-  void reset_selected_db() noexcept { selected_ = 0; }
+  void reset_selected_db() noexcept {
+    selected_ = 0;
+    retarget();
+  }
 
   std::uint64_t applied() const noexcept { return applied_; }
   std::uint64_t skipped() const noexcept { return skipped_; }
@@ -156,14 +171,14 @@ class StreamApplier {
 
   StreamOutcome put(const std::string& key, V&& value, ChangeTtl ttl, std::int64_t at = Store::kNoTtl) {
     const Ch c{ChangeOp::set, &key, &value, nullptr, at, ttl};
-    return result(store_.apply(c));
+    return result(store_->apply(c));
   }
   StreamOutcome simple(ChangeOp op, const std::string& key, std::int64_t at = 0) {
     Ch c;
     c.op = op;
     c.key = &key;
     c.at_ms = at;
-    return result(store_.apply(c));
+    return result(store_->apply(c));
   }
   StreamOutcome result(const Result<bool>& r) {
     if (!r.ok()) return refuse(std::string("the store refused a record: ") + to_string(r.error()));
@@ -177,7 +192,7 @@ class StreamApplier {
   };
   Stored stored(const std::string& key) const {
     Stored out;
-    (void)store_.peek_stored(key, [&](const V& v, const std::optional<std::int64_t>& d) {
+    (void)store_->peek_stored(key, [&](const V& v, const std::optional<std::int64_t>& d) {
       out.value.emplace(v);
       out.deadline = d;
     });
@@ -209,19 +224,61 @@ class StreamApplier {
     std::int64_t v = 0;
     if (!parse_int64(arg, v)) return false;
     if (unit != 1 && !expiring::detail::seconds_to_ms(v, v)) return false;
-    if (relative && !expiring::detail::checked_add(store_.now_ms(), v, v)) return false;
+    if (relative && !expiring::detail::checked_add(store_->now_ms(), v, v)) return false;
     out = v;
     return true;
   }
 
   // ---- The commands ----
 
+  // The store of database `db`, or null when this applier does not follow it.
+  Store* store_of(std::int64_t db) const noexcept {
+    if (dbs_ == nullptr) return db == db_ ? one_ : nullptr;
+    return db >= 0 && static_cast<std::uint64_t>(db) < dbs_->size() ? (*dbs_)[static_cast<std::size_t>(db)] : nullptr;
+  }
+  void retarget() noexcept { store_ = store_of(selected_); }
+
+  StreamOutcome select(const std::vector<std::string>& a) {
+    std::int64_t db = 0;
+    if (a.size() != 2 || !parse_int64(a[1], db)) return refuse("a SELECT without a database number");
+    selected_ = db;
+    retarget();
+    return StreamOutcome::ignored;
+  }
+
+  // SWAPDB a b: two entries of the caller's vector change places. With one store, a swap that
+  // involves its database is a change it cannot follow (it does not hold the other).
+  StreamOutcome swapdb(const std::vector<std::string>& a) {
+    std::int64_t x = 0, y = 0;
+    if (a.size() != 3 || !parse_int64(a[1], x) || !parse_int64(a[2], y)) return refuse("a bad SWAPDB");
+    if (dbs_ == nullptr) {
+      if (x == db_ || y == db_) return refuse("a SWAPDB of database " + std::to_string(db_) + " with one it does not hold");
+      return skip("a SWAPDB of other databases");
+    }
+    if (store_of(x) == nullptr || store_of(y) == nullptr) return skip("a SWAPDB of databases it does not hold");
+    std::swap((*dbs_)[static_cast<std::size_t>(x)], (*dbs_)[static_cast<std::size_t>(y)]);
+    retarget();
+    return StreamOutcome::applied;
+  }
+
+  // FLUSHALL: every database this applier holds.
+  StreamOutcome flush_all() {
+    if (dbs_ == nullptr) return flush(*one_);
+    StreamOutcome last = StreamOutcome::applied;
+    for (Store* d : *dbs_) {
+      if (d != nullptr && flush(*d) != StreamOutcome::applied) last = StreamOutcome::refused;
+    }
+    return last;
+  }
+
   StreamOutcome run(const std::vector<std::string>& a, const std::string& name) {
     const std::size_t n = a.size();
-    // Whole-keyspace commands first: FLUSHALL empties every database.
-    if (name == "FLUSHALL") return simple_flush();
-    if (selected_ != db_) return skip("a command of database " + std::to_string(selected_));
-    if (name == "FLUSHDB") return simple_flush();
+    // The commands that are not of one database first.
+    if (name == "SELECT") return select(a);
+    if (name == "FLUSHALL") return flush_all();
+    if (name == "SWAPDB") return swapdb(a);
+    if (store_ == nullptr) return skip("a command of database " + std::to_string(selected_));
+    if (name == "FLUSHDB") return flush(*store_);
     if (n < 2) return skip("'" + name + "' (not a write this store follows)");
     const std::string& key = a[1];
     if (name == "SET" && n >= 3) return set(a);
@@ -233,7 +290,7 @@ class StreamApplier {
     }
     if ((name == "MSET" || name == "MSETNX") && n >= 3 && n % 2 == 1) {
       StreamOutcome last = StreamOutcome::applied;
-      store_.as_one_unit([&] {
+      store_->as_one_unit([&] {
         for (std::size_t i = 1; i + 1 < n; i += 2) {
           if (put_string(a[i], a[i + 1], ChangeTtl::none) != StreamOutcome::applied) last = StreamOutcome::refused;
         }
@@ -260,7 +317,7 @@ class StreamApplier {
       });
     }
     if ((name == "DEL" || name == "UNLINK") && n >= 2) {
-      store_.as_one_unit([&] {
+      store_->as_one_unit([&] {
         for (std::size_t i = 1; i < n; ++i) (void)simple(name == "DEL" ? ChangeOp::del : ChangeOp::unlink, a[i]);
       });
       return StreamOutcome::applied;
@@ -280,10 +337,10 @@ class StreamApplier {
       c.op = ChangeOp::rename;
       c.key = &key;
       c.to = &a[2];
-      return result(store_.apply(c));
+      return result(store_->apply(c));
     }
     if (name == "COPY" && n >= 3) return copy(a);
-    if (name == "MOVE" && n == 3) return simple(ChangeOp::del, key);  // out of this database
+    if (name == "MOVE" && n == 3) return move(a);
     if (name == "RESTORE" && n >= 4) return restore(a);
     if ((name == "HSET" || name == "HMSET") && n >= 4 && n % 2 == 0) {
       return modify_hash(key, true, [&](auto& m) {
@@ -343,10 +400,10 @@ class StreamApplier {
     return skip("'" + name + "' (not a write this store follows)");
   }
 
-  StreamOutcome simple_flush() {
+  StreamOutcome flush(Store& s) {
     Ch c;
     c.op = ChangeOp::flushall;
-    return result(store_.apply(c));
+    return result(s.apply(c));
   }
 
   // SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]: the primary ran the
@@ -409,17 +466,51 @@ class StreamApplier {
   }
 
   StreamOutcome copy(const std::vector<std::string>& a) {
+    Store* to = store_;
     for (std::size_t i = 3; i < a.size(); ++i) {
       if (detail::iequals(a[i], "DB") && i + 1 < a.size()) {
         std::int64_t db = 0;
         if (!parse_int64(a[++i], db)) return refuse("a bad COPY database");
-        if (db != db_) return skip("a COPY into database " + std::to_string(db));
+        if (store_of(db) == nullptr) return skip("a COPY into database " + std::to_string(db));
+        to = store_of(db);
       }
     }
+    if (to != store_) return transfer(a[1], *to, a[2], false);
     Stored st = stored(a[1]);
     if (!st.value) return refuse("a COPY of a key it does not hold");
     return put(a[2], std::move(*st.value), st.deadline ? ChangeTtl::at : ChangeTtl::none,
                st.deadline ? *st.deadline : Store::kNoTtl);
+  }
+
+  // MOVE key db: out of this database and, when the applier holds the other, into it.
+  StreamOutcome move(const std::vector<std::string>& a) {
+    std::int64_t db = 0;
+    if (!parse_int64(a[2], db)) return refuse("a bad MOVE database");
+    Store* to = store_of(db);
+    if (to == nullptr || to == store_) return simple(ChangeOp::del, a[1]);
+    return transfer(a[1], *to, a[1], true);
+  }
+
+  // `key` of this database stored as `newkey` in `to`, with its TTL and its fields' TTLs
+  // (through its DUMP payload, read into `to`'s own field maps); deleted here for a move.
+  StreamOutcome transfer(const std::string& key, Store& to, const std::string& newkey, bool move) {
+    std::string payload;
+    std::optional<std::int64_t> deadline;
+    if (!store_->peek_stored(key, [&](const V& v, const std::optional<std::int64_t>& d) {
+          payload = dump_value(v);
+          deadline = d;
+        })) {
+      return refuse("a " + std::string(move ? "MOVE" : "COPY") + " of a key it does not hold");
+    }
+    expiring::detail::rdb::Value read;
+    if (const auto bad = expiring::detail::rdb::decode_dump(payload, read)) return refuse(bad->message);
+    V value = expiring::detail::value_prototype<V>(to);
+    if (const auto bad = expiring::detail::rdb::to_store_value(to, read, value)) return refuse(bad->second);
+    const Ch c{ChangeOp::set, &newkey, &value, nullptr, deadline ? *deadline : Store::kNoTtl,
+               deadline ? ChangeTtl::at : ChangeTtl::none};
+    const StreamOutcome stored_there = result(to.apply(c));
+    if (stored_there != StreamOutcome::applied || !move) return stored_there;
+    return simple(ChangeOp::del, key);
   }
 
   // RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f].
@@ -431,14 +522,14 @@ class StreamApplier {
     }
     std::int64_t ttl = 0;
     if (!parse_int64(a[2], ttl) || ttl < 0) return refuse("a bad RESTORE TTL");
-    if (ttl != 0 && !absttl && !expiring::detail::checked_add(store_.now_ms(), ttl, ttl)) return refuse("a bad RESTORE TTL");
+    if (ttl != 0 && !absttl && !expiring::detail::checked_add(store_->now_ms(), ttl, ttl)) return refuse("a bad RESTORE TTL");
     expiring::detail::rdb::Value read;
     if (const auto bad = expiring::detail::rdb::decode_dump(a[3], read)) {
       if (bad->code == Errc::unsupported_type) return skip("a RESTORE of a type the store does not hold");
       return refuse("a RESTORE payload that does not decode: " + bad->message);
     }
-    V value = expiring::detail::value_prototype<V>(store_);
-    if (const auto bad = expiring::detail::rdb::to_store_value(store_, read, value)) {
+    V value = expiring::detail::value_prototype<V>(*store_);
+    if (const auto bad = expiring::detail::rdb::to_store_value(*store_, read, value)) {
       if (bad->first == Errc::unsupported_type) return skip("a RESTORE of a type the store does not hold");
       return refuse(bad->second);
     }
@@ -457,12 +548,12 @@ class StreamApplier {
   StreamOutcome modify_hash(const std::string& key, bool create, Fn&& fn) {
     if constexpr (kHashes) {
       Stored st = stored(key);
-      V value = st.value ? std::move(*st.value) : expiring::detail::value_prototype<V>(store_);
+      V value = st.value ? std::move(*st.value) : expiring::detail::value_prototype<V>(*store_);
       auto* m = hash_value_traits<V>::map(value);
       if (m == nullptr) {
         if (st.value && text(*st.value) != nullptr) return refuse("a hash command on a string");
         if (!create) return StreamOutcome::ignored;
-        value = V(typename hash_value_traits<V>::map_type(store_.field_hash_function()));
+        value = V(typename hash_value_traits<V>::map_type(store_->field_hash_function()));
         m = hash_value_traits<V>::map(value);
       }
       if (!fn(*m)) return refuse("a hash value that is not an integer, an overflow or a deadline out of range");
@@ -494,9 +585,11 @@ class StreamApplier {
     });
   }
 
-  Store& store_;
-  std::int64_t db_;
-  std::int64_t selected_ = 0;
+  Store* one_ = nullptr;                 // the one store (StreamApplier(store, db))
+  std::int64_t db_ = 0;                  // ... and its database
+  std::vector<Store*>* dbs_ = nullptr;   // or every database's (StreamApplier(dbs))
+  std::int64_t selected_ = 0;            // the stream's SELECT
+  Store* store_ = nullptr;               // its store; null: not followed
   bool in_multi_ = false;
   std::vector<std::vector<std::string>> multi_;
   std::size_t multi_bytes_ = 0;

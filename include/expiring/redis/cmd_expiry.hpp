@@ -11,16 +11,16 @@
 namespace expiring::redis {
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_ttl(const Args& a, Session&) { return Reply::integer(store_.ttl(a[1])); }
+Reply CommandExecutor<Clock>::cmd_ttl(const Args& a, Session&) { return Reply::integer(store_->ttl(a[1])); }
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_pttl(const Args& a, Session&) { return Reply::integer(store_.pttl(a[1])); }
+Reply CommandExecutor<Clock>::cmd_pttl(const Args& a, Session&) { return Reply::integer(store_->pttl(a[1])); }
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_expiretime(const Args& a, Session&) { return Reply::integer(store_.expiretime(a[1])); }
+Reply CommandExecutor<Clock>::cmd_expiretime(const Args& a, Session&) { return Reply::integer(store_->expiretime(a[1])); }
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_pexpiretime(const Args& a, Session&) { return Reply::integer(store_.pexpiretime(a[1])); }
+Reply CommandExecutor<Clock>::cmd_pexpiretime(const Args& a, Session&) { return Reply::integer(store_->pexpiretime(a[1])); }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::expire_generic(const Args& a, const char* name, ExpireCommand cmd) {
@@ -49,10 +49,10 @@ Reply CommandExecutor<Clock>::expire_generic(const Args& a, const char* name, Ex
   if (lt) flags = flags | ExpireFlags::LT;
   Result<bool> r = false;
   switch (cmd) {
-    case ExpireCommand::expire: r = store_.expire(a[1], v, flags); break;
-    case ExpireCommand::pexpire: r = store_.pexpire(a[1], v, flags); break;
-    case ExpireCommand::expireat: r = store_.expireat(a[1], v, flags); break;
-    case ExpireCommand::pexpireat: r = store_.pexpireat(a[1], v, flags); break;
+    case ExpireCommand::expire: r = store_->expire(a[1], v, flags); break;
+    case ExpireCommand::pexpire: r = store_->pexpire(a[1], v, flags); break;
+    case ExpireCommand::expireat: r = store_->expireat(a[1], v, flags); break;
+    case ExpireCommand::pexpireat: r = store_->pexpireat(a[1], v, flags); break;
   }
   if (!r.ok()) {
     if (r.error() == Errc::invalid_expire_time) return invalid_expire(name);
@@ -74,6 +74,6 @@ template <class Clock>
 Reply CommandExecutor<Clock>::cmd_pexpireat(const Args& a, Session&) { return expire_generic(a, "pexpireat", ExpireCommand::pexpireat); }
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_persist(const Args& a, Session&) { return Reply::integer(store_.persist(a[1]) ? 1 : 0); }
+Reply CommandExecutor<Clock>::cmd_persist(const Args& a, Session&) { return Reply::integer(store_->persist(a[1]) ? 1 : 0); }
 
 }  // namespace expiring::redis

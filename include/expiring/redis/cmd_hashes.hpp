@@ -52,7 +52,7 @@ Reply CommandExecutor<Clock>::cmd_hset(const Args& a, Session&) {
   std::vector<std::pair<std::string_view, std::string_view>> pairs;
   pairs.reserve((a.size() - 2) / 2);
   for (std::size_t i = 2; i + 1 < a.size(); i += 2) pairs.emplace_back(a[i], a[i + 1]);
-  Result<std::size_t> r = store_.hset(a[1], pairs);
+  Result<std::size_t> r = store_->hset(a[1], pairs);
   if (!r.ok()) return hash_error(r.error(), "hset");
   return Reply::integer(static_cast<std::int64_t>(*r));
 }
@@ -67,14 +67,14 @@ Reply CommandExecutor<Clock>::cmd_hmset(const Args& a, Session& s) {
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hsetnx(const Args& a, Session&) {
   if (holds_string(a[1], false)) return wrong_type();
-  Result<bool> r = store_.hsetnx(a[1], a[2], a[3]);
+  Result<bool> r = store_->hsetnx(a[1], a[2], a[3]);
   if (!r.ok()) return hash_error(r.error(), "hsetnx");
   return Reply::integer(*r ? 1 : 0);
 }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hget(const Args& a, Session&) {
-  Result<const std::string*> r = store_.hget(a[1], std::string_view(a[2]));
+  Result<const std::string*> r = store_->hget(a[1], std::string_view(a[2]));
   if (!r.ok()) return hash_error(r.error(), "hget");
   return bulk_or_nil(*r);
 }
@@ -83,7 +83,7 @@ template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hmget(const Args& a, Session&) {
   const std::vector<std::string_view> f = fields_of(a, 2);
   std::vector<const std::string*> out(f.size());
-  Result<std::size_t> r = store_.hmget(a[1], f, out.data());
+  Result<std::size_t> r = store_->hmget(a[1], f, out.data());
   if (!r.ok()) return hash_error(r.error(), "hmget");
   Reply list = Reply::array();
   for (const std::string* v : out) list.push(bulk_or_nil(v));
@@ -92,14 +92,14 @@ Reply CommandExecutor<Clock>::cmd_hmget(const Args& a, Session&) {
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hdel(const Args& a, Session&) {
-  Result<std::size_t> r = store_.hdel(a[1], fields_of(a, 2));
+  Result<std::size_t> r = store_->hdel(a[1], fields_of(a, 2));
   if (!r.ok()) return hash_error(r.error(), "hdel");
   return Reply::integer(static_cast<std::int64_t>(*r));
 }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hlen(const Args& a, Session&) {
-  Result<std::size_t> r = store_.hlen(a[1]);
+  Result<std::size_t> r = store_->hlen(a[1]);
   if (!r.ok()) return hash_error(r.error(), "hlen");
   return Reply::integer(static_cast<std::int64_t>(*r));
 }
@@ -107,14 +107,14 @@ Reply CommandExecutor<Clock>::cmd_hlen(const Args& a, Session&) {
 // HSTRLEN: the length of the field's value, 0 when there is none.
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hstrlen(const Args& a, Session&) {
-  Result<const std::string*> r = store_.hget(a[1], std::string_view(a[2]));
+  Result<const std::string*> r = store_->hget(a[1], std::string_view(a[2]));
   if (!r.ok()) return hash_error(r.error(), "hstrlen");
   return Reply::integer(*r != nullptr ? static_cast<std::int64_t>((*r)->size()) : 0);
 }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hexists(const Args& a, Session&) {
-  Result<bool> r = store_.hexists(a[1], std::string_view(a[2]));
+  Result<bool> r = store_->hexists(a[1], std::string_view(a[2]));
   if (!r.ok()) return hash_error(r.error(), "hexists");
   return Reply::integer(*r ? 1 : 0);
 }
@@ -123,7 +123,7 @@ Reply CommandExecutor<Clock>::cmd_hexists(const Args& a, Session&) {
 template <class Clock>
 Reply CommandExecutor<Clock>::hash_listing(const Args& a, bool names, bool values) {
   Reply list = Reply::array();
-  Result<std::size_t> r = store_.hvisit(a[1], [&](const std::string& f, const std::string& v) {
+  Result<std::size_t> r = store_->hvisit(a[1], [&](const std::string& f, const std::string& v) {
     if (names) list.push(Reply::bulk(f));
     if (values) list.push(Reply::bulk(v));
   });
@@ -145,7 +145,7 @@ Reply CommandExecutor<Clock>::cmd_hincrby(const Args& a, Session&) {
   std::int64_t delta = 0;
   if (!to_int(a[3], delta)) return not_integer();  // before the type, as Redis
   if (holds_string(a[1], false)) return wrong_type();
-  Result<std::int64_t> r = store_.hincrby(a[1], std::string_view(a[2]), delta);
+  Result<std::int64_t> r = store_->hincrby(a[1], std::string_view(a[2]), delta);
   if (!r.ok()) return hash_error(r.error(), "hincrby");
   return Reply::integer(*r);
 }
@@ -175,7 +175,7 @@ Reply CommandExecutor<Clock>::hexpire_generic(const Args& a, const char* name, s
   if (v < 0) return Reply::error("ERR invalid expire time, must be >= 0");
   constexpr std::int64_t kCap = expiring::detail::kMaxFieldDeadline;
   if (v > kCap / unit) return invalid_expire(name);
-  const std::int64_t base = absolute ? 0 : store_.now_ms();
+  const std::int64_t base = absolute ? 0 : store_->now_ms();
   if (v * unit > expiring::detail::saturating_sub(kCap, base)) return invalid_expire(name);
   std::size_t at = 3;
   ExpireFlags flags = ExpireFlags::None;
@@ -197,10 +197,10 @@ Reply CommandExecutor<Clock>::hexpire_generic(const Args& a, const char* name, s
   if (static_cast<std::uint64_t>(n) != a.size() - at - 2) return fields_mismatch();
   const std::vector<std::string_view> f = fields_of(a, at + 2);
   Result<std::vector<int>> r = std::vector<int>{};
-  if (unit == 1000 && !absolute) r = store_.hexpire(a[1], v, f, flags);
-  if (unit == 1 && !absolute) r = store_.hpexpire(a[1], v, f, flags);
-  if (unit == 1000 && absolute) r = store_.hexpireat(a[1], v, f, flags);
-  if (unit == 1 && absolute) r = store_.hpexpireat(a[1], v, f, flags);
+  if (unit == 1000 && !absolute) r = store_->hexpire(a[1], v, f, flags);
+  if (unit == 1 && !absolute) r = store_->hpexpire(a[1], v, f, flags);
+  if (unit == 1000 && absolute) r = store_->hexpireat(a[1], v, f, flags);
+  if (unit == 1 && absolute) r = store_->hpexpireat(a[1], v, f, flags);
   if (!r.ok()) return hash_error(r.error(), name);
   return integers(*r);
 }
@@ -226,16 +226,16 @@ Reply CommandExecutor<Clock>::field_query(const Args& a, FieldQuery q) {
   if (static_cast<std::uint64_t>(n) != a.size() - 4) return fields_mismatch();
   const std::vector<std::string_view> f = fields_of(a, 4);
   if (q == FieldQuery::persist) {
-    Result<std::vector<int>> r = store_.hpersist(a[1], f);
+    Result<std::vector<int>> r = store_->hpersist(a[1], f);
     if (!r.ok()) return hash_error(r.error(), "hpersist");
     return integers(*r);
   }
   Result<std::vector<std::int64_t>> r = std::vector<std::int64_t>{};
   switch (q) {
-    case FieldQuery::ttl: r = store_.httl(a[1], f); break;
-    case FieldQuery::pttl: r = store_.hpttl(a[1], f); break;
-    case FieldQuery::expiretime: r = store_.hexpiretime(a[1], f); break;
-    default: r = store_.hpexpiretime(a[1], f); break;
+    case FieldQuery::ttl: r = store_->httl(a[1], f); break;
+    case FieldQuery::pttl: r = store_->hpttl(a[1], f); break;
+    case FieldQuery::expiretime: r = store_->hexpiretime(a[1], f); break;
+    default: r = store_->hpexpiretime(a[1], f); break;
   }
   if (!r.ok()) return hash_error(r.error(), "httl");
   return integers(*r);

@@ -126,13 +126,33 @@ Reply CommandExecutor<Clock>::cmd_hello(const Args& a, Session& s) {
 }
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_select(const Args& a, Session&) {
+Reply CommandExecutor<Clock>::cmd_select(const Args& a, Session& s) {
   std::int64_t id = 0;
   if (!to_int(a[1], id)) return not_integer();
   if (id < std::numeric_limits<int>::min() || id > std::numeric_limits<int>::max()) {
     return Reply::error("ERR value is out of range, value must between -2147483648 and 2147483647");
   }
-  if (id != 0) return Reply::error("ERR DB index is out of range");
+  if (id < 0 || static_cast<std::uint64_t>(id) >= dbs_.size()) return Reply::error("ERR DB index is out of range");
+  s.db = static_cast<std::size_t>(id);
+  select(s);
+  return ok();
+}
+
+// SWAPDB index1 index2: the two databases change places, for every connection (a client that
+// SELECTed one now sees the other's keys), as Redis swaps them.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_swapdb(const Args& a, Session& s) {
+  std::int64_t x = 0, y = 0;
+  if (!to_int(a[1], x) || x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) {
+    return Reply::error("ERR invalid first DB index");
+  }
+  if (!to_int(a[2], y) || y < std::numeric_limits<int>::min() || y > std::numeric_limits<int>::max()) {
+    return Reply::error("ERR invalid second DB index");
+  }
+  const auto n = static_cast<std::int64_t>(dbs_.size());
+  if (x < 0 || x >= n || y < 0 || y >= n) return Reply::error("ERR DB index is out of range");
+  std::swap(dbs_[static_cast<std::size_t>(x)], dbs_[static_cast<std::size_t>(y)]);
+  select(s);
   return ok();
 }
 
@@ -145,7 +165,7 @@ Reply CommandExecutor<Clock>::cmd_time(const Args&, Session&) {
     sec = us / 1000000;
     usec = us % 1000000;
   } else {
-    const std::int64_t ms = store_.now_ms();
+    const std::int64_t ms = store_->now_ms();
     sec = ms / 1000;
     std::int64_t rem = ms % 1000;
     if (rem < 0) {
@@ -161,20 +181,24 @@ Reply CommandExecutor<Clock>::cmd_time(const Args&, Session&) {
 }
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_dbsize(const Args&, Session&) { return Reply::integer(static_cast<std::int64_t>(store_.size())); }
+Reply CommandExecutor<Clock>::cmd_dbsize(const Args&, Session&) { return Reply::integer(static_cast<std::int64_t>(store_->size())); }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_flush(const Args& a, Session&) {
   if (a.size() > 2) return syntax_error();
   if (a.size() == 2 && !detail::is_opt(a[1], "sync") && !detail::is_opt(a[1], "async")) return syntax_error();
-  store_.clear();
+  if (detail::is_opt(a[0], "flushall")) {
+    for (store_type* d : dbs_) d->clear();
+  } else {
+    store_->clear();
+  }
   return ok();
 }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session&) {
   if (a.size() == 3 && detail::is_opt(a[1], "set-active-expire")) {
-    store_.set_active_expire_enabled(atoi_like(a[2]) != 0);
+    for (store_type* d : dbs_) d->set_active_expire_enabled(atoi_like(a[2]) != 0);
     return ok();
   }
   if (a.size() == 2 && detail::is_opt(a[1], "help")) {
@@ -246,7 +270,7 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
     Reply::append_int(s, v);
     return s;
   };
-  const Stats st = store_.stats();
+  const Stats st = stats();
   if (section == "server") {
     out += "# Server\r\n";
     line("redis_version", options_.redis_version);
@@ -256,15 +280,15 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
     line("arch_bits", std::to_string(sizeof(void*) * 8));
     if (info_hook_) info_hook_(section, out);
     // Saturated: a ManualClock may read anything in the int64 range.
-    const std::int64_t now = store_.now_ms();
+    const std::int64_t now = store_->now_ms();
     namespace ed = ::expiring::detail;
     const std::int64_t usec = now > ed::kInt64Max / 1000 ? ed::kInt64Max : now < ed::kInt64Min / 1000 ? ed::kInt64Min : now * 1000;
     const std::int64_t up = ed::saturating_sub(now, start_ms_);
     line("server_time_usec", num(usec));
     line("uptime_in_seconds", num(up / 1000));
     line("uptime_in_days", num(up / 86400000));
-    line("hz", num(store_.options().hz));
-    line("configured_hz", num(store_.options().hz));
+    line("hz", num(store_->options().hz));
+    line("configured_hz", num(store_->options().hz));
   } else if (section == "clients") {
     out += "# Clients\r\n";
     if (info_hook_) info_hook_(section, out);
@@ -279,13 +303,13 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
     if (info_hook_) info_hook_(section, out);
     // The figure the limit is enforced against: the store's used memory, which counts the
     // server's client buffers (set_external_memory) as Redis's used_memory does.
-    const std::size_t used = store_.used_memory();
+    const std::size_t used = used_memory();
     line("used_memory", num(static_cast<std::int64_t>(used)));
     line("used_memory_human", detail::bytes_to_human(used));
-    const std::uint64_t limit = store_.options().maxmemory;
+    const std::uint64_t limit = store_->options().maxmemory;
     line("maxmemory", detail::as_signed_decimal(limit));  // Redis prints it with %lld
     line("maxmemory_human", detail::bytes_to_human(limit));
-    line("maxmemory_policy", to_string(store_.options().maxmemory_policy));
+    line("maxmemory_policy", to_string(store_->options().maxmemory_policy));
   } else if (section == "stats") {
     out += "# Stats\r\n";
     if (info_hook_) info_hook_(section, out);
@@ -314,25 +338,53 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
   } else if (section == "keyspace") {
     out += "# Keyspace\r\n";
     if (info_hook_) info_hook_(section, out);
-    if (st.keys != 0) {
-      line("db0", "keys=" + std::to_string(st.keys) + ",expires=" + std::to_string(st.expires) +
-                      ",avg_ttl=" + num(st.avg_ttl) + ",subexpiry=" + std::to_string(st.subexpiry));
+    for (std::size_t i = 0; i < dbs_.size(); ++i) {
+      const Stats d = dbs_[i]->stats();
+      if (d.keys == 0) continue;
+      line("db" + std::to_string(i), "keys=" + std::to_string(d.keys) + ",expires=" + std::to_string(d.expires) +
+                                         ",avg_ttl=" + num(d.avg_ttl) + ",subexpiry=" + std::to_string(d.subexpiry));
     }
   }
+}
+
+// Every database's statistics, summed; the stale percentage (a moving average per store) is
+// the largest of them, the keyspace figures those of all keys.
+template <class Clock>
+Stats CommandExecutor<Clock>::stats() const {
+  Stats all = dbs_[0]->stats();
+  for (std::size_t i = 1; i < dbs_.size(); ++i) {
+    const Stats d = dbs_[i]->stats();
+    all.keyspace_hits += d.keyspace_hits;
+    all.keyspace_misses += d.keyspace_misses;
+    all.expired_keys += d.expired_keys;
+    all.expired_subkeys += d.expired_subkeys;
+    all.evicted_keys += d.evicted_keys;
+    all.expired_stale_perc = std::max(all.expired_stale_perc, d.expired_stale_perc);
+    all.expired_time_cap_reached_count += d.expired_time_cap_reached_count;
+    all.expire_cycle_cpu_microseconds += d.expire_cycle_cpu_microseconds;
+    all.keys += d.keys;
+    all.expires += d.expires;
+    all.subexpiry += d.subexpiry;
+    all.lazyfree_pending_objects += d.lazyfree_pending_objects;
+    all.lazyfreed_objects += d.lazyfreed_objects;
+    all.expired_lateness += d.expired_lateness;
+  }
+  return all;
 }
 // ---- CONFIG ----
 
 template <class Clock>
 auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> {
   std::vector<ConfigEntry> v;
-  v.push_back({"hz", std::to_string(store_.options().hz)});
-  v.push_back({"active-expire-effort", std::to_string(store_.options().active_expire_effort)});
-  const Options& o = store_.options();
+  v.push_back({"hz", std::to_string(store_->options().hz)});
+  v.push_back({"active-expire-effort", std::to_string(store_->options().active_expire_effort)});
+  const Options& o = store_->options();
   v.push_back({"maxmemory", std::to_string(static_cast<std::uint64_t>(o.maxmemory))});
   v.push_back({"maxmemory-policy", to_string(o.maxmemory_policy)});
   v.push_back({"maxmemory-samples", std::to_string(shown_samples())});
   v.push_back({"lfu-log-factor", std::to_string(o.lfu_log_factor)});
   v.push_back({"lfu-decay-time", std::to_string(o.lfu_decay_time)});
+  v.push_back({"databases", std::to_string(dbs_.size())});
   v.push_back({"proto-max-bulk-len", std::to_string(options_.proto_max_bulk_len)});
   v.push_back({"client-query-buffer-limit", std::to_string(options_.client_query_buffer_limit)});
   std::string obl;
@@ -439,7 +491,7 @@ bool CommandExecutor<Clock>::is_memory_param(Param p) noexcept {
 
 template <class Clock>
 std::int64_t CommandExecutor<Clock>::shown_samples() const {
-  const int actual = store_.options().maxmemory_samples;
+  const int actual = store_->options().maxmemory_samples;
   if (samples_config_ && std::min(*samples_config_, kStoreMaxSamples) == actual) return *samples_config_;
   return actual;
 }
@@ -522,16 +574,20 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
   const Change* maxmemory = nullptr;
   for (const Change& c : changes) {
     const int n = static_cast<int>(c.number);  // within int: checked above
+    for (store_type* d : dbs_) {  // (the store settings: every database's)
+      switch (c.spec->param) {
+        case Param::hz: d->set_hz(n); break;
+        case Param::effort: (void)d->set_active_expire_effort(n); break;
+        case Param::policy: d->set_maxmemory_policy(c.policy); break;
+        case Param::samples: (void)d->set_maxmemory_samples(static_cast<int>(std::min(c.number, kStoreMaxSamples))); break;
+        case Param::lfu_log_factor: (void)d->set_lfu_log_factor(n); break;
+        case Param::lfu_decay_time: (void)d->set_lfu_decay_time(n); break;
+        default: break;
+      }
+    }
     switch (c.spec->param) {
-      case Param::hz: store_.set_hz(n); break;
-      case Param::effort: (void)store_.set_active_expire_effort(n); break;
-      case Param::policy: store_.set_maxmemory_policy(c.policy); break;
-      case Param::samples:
-        (void)store_.set_maxmemory_samples(static_cast<int>(std::min(c.number, kStoreMaxSamples)));
-        samples_config_ = c.number;
-        break;
-      case Param::lfu_log_factor: (void)store_.set_lfu_log_factor(n); break;
-      case Param::lfu_decay_time: (void)store_.set_lfu_decay_time(n); break;
+      case Param::hz: case Param::effort: case Param::policy: case Param::lfu_log_factor: case Param::lfu_decay_time: break;
+      case Param::samples: samples_config_ = c.number; break;
       case Param::maxmemory: maxmemory = &c; break;
       case Param::proto_max_bulk_len: options_.proto_max_bulk_len = static_cast<std::size_t>(c.bytes); break;
       case Param::query_buffer_limit: options_.client_query_buffer_limit = static_cast<std::size_t>(c.bytes); break;
@@ -544,13 +600,16 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       case Param::repl_backlog_size: options_.repl_backlog_size = static_cast<std::size_t>(c.bytes); break;
     }
   }
-  if (maxmemory != nullptr) store_.set_maxmemory(static_cast<std::size_t>(maxmemory->bytes));
+  if (maxmemory != nullptr) {
+    for (store_type* d : dbs_) d->set_maxmemory(static_cast<std::size_t>(maxmemory->bytes));
+    if (dbs_.size() > 1 && maxmemory->bytes != 0) (void)memory_check();  // (as Redis's updateMaxmemory)
+  }
   return ok();
 }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_config_resetstat(const Args&, Session&) {
-  store_.reset_stats();
+  for (store_type* d : dbs_) d->reset_stats();
   return ok();
 }
 
@@ -672,8 +731,8 @@ Reply CommandExecutor<Clock>::cmd_object(const Args& a, Session&) {
   }
   if (sub != "freq" && sub != "idletime") return unknown_subcommand(a);
   if (a.size() != 3) return arity_error("object|" + sub);
-  if (!store_.exists(a[2])) return Reply::nil();
-  const EvictionPolicy policy = store_.options().maxmemory_policy;
+  if (!store_->exists(a[2])) return Reply::nil();
+  const EvictionPolicy policy = store_->options().maxmemory_policy;
   const bool lfu = policy == EvictionPolicy::allkeys_lfu || policy == EvictionPolicy::volatile_lfu;
   static constexpr const char* kAdjust =
       " Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
@@ -682,11 +741,11 @@ Reply CommandExecutor<Clock>::cmd_object(const Args& a, Session&) {
       return Reply::error(std::string("ERR An LFU maxmemory policy is not selected, access frequency not tracked.") +
                           kAdjust);
     }
-    const std::optional<std::uint32_t> freq = store_.object_freq(a[2]);
+    const std::optional<std::uint32_t> freq = store_->object_freq(a[2]);
     return freq ? Reply::integer(static_cast<std::int64_t>(*freq)) : Reply::nil();
   }
   if (lfu) return Reply::error(std::string("ERR An LFU maxmemory policy is selected, idle time not tracked.") + kAdjust);
-  const std::optional<std::int64_t> idle_ms = store_.object_idletime_ms(a[2]);
+  const std::optional<std::int64_t> idle_ms = store_->object_idletime_ms(a[2]);
   return idle_ms ? Reply::integer(*idle_ms / 1000) : Reply::nil();
 }
 

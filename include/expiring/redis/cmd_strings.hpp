@@ -23,7 +23,7 @@ void CommandExecutor<Clock>::write_bulk_or_nil(OutputBuffer& out, const std::str
 
 template <class Clock>
 void CommandExecutor<Clock>::write_get(const Args& a, Session&, OutputBuffer& out) {
-  const Value* v = store_.get(a[1]);
+  const Value* v = store_->get(a[1]);
   if (v != nullptr && v->is_hash()) {
     wrong_type().write_resp(out);
     return;
@@ -80,11 +80,11 @@ Reply CommandExecutor<Clock>::cmd_set(const Args& a, Session&) {
     // The expire argument is refused before GET meets a hash (semantics.md B §2.4).
     if (o.kind != ExpKind::none && !set_expiry_valid(o.kind, v)) return invalid_expire("set");
     if (holds_hash(a[1], true)) return wrong_type();
-    Result<std::optional<Value>> r = store_.set_get(a[1], a[2], expiry, cond);
+    Result<std::optional<Value>> r = store_->set_get(a[1], a[2], expiry, cond);
     if (!r.ok()) return write_error(r.error(), "set");
     return bulk_or_nil(*r);
   }
-  Result<bool> r = store_.set(a[1], a[2], expiry, cond);
+  Result<bool> r = store_->set(a[1], a[2], expiry, cond);
   if (!r.ok()) return write_error(r.error(), "set");
   return *r ? ok() : Reply::nil();
 }
@@ -97,14 +97,14 @@ bool CommandExecutor<Clock>::set_expiry_valid(ExpKind kind, std::int64_t v) cons
   std::int64_t ms = v;
   if ((kind == ExpKind::ex || kind == ExpKind::exat) && !expiring::detail::seconds_to_ms(v, ms)) return false;
   std::int64_t when = 0;
-  return !(kind == ExpKind::ex || kind == ExpKind::px) || expiring::detail::checked_add(ms, store_.now_ms(), when);
+  return !(kind == ExpKind::ex || kind == ExpKind::px) || expiring::detail::checked_add(ms, store_->now_ms(), when);
 }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_setex_generic(const Args& a, bool ms) {
   std::int64_t v = 0;
   if (!to_int(a[2], v)) return not_integer();
-  Result<void> r = ms ? store_.psetex(a[1], v, a[3]) : store_.setex(a[1], v, a[3]);
+  Result<void> r = ms ? store_->psetex(a[1], v, a[3]) : store_->setex(a[1], v, a[3]);
   if (!r.ok()) return write_error(r.error(), ms ? "psetex" : "setex");
   return ok();
 }
@@ -117,7 +117,7 @@ Reply CommandExecutor<Clock>::cmd_psetex(const Args& a, Session&) { return cmd_s
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_setnx(const Args& a, Session&) {
-  Result<bool> r = store_.set(a[1], a[2], SetCond::NX);  // setnx() would hide a refusal
+  Result<bool> r = store_->set(a[1], a[2], SetCond::NX);  // setnx() would hide a refusal
   if (!r.ok()) return oom_error();
   return Reply::integer(*r ? 1 : 0);
 }
@@ -125,7 +125,7 @@ Reply CommandExecutor<Clock>::cmd_setnx(const Args& a, Session&) {
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_getset(const Args& a, Session&) {
   if (holds_hash(a[1], true)) return wrong_type();
-  auto r = store_.getset(a[1], a[2]);
+  auto r = store_->getset(a[1], a[2]);
   if (!r.ok()) return oom_error();
   return bulk_or_nil(std::move(r).value());
 }
@@ -133,7 +133,7 @@ Reply CommandExecutor<Clock>::cmd_getset(const Args& a, Session&) {
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_getdel(const Args& a, Session&) {
   if (holds_hash(a[1], true)) return wrong_type();
-  return bulk_or_nil(store_.getdel(a[1]));
+  return bulk_or_nil(store_->getdel(a[1]));
 }
 
 template <class Clock>
@@ -146,14 +146,14 @@ Reply CommandExecutor<Clock>::cmd_getex(const Args& a, Session&) {
     std::int64_t v = 0;
     if (!to_int(*o.value, v)) {
       // Redis looks the key up before it reads the number: a missing key answers nil.
-      Result<std::optional<Value>> cur = store_.getex(a[1]);
+      Result<std::optional<Value>> cur = store_->getex(a[1]);
       return cur.ok() && *cur ? not_integer() : Reply::nil();
     }
     option = *make_expiry<GetExExpiry>(o.kind, v);
   } else if (o.persist) {
     option = Persist{};
   }
-  Result<std::optional<Value>> r = store_.getex(a[1], option);
+  Result<std::optional<Value>> r = store_->getex(a[1], option);
   if (!r.ok()) return invalid_expire("getex");
   return bulk_or_nil(*r);
 }
@@ -164,7 +164,7 @@ template <class Clock>
 void CommandExecutor<Clock>::write_mget(const Args& a, Session&, OutputBuffer& out) {
   Reply::write_array_header(out, a.size() - 1);
   for (std::size_t i = 1; i < a.size(); ++i) {
-    const Value* v = store_.get(a[i]);
+    const Value* v = store_->get(a[i]);
     write_bulk_or_nil(out, v == nullptr ? nullptr : v->string());  // a hash answers nil
   }
 }
@@ -173,8 +173,8 @@ void CommandExecutor<Clock>::write_mget(const Args& a, Session&, OutputBuffer& o
 // is written or none (Errc::out_of_memory).
 template <class Clock>
 Result<void> CommandExecutor<Clock>::set_pairs(const Args& a) {
-  return store_.as_one_command([&] {
-    for (std::size_t i = 1; i < a.size(); i += 2) (void)store_.set(a[i], a[i + 1]);
+  return store_->as_one_command([&] {
+    for (std::size_t i = 1; i < a.size(); i += 2) (void)store_->set(a[i], a[i + 1]);
   });
 }
 
@@ -188,7 +188,7 @@ Reply CommandExecutor<Clock>::cmd_mset(const Args& a, Session&) {
 // without counting a hit or miss and without an event. The store has no such member;
 // renamenx(k, k) is exactly that: no_such_key for a missing or stale key, false otherwise.
 template <class Clock>
-bool CommandExecutor<Clock>::exists_for_write(const std::string& key) { return store_.renamenx(key, key).ok(); }
+bool CommandExecutor<Clock>::exists_for_write(const std::string& key) { return store_->renamenx(key, key).ok(); }
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_msetnx(const Args& a, Session&) {
@@ -201,7 +201,7 @@ Reply CommandExecutor<Clock>::cmd_msetnx(const Args& a, Session&) {
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_strlen(const Args& a, Session&) {
-  const Value* v = store_.get(a[1]);
+  const Value* v = store_->get(a[1]);
   if (v != nullptr && v->is_hash()) return wrong_type();
   return Reply::integer(v ? static_cast<std::int64_t>(v->string()->size()) : 0);
 }
@@ -212,7 +212,7 @@ Reply CommandExecutor<Clock>::cmd_append(const Args& a, Session&) {
   bool too_big = false;
   const std::string& add = a[2];
   if (holds_hash(a[1], false)) return wrong_type();
-  const bool found = store_.modify(a[1], [&](Value& value) {
+  const bool found = store_->modify(a[1], [&](Value& value) {
     std::string& v = *value.string();
     if (v.size() + add.size() > options_.proto_max_bulk_len) {
       too_big = true;
@@ -223,7 +223,7 @@ Reply CommandExecutor<Clock>::cmd_append(const Args& a, Session&) {
   });
   if (too_big) return Reply::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
   if (!found) {
-    if (!store_.set(a[1], add).ok()) return oom_error();
+    if (!store_->set(a[1], add).ok()) return oom_error();
     len = add.size();
   }
   return Reply::integer(static_cast<std::int64_t>(len));
@@ -236,7 +236,7 @@ template <class Clock>
 Reply CommandExecutor<Clock>::cmd_getrange(const Args& a, Session&) {
   std::int64_t start = 0, end = 0;
   if (!parse_int64(a[2], start) || !parse_int64(a[3], end)) return not_integer();
-  const Value* v = store_.get(a[1]);
+  const Value* v = store_->get(a[1]);
   if (v == nullptr) return Reply::bulk(std::string());
   if (v->is_hash()) return wrong_type();
   const std::string& s = *v->string();
@@ -262,7 +262,7 @@ Reply CommandExecutor<Clock>::cmd_setrange(const Args& a, Session&) {
   if (add.empty()) {  // a write lookup (a stale key goes), nothing written
     bool hash = false;
     std::int64_t len = 0;
-    (void)store_.compute(a[1], [&](const Value* v, std::int64_t) {
+    (void)store_->compute(a[1], [&](const Value* v, std::int64_t) {
       hash = v != nullptr && v->is_hash();
       len = v != nullptr && !hash ? static_cast<std::int64_t>(v->string()->size()) : 0;
       return Computed<Value>::keep();
@@ -281,11 +281,11 @@ Reply CommandExecutor<Clock>::cmd_setrange(const Args& a, Session&) {
     v.replace(at, add.size(), add);
     len = v.size();
   };
-  const bool found = store_.modify(a[1], [&](Value& value) { write(*value.string()); });
+  const bool found = store_->modify(a[1], [&](Value& value) { write(*value.string()); });
   if (!found) {
     std::string v;
     write(v);
-    if (!store_.set(a[1], std::move(v)).ok()) return oom_error();
+    if (!store_->set(a[1], std::move(v)).ok()) return oom_error();
   }
   return Reply::integer(static_cast<std::int64_t>(len));
 }
@@ -295,7 +295,7 @@ Reply CommandExecutor<Clock>::incr_by(const std::string& key, std::int64_t incr)
   enum { kOk, kNotInt, kOverflow } status = kOk;
   std::int64_t result = 0;
   if (holds_hash(key, false)) return wrong_type();
-  const bool found = store_.modify(key, [&](Value& value) {
+  const bool found = store_->modify(key, [&](Value& value) {
     std::string& v = *value.string();
     std::int64_t cur = 0;
     if (!parse_int64(v, cur)) {
@@ -317,7 +317,7 @@ Reply CommandExecutor<Clock>::incr_by(const std::string& key, std::int64_t incr)
     result = incr;
     std::string v;
     Reply::append_int(v, result);
-    if (!store_.set(key, std::move(v)).ok()) return oom_error();
+    if (!store_->set(key, std::move(v)).ok()) return oom_error();
   }
   return Reply::integer(result);
 }

@@ -12,10 +12,10 @@
 //
 // Commands: PING ECHO SET SETEX PSETEX SETNX GET GETSET GETEX GETDEL MGET MSET MSETNX DEL
 // UNLINK EXISTS TOUCH TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT EXPIRETIME PEXPIRETIME PERSIST
-// RENAME RENAMENX COPY DUMP RESTORE TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
+// RENAME RENAMENX COPY MOVE DUMP RESTORE TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
 // HSET HSETNX HGET HMGET HDEL HLEN HEXISTS HGETALL HKEYS HVALS HINCRBY HEXPIRE HPEXPIRE
 // HEXPIREAT HPEXPIREAT HTTL HPTTL HEXPIRETIME HPEXPIRETIME HPERSIST
-// FLUSHDB FLUSHALL SELECT INFO CONFIG (GET/SET/RESETSTAT/HELP) DEBUG SET-ACTIVE-EXPIRE TIME
+// FLUSHDB FLUSHALL SELECT SWAPDB INFO CONFIG (GET/SET/RESETSTAT/HELP) DEBUG SET-ACTIVE-EXPIRE TIME
 // COMMAND (COUNT/INFO/LIST/HELP) OBJECT (FREQ/IDLETIME/HELP) HELLO QUIT SHUTDOWN.
 //
 // Layout: this file holds what is common to every command: CommandExecutor's declaration
@@ -23,11 +23,11 @@
 // memory check, server commands) and the command table, table(), in one place: a command's
 // name, arity, flags, key positions and handler. Each family's implementations are in a file
 // of their own, included at the end of this one:
-//   cmd_server.hpp    connection and server/admin: PING ECHO QUIT SHUTDOWN AUTH HELLO SELECT
+//   cmd_server.hpp    connection and server/admin: PING ECHO QUIT SHUTDOWN AUTH HELLO SELECT SWAPDB
 //                     TIME DBSIZE FLUSHDB FLUSHALL DEBUG INFO CONFIG COMMAND OBJECT
 //   cmd_strings.hpp   GET SET SETEX PSETEX SETNX GETSET GETDEL GETEX MGET MSET MSETNX STRLEN
 //                     APPEND INCR DECR INCRBY DECRBY
-//   cmd_keyspace.hpp  DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY DUMP RESTORE KEYS SCAN
+//   cmd_keyspace.hpp  DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY MOVE DUMP RESTORE KEYS SCAN
 //                     RANDOMKEY
 //   cmd_expiry.hpp    TTL PTTL EXPIRETIME PEXPIRETIME EXPIRE PEXPIRE EXPIREAT PEXPIREAT PERSIST
 //   cmd_hashes.hpp    HSET ... HINCRBY and the hash field TTL commands HEXPIRE ... HPERSIST
@@ -56,7 +56,12 @@
 // client-output-buffer-limit (Redis's syntax and defaults) live in options(); the server
 // enforces them.
 //
-// There is one database (SELECT 0 only, COPY ... DB 0 only) and two types, string and hash:
+// Databases: an executor built on one store has one database (SELECT 0 only); built on a
+// vector of stores it has as many, Redis's `databases`, each a store of its own: SELECT picks
+// a session's database, SWAPDB exchanges two for every session, MOVE and COPY ... DB carry a
+// key (with its TTL and its fields' TTLs) between them, FLUSHALL empties them all, INFO
+// keyspace has a line per database and INFO stats sums them. One maxmemory bounds them all
+// (memory_check()). There are two types, string and hash:
 // a command on a key of the other type answers "WRONGTYPE Operation against a key holding the
 // wrong kind of value", checked first, as Redis (MGET answers nil for a hash; SET, MSET and the
 // keyspace commands take either type). The hash field TTL commands follow Redis 7.4's syntax,
@@ -114,6 +119,7 @@ struct Session {
   // may run only AUTH, HELLO and QUIT (-NOAUTH otherwise), and its server parses its requests
   // with ParserLimits::authenticated false.
   bool authenticated = true;
+  std::size_t db = 0;  // the database SELECT chose
 };
 
 // One class of client-output-buffer-limit: a client whose output buffer reaches `hard`
@@ -316,13 +322,18 @@ class CommandExecutor {
   // figures this way.
   using InfoHook = std::function<void(std::string_view section, std::string& out)>;
 
+  // One database: SELECT 0 only.
   explicit CommandExecutor(store_type& store, CommandOptions options = {})
-      : store_(store), options_(std::move(options)) {
+      : CommandExecutor(std::vector<store_type*>{&store}, std::move(options)) {}
+  // Several databases, Redis's SELECT numbers: dbs[n] is database n (distinct stores, none
+  // null, at least one). SWAPDB swaps two entries of this vector (databases()).
+  explicit CommandExecutor(std::vector<store_type*> dbs, CommandOptions options = {})
+      : dbs_(std::move(dbs)), store_(dbs_.at(0)), options_(std::move(options)) {
     for (std::size_t i = 0; i < table().size(); ++i) {
       index_.emplace(table()[i].name, i);
       denyoom_.push_back(has_flag(table()[i].flags, "denyoom"));
     }
-    start_ms_ = store_.now_ms();
+    start_ms_ = store_->now_ms();
   }
 
   // A command the executor does not implement itself, added by a server (SAVE, BGSAVE,
@@ -335,6 +346,7 @@ class CommandExecutor {
   }
   // Runs the built-in command of argv[0], past any server command of that name.
   Reply run_builtin(const Args& argv, Session& session) {
+    select(session);
     Reply early;
     const Spec* spec = prepare(argv, early);
     if (spec == nullptr) return early;
@@ -365,6 +377,7 @@ class CommandExecutor {
   // Runs one command and returns its reply. `argv` must not be empty (the parser never
   // yields an empty command).
   Reply execute(const Args& argv, Session& session) {
+    select(session);
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) return std::move(*refused);
     }
@@ -377,6 +390,7 @@ class CommandExecutor {
   // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
   // write them straight from the store into `out`, so a large reply is never held twice.
   void execute_into(const Args& argv, Session& session, OutputBuffer& out) {
+    select(session);
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) {
         refused->write_resp(out);
@@ -410,7 +424,29 @@ class CommandExecutor {
     return execute(a);
   }
 
-  store_type& store() noexcept { return store_; }
+  // The database the last command ran in (database 0 before any).
+  store_type& store() noexcept { return *store_; }
+  // Database `n`: the store a session that SELECTed n uses.
+  store_type& store(std::size_t n) noexcept { return *dbs_[n]; }
+  std::size_t databases() const noexcept { return dbs_.size(); }
+  // The databases: entry n is database n's store. SWAPDB swaps two entries; a replica's link
+  // (ReplicaLink over this vector) swaps them too when its primary's stream has a SWAPDB.
+  std::vector<store_type*>& stores() noexcept { return dbs_; }
+  // The memory the server's clients hold (Redis counts them in used_memory): every store's
+  // external memory (memory_check() counts it once).
+  void set_external_memory(std::size_t bytes) noexcept {
+    external_ = bytes;
+    for (store_type* d : dbs_) d->set_external_memory(bytes);
+  }
+  // Used memory over every database and the external memory: the figure maxmemory limits.
+  std::size_t used_memory() const {
+    if (dbs_.size() == 1) return dbs_[0]->used_memory();  // (its external memory may be set on it directly)
+    std::size_t used = external_;
+    for (const store_type* d : dbs_) used += d->used_memory() - d->external_memory();
+    return used;
+  }
+  // The statistics of every database, summed (INFO stats).
+  Stats stats() const;
   const CommandOptions& options() const noexcept { return options_; }
   void set_info_hook(InfoHook hook) { info_hook_ = std::move(hook); }
   // A read-only setting CONFIG GET reports (e.g. "port", "maxclients"; "appendonly" replaces
@@ -484,8 +520,8 @@ class CommandExecutor {
       early = arity_error(spec.name);
       return nullptr;
     }
-    if (store_.options().maxmemory != 0) {
-      const bool out_of_memory = !store_.perform_evictions().ok();
+    if (store_->options().maxmemory != 0) {
+      const bool out_of_memory = !memory_check();
       if (out_of_memory && denyoom_[it->second]) {
         early = oom_error();
         return nullptr;
@@ -493,6 +529,34 @@ class CommandExecutor {
     }
     ++commands_processed_;
     return &spec;
+  }
+
+  // The session's database becomes the one commands run in.
+  void select(const Session& session) noexcept {
+    store_ = dbs_[session.db < dbs_.size() ? session.db : 0];
+  }
+  // Redis's performEvictions() with several databases under one maxmemory: before a command,
+  // while the memory of all of them (and the clients') is above the limit, the database that
+  // holds the most evicts, as if the others' memory were its own external memory, then the
+  // next. Between these checks each store sees only its own memory and the clients', so a
+  // command's writes evict from nowhere else, as Redis evicts only before a command. False if
+  // used memory stays above the limit.
+  bool memory_check() {
+    if (dbs_.size() == 1) return store_->perform_evictions().ok();
+    const std::size_t limit = store_->options().maxmemory;
+    std::size_t total = used_memory();
+    if (total <= limit) return true;
+    std::vector<store_type*> order(dbs_);
+    const auto own = [](const store_type* d) { return d->used_memory() - d->external_memory(); };
+    std::sort(order.begin(), order.end(), [&](const store_type* x, const store_type* y) { return own(x) > own(y); });
+    for (store_type* d : order) {
+      d->set_external_memory(total - own(d));
+      (void)d->perform_evictions();
+      d->set_external_memory(external_);
+      total = used_memory();
+      if (total <= limit) return true;
+    }
+    return false;
   }
 
   static bool arity_ok(int arity, std::size_t argc) noexcept {
@@ -532,15 +596,15 @@ class CommandExecutor {
   // anything else, as Redis's checkType. `read`: the command's lookup is a read (Redis
   // lookupKeyRead), so it counts a keyspace hit; the store's own call would not run.
   bool holds_hash(const std::string& key, bool read) {
-    const Value* v = store_.peek(key);
+    const Value* v = store_->peek(key);
     if (v == nullptr || !v->is_hash()) return false;
-    if (read) (void)store_.exists(key);
+    if (read) (void)store_->exists(key);
     return true;
   }
   bool holds_string(const std::string& key, bool read) {
-    const Value* v = store_.peek(key);
+    const Value* v = store_->peek(key);
     if (v == nullptr || !v->is_string()) return false;
-    if (read) (void)store_.exists(key);
+    if (read) (void)store_->exists(key);
     return true;
   }
 
@@ -582,6 +646,7 @@ class CommandExecutor {
   static Reply wrongpass();
   Reply cmd_hello(const Args& a, Session& s);
   Reply cmd_select(const Args& a, Session&);
+  Reply cmd_swapdb(const Args& a, Session&);
   Reply cmd_time(const Args&, Session&);
   Reply cmd_dbsize(const Args&, Session&);
   Reply cmd_flush(const Args& a, Session&);
@@ -760,6 +825,13 @@ class CommandExecutor {
   Reply cmd_rename(const Args& a, Session&);
   Reply cmd_renamenx(const Args& a, Session&);
   Reply cmd_copy(const Args& a, Session&);
+  Reply cmd_move(const Args& a, Session&);
+  struct Exported {
+    std::string payload;       // DUMP's
+    std::int64_t pexpiretime;  // -1: no TTL
+  };
+  static std::optional<Exported> export_key(store_type& from, const std::string& key);
+  Reply import_key(store_type& to, const std::string& key, const Exported& e);
   Reply cmd_dump(const Args& a, Session&);
   Reply cmd_restore(const Args& a, Session&);
 
@@ -795,6 +867,7 @@ class CommandExecutor {
         {"hello", -1, &E::cmd_hello, "fast", 0, 0, 0},
         {"auth", -2, &E::cmd_auth, "fast", 0, 0, 0},
         {"select", 2, &E::cmd_select, "fast", 0, 0, 0},
+        {"swapdb", 3, &E::cmd_swapdb, "write fast", 0, 0, 0},
         {"time", 1, &E::cmd_time, "fast", 0, 0, 0},
         {"dbsize", 1, &E::cmd_dbsize, "readonly fast", 0, 0, 0},
         {"flushdb", -1, &E::cmd_flush, "write", 0, 0, 0},
@@ -842,6 +915,7 @@ class CommandExecutor {
         {"rename", 3, &E::cmd_rename, "write", 1, 2, 1},
         {"renamenx", 3, &E::cmd_renamenx, "write fast", 1, 2, 1},
         {"copy", -3, &E::cmd_copy, "write denyoom", 1, 2, 1},
+        {"move", 3, &E::cmd_move, "write fast", 1, 1, 1},
         {"dump", 2, &E::cmd_dump, "readonly", 1, 1, 1},
         {"restore", -4, &E::cmd_restore, "write denyoom", 1, 1, 1},
         {"keys", 2, &E::cmd_keys, "readonly", 0, 0, 0},
@@ -873,7 +947,9 @@ class CommandExecutor {
     return t;
   }
 
-  store_type& store_;
+  std::vector<store_type*> dbs_;  // dbs_[n]: database n
+  store_type* store_;             // the current command's database
+  std::size_t external_ = 0;      // set_external_memory()
   CommandOptions options_;
   InfoHook info_hook_;
   std::vector<std::pair<std::string, std::string>> extra_configs_;

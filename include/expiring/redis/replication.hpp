@@ -4,7 +4,9 @@
 // propagates, every TTL absolute and every expiry a DEL sent by the primary (docs/semantics.md
 // §4, D28-D32):
 //   SET k v | SET k v PXAT <ms> | SET k v KEEPTTL | PEXPIREAT k <ms> | PERSIST k | DEL k |
-//   UNLINK k | RENAME a b | FLUSHALL | MULTI | EXEC
+//   UNLINK k | RENAME a b | FLUSHDB | MULTI | EXEC
+// (a store is one database: its clear() is a FLUSHDB; a server of several databases puts a
+// SELECT before the first record of each, as Redis does)
 // and for a hash's fields what Redis 7.4 sends (D32):
 //   HSET k f v ... | HDEL k f ... (a field expired, too) | HPEXPIREAT k <ms> FIELDS n f ... |
 //   HPERSIST k FIELDS n f ...
@@ -150,7 +152,7 @@ void write_change(const ValueChange& c, Sink& out) {
     case ChangeOp::del: cmd({"DEL", *c.key}); return;
     case ChangeOp::unlink: cmd({"UNLINK", *c.key}); return;
     case ChangeOp::rename: cmd({"RENAME", *c.key, *c.to}); return;
-    case ChangeOp::flushall: cmd({"FLUSHALL"}); return;
+    case ChangeOp::flushall: cmd({"FLUSHDB"}); return;  // a store is one database
     case ChangeOp::multi: cmd({"MULTI"}); return;
     case ChangeOp::exec: cmd({"EXEC"}); return;
   }
@@ -170,7 +172,8 @@ struct LinkLimits {
 
 // Where a replica starts a link: the port it serves on (REPLCONF listening-port, which the
 // primary shows in INFO), what it already holds (PSYNC <replid> <offset + 1>: a replica that
-// was cut off asks to continue; "?" and -1 ask for a full sync) and the database it follows.
+// was cut off asks to continue; "?" and -1 ask for a full sync) and the database it follows
+// (one store) or in which the stream it continues stands (every database).
 struct LinkStart {
   int listening_port = 0;
   // The primary's requirepass (Redis's masterauth): AUTH after PING when not empty.
@@ -213,12 +216,17 @@ class ReplicaLink {
  public:
   enum class State : std::uint8_t { handshake, sync_header, sync_payload, streaming, failed };
 
+  // Follows database start.db of the primary into `store`.
   explicit ReplicaLink(Store& store, LinkLimits limits = {}, LinkStart start = {})
-      : store_(store), applier_(store, start.db), start_(std::move(start)) {
-    set_limits(limits);
-    replid_ = start_.replid;
-    offset_ = start_.offset;
-    send({"PING"});
+      : one_(&store), applier_(store, start.db), start_(std::move(start)) {
+    begin(limits);
+  }
+  // Follows every database: dbs[n] holds database n; the stream starts in database
+  // LinkStart::db (where the link it continues left it: selected_db()). The vector is the
+  // caller's; the stream's SWAPDB swaps two of its entries (StreamApplier).
+  explicit ReplicaLink(std::vector<Store*>& dbs, LinkLimits limits = {}, LinkStart start = {})
+      : dbs_(&dbs), applier_(dbs, start.db), start_(std::move(start)) {
+    begin(limits);
   }
 
   // New limits (CONFIG SET): from the next feed() on.
@@ -262,6 +270,9 @@ class ReplicaLink {
   // master_replid and slave_repl_offset); what a new link passes on in its LinkStart.
   const std::string& replid() const noexcept { return replid_; }
   std::int64_t offset() const noexcept { return offset_; }
+  // The database the stream last SELECTed: a link that continues this one (PSYNC +CONTINUE)
+  // starts there (LinkStart::db), as the primary does not select it again.
+  std::int64_t selected_db() const noexcept { return applier_.selected_db(); }
   // Whether the primary answered +CONTINUE (a partial resync, no RDB) rather than +FULLRESYNC.
   bool continued() const noexcept { return continued_; }
   // Bytes held for the primary: a reply line, the RDB so far, the stream's unparsed input and
@@ -453,7 +464,7 @@ class ReplicaLink {
     o.as = LoadAs::replica;
     o.skip_other_types = true;
     o.db = static_cast<std::uint64_t>(start_.db < 0 ? 0 : start_.db);
-    const auto r = load_rdb_bytes(store_, payload_, o);
+    const auto r = dbs_ != nullptr ? load_rdb_databases_bytes(*dbs_, payload_, o) : load_rdb_bytes(*one_, payload_, o);
     if (!r.ok()) {
       fail("the RDB does not load: " + r.error().message);
       return;
@@ -507,7 +518,15 @@ class ReplicaLink {
     }
   }
 
-  Store& store_;
+  void begin(const LinkLimits& limits) {
+    set_limits(limits);
+    replid_ = start_.replid;
+    offset_ = start_.offset;
+    send({"PING"});
+  }
+
+  Store* one_ = nullptr;                // ReplicaLink(store, ...)
+  std::vector<Store*>* dbs_ = nullptr;  // ReplicaLink(dbs, ...)
   StreamApplier<Store> applier_;
   LinkStart start_;
   LinkLimits limits_;
