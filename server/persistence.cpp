@@ -105,7 +105,7 @@ bool Server::load_data() {
     o.fsync = cfg_.appendfsync;
     o.name = cfg_.appendfilename;
     o.attach = false;  // the server's own feed (below) calls it
-    auto r = expiring::AppendLog<Store>::open(db(0), cfg_.dir, o);
+    auto r = expiring::AppendLog<Store>::open(dbs(), cfg_.dir, o);
     if (!r.ok()) {
       std::fprintf(stderr, "expiring-server: cannot open the append-only log in %s: %s\n", cfg_.dir.c_str(),
                    r.error().message.c_str());
@@ -126,8 +126,8 @@ bool Server::load_data() {
 
 void Server::on_change(const expiring::redis::ValueChange& c, std::size_t db) {
   if (c.op != expiring::ChangeOp::multi && c.op != expiring::ChangeOp::exec) ++dirty_;
-  if (aof_ && db == 0) aof_->on_change(c);
-  if (!replicas_.empty()) {
+  if (aof_) aof_->on_change(c, db);
+  if (streaming_) {  // (also while no replica is connected: one may continue from the backlog)
     record_.clear();
     expiring::redis::write_change(c, record_);
     to_replicas(db, record_);
@@ -243,16 +243,24 @@ void Server::add_persistence_commands() {
     return Reply::ok();
   };
   // SWAPDB changes no store (each keeps its keys and its feed) but which database each is:
-  // the replicas are sent the command itself, as Redis propagates it.
+  // the replicas are sent the command itself, as Redis propagates it, and the log records it.
   exec_.add_command("swapdb", 3, "write fast", [this](const Args& a, Session& s) {
     Reply r = exec_.run_builtin(a, s);
-    if (r.type() == Reply::Type::status && !replicas_.empty()) {
+    if (r.type() == Reply::Type::status && streaming_) {
       std::string record;
       Reply::write_array_header(record, 3);
       for (const std::string& x : a) expiring::redis::detail::put_bulk(record, x);
       add_to_stream(record.data(), record.size());
     }
-    if (r.type() == Reply::Type::status) ++dirty_;
+    if (r.type() == Reply::Type::status) {
+      ++dirty_;
+      if (aof_) {
+        std::int64_t x = 0, y = 0;
+        (void)expiring::redis::parse_int64(a[1], x);
+        (void)expiring::redis::parse_int64(a[2], y);
+        aof_->swapdb(static_cast<std::size_t>(x), static_cast<std::size_t>(y));
+      }
+    }
     return r;
   });
   exec_.add_command("replicaof", 3, "admin", replicaof);

@@ -158,6 +158,7 @@ void Server::attach_replica(Client& c, std::int64_t psync) {
   c.sync_unsent = c.out.size() - before;
   c.sync_allocated = c.out.allocated() - allocated_before;
   replicas_.insert(c.fd);
+  streaming_ = true;
   stream_db_ = -1;
   ++sync_full_;
   std::fprintf(stderr, "expiring-server: full sync of %llu keys (%zu bytes) to replica %d at offset %lld\n",

@@ -225,6 +225,9 @@ class Server {
   std::int64_t master_offset_ = 0;
   std::string backlog_;
   std::int64_t backlog_first_ = 1;  // the offset of backlog_[0]
+  // The stream is kept (and the backlog fed) from the first replica on, as Redis keeps its
+  // backlog once created: a replica cut off and reconnecting continues from it.
+  bool streaming_ = false;
   std::int64_t stream_db_ = -1;     // the database the stream last SELECTed; -1: none since a full sync
   std::uint64_t sync_full_ = 0, sync_partial_ok_ = 0, sync_partial_err_ = 0;
   // Replica side.

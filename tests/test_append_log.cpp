@@ -297,6 +297,99 @@ TEST_CASE("append log: a log dropped in the middle of a rewrite replays to the s
   for (const std::string& f : files) CHECK(f.find(".tmp") == std::string::npos);
 }
 
+TEST_CASE("append log: several databases replay each into its own, with SWAPDB, through rewrites", "[aof][databases]") {
+  for (const std::uint64_t seed : {4u, 5u}) {
+    CAPTURE(seed);
+    TempDir dir;
+    ManualClock clock{T0};
+    std::vector<Stored> expected;
+    std::vector<std::unique_ptr<Store>> owned;
+    std::vector<Store*> dbs;
+    for (int i = 0; i < 4; ++i) {
+      owned.push_back(std::make_unique<Store>(clock));
+      dbs.push_back(owned.back().get());
+    }
+    (void)dbs[3]->set("before", "the log");  // the first base holds it, in database 3
+    {
+      AppendLogOptions lo = always();
+      lo.rewrite_step_budget = std::chrono::microseconds(0);
+      auto r = Log::open(dbs, dir.path, lo);
+      REQUIRE(r.ok());
+      auto log = std::move(*r);
+      std::mt19937_64 rng(seed);
+      const auto swap = [&](std::size_t a, std::size_t b) {
+        std::swap(dbs[a], dbs[b]);
+        log->swapdb(a, b);
+      };
+      for (int round = 0; round < 6; ++round) {
+        for (int step = 0; step < 40; ++step) workload(*dbs[rng() % 4], clock, rng, 5, 30);
+        swap(rng() % 4, rng() % 4);
+        if (round % 2 == 1) {
+          REQUIRE(log->start_rewrite());
+          int steps = 0;
+          while (!log->rewrite_step()) {
+            REQUIRE(++steps < 100000);
+            workload(*dbs[rng() % 4], clock, rng, 3, 30);
+            if (steps == 2) swap(0, 2);  // mid-walk: the rewrite starts over
+          }
+        }
+        dbs[1]->clear();  // a FLUSHDB of one of them
+        (void)dbs[1]->set("after", "flush");
+      }
+      CHECK(log->stats().ok);
+      for (Store* d : dbs) expected.push_back(stored(*d));
+    }
+    std::vector<std::unique_ptr<Store>> fresh;
+    std::vector<Store*> back;
+    for (int i = 0; i < 4; ++i) {
+      fresh.push_back(std::make_unique<Store>(clock));
+      back.push_back(fresh.back().get());
+    }
+    auto r = Log::open(back, dir.path, always());
+    INFO(r.error().message);
+    REQUIRE(r.ok());
+    for (std::size_t i = 0; i < 4; ++i) {
+      CAPTURE(i);
+      CHECK(stored(*back[i]) == expected[i]);
+    }
+  }
+}
+
+TEST_CASE("append log: a log of several databases opens only with as many; one of one store opens as database 0",
+          "[aof][databases]") {
+  TempDir dir, single;
+  ManualClock clock{T0};
+  Store a(clock), b(clock), c(clock);
+  {
+    std::vector<Store*> dbs{&a, &b, &c};
+    auto log = Log::open(dbs, dir.path, always());
+    REQUIRE(log.ok());
+    (void)c.set("k", "in 2");
+    (void)a.set("k", "in 0");
+  }
+  {
+    Store one(clock);
+    (void)one.set("keep", "me");
+    CHECK(Log::open(one, dir.path, always()) == expiring::Errc::out_of_range);
+    std::vector<Store*> two{&a, &b};
+    CHECK(Log::open(two, dir.path, always()) == expiring::Errc::out_of_range);
+    CHECK(one.get("keep") != nullptr);  // nothing changed
+  }
+  {
+    Store one(clock);
+    auto log = open_log(one, single);
+    (void)one.set("old", "log");
+  }
+  Store x(clock), y(clock);
+  std::vector<Store*> dbs{&x, &y};
+  auto log = Log::open(dbs, single.path, always());
+  REQUIRE(log.ok());
+  CHECK(*x.get("old") == "log");
+  CHECK(y.size() == 0);
+  std::vector<Store*> same{&x, &x};
+  CHECK(Log::open(same, dir.path, always()) == expiring::Errc::out_of_range);
+}
+
 TEST_CASE("append log: a store with content starts its log with a base of it", "[aof]") {
   TempDir dir;
   ManualClock clock{T0};

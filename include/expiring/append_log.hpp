@@ -30,8 +30,16 @@
 // of the length u32][CRC-32C of the payload u32][payload].
 // A payload is an op byte, then: SET without TTL: key, value; SET with a deadline: the
 // deadline i64, key, value; PEXPIREAT: the deadline, key; PERSIST, DEL, UNLINK: key;
-// FLUSHALL, MULTI, EXEC: nothing (keys and values by Codec<K>, Codec<V>; integers
-// little-endian). docs/design/append_log.md has the bytes.
+// FLUSHALL (the store's clear), MULTI, EXEC: nothing; SELECT: a database i64; SWAPDB: two
+// databases i64 (keys and values by Codec<K>, Codec<V>; integers little-endian).
+// docs/design/append_log.md has the bytes.
+//
+// Several databases (a server's SELECT numbers, open(dbs, ...)): one log for all of them, as
+// Redis keeps one AOF. The stream of records says SELECT n before the first record of
+// database n, at the start of each file and wherever it changes; a SWAPDB is a record; a
+// rewrite writes each database after its SELECT. A replay puts each record in the store of
+// the database it names, and swaps the caller's vector where the log swapped. A SWAPDB during
+// a rewrite starts the rewrite over (its walk saw the databases in the old order).
 //
 // Every time is absolute (the feed's), and every record but PEXPIREAT and PERSIST sets a
 // key's whole state: the feed's KEEPTTL is written with the deadline it kept, and RENAME a b
@@ -200,6 +208,17 @@ class AppendLog {
   // a new, empty log (the store is left as it is and its content is written as the first
   // base). On an error the store is unchanged and no file is modified.
   static FileResult<std::unique_ptr<AppendLog>> open(Store& store, std::string dir, AppendLogOptions options = {});
+  // Several databases (a server's SELECT numbers): dbs[n] is database n's store, an
+  // ExpiringStore (not a store of shards). One log holds them all: a SELECT record comes
+  // before each database's records and a SWAPDB is a record of its own, so a replay puts every
+  // key back in its database (and replaces every store's content), and a rewrite walks the
+  // databases in order. The vector is the caller's: a replayed SWAPDB swaps two of its
+  // entries, and the caller that swaps two calls swapdb(). With `attach`, each store's feed is
+  // the log's; without, the caller's feed of database n calls on_change(c, n). A log written
+  // with one store opens as database 0 of several; one that has records of database n opens
+  // only with more than n databases (Errc::out_of_range otherwise, nothing changed).
+  static FileResult<std::unique_ptr<AppendLog>> open(std::vector<Store*>& dbs, std::string dir,
+                                                     AppendLogOptions options = {});
 
   // Writes what is buffered, fdatasyncs, stops the log's thread and detaches from the store.
   ~AppendLog();
@@ -208,7 +227,12 @@ class AppendLog {
 
   // The feed: the store calls it (set by open()); call it yourself from a feed of your own
   // when the store has other consumers too.
-  void on_change(const change_type& c) noexcept;
+  void on_change(const change_type& c) noexcept { on_change(c, 0); }
+  // The feed of database `db` (several databases).
+  void on_change(const change_type& c, std::size_t db) noexcept;
+  // SWAPDB a b (several databases), after the caller swapped the two entries of its vector:
+  // recorded; a rewrite in progress starts over (its walk saw the databases in another order).
+  void swapdb(std::size_t a, std::size_t b) noexcept;
 
   // Writes and fdatasyncs everything buffered now, whatever the policy. False on a failure.
   bool flush();
@@ -265,6 +289,8 @@ class AppendLog {
     std::string buf;
     std::uint64_t cursor = 0;
     std::size_t shard = 0;         // a store of shards: the one being walked
+    std::size_t db = 0;            // several databases: the one being walked
+    bool selected = false;         // ... and its SELECT is in the base
     std::uint64_t bytes = 0;
     bool walked = false;           // the walk is done; the base is being synced
     std::thread syncer;
@@ -273,8 +299,21 @@ class AppendLog {
     std::chrono::steady_clock::time_point started;
   };
 
-  AppendLog(Store& store, std::string dir, AppendLogOptions options)
-      : store_(store), dir_(std::move(dir)), options_(std::move(options)) {}
+  AppendLog(std::vector<Store*>* dbs, std::string dir, AppendLogOptions options)
+      : dbs_(dbs), dir_(std::move(dir)), options_(std::move(options)) {}
+
+  static FileResult<std::unique_ptr<AppendLog>> finish_open(std::unique_ptr<AppendLog> log);
+  // The store (one database), or database 0.
+  Store& store() const noexcept { return *(*dbs_)[0]; }
+  bool several() const noexcept { return dbs_ != &one_; }
+  std::size_t index_of(const Store* s) const noexcept {
+    std::size_t i = 0;
+    while (i < dbs_->size() && (*dbs_)[i] != s) ++i;
+    return i;
+  }
+  // A SELECT of `db` appended to `out` if the stream is in another database: 0 or 1 record.
+  std::size_t select(std::size_t db, std::string& out);
+  void cancel_rewrite();
 
   std::string path(const std::string& file) const { return dir_ + "/" + file; }
   std::string file_name(std::uint64_t seq, bool base) const {
@@ -300,7 +339,9 @@ class AppendLog {
   void remove_strays() const;
   bool is_log_file(const std::string& f, bool temporary) const;
 
-  Store& store_;
+  std::vector<Store*> one_;    // open(store): the one store
+  std::vector<Store*>* dbs_;   // &one_, or the caller's databases
+  std::int64_t last_db_ = -1;  // several: the database the current file's stream is in (-1: none yet)
   std::string dir_;
   AppendLogOptions options_;
   AppendLogInfo info_;
@@ -367,6 +408,8 @@ enum Op : unsigned char {
   kFlushall = 7,
   kMulti = 8,
   kExec = 9,
+  kSelect = 10,  // database i64: the records after it are that database's (several databases)
+  kSwapdb = 11,  // database i64, database i64: SWAPDB
 };
 
 inline void put_u32(char* p, std::uint32_t v) noexcept {
@@ -393,6 +436,16 @@ inline void seal(char* head, std::size_t len, std::uint32_t crc) noexcept {
 }
 // The same, the CRC computed from the payload's bytes.
 inline void seal(char* head, std::size_t len) noexcept { seal(head, len, detail::crc32c(head + kRecordHead, len)); }
+// A record of two numbers (SELECT, SWAPDB), appended whole to `out`.
+inline void append_numbers(std::string& out, Op op, std::int64_t a, std::int64_t b, bool two) {
+  const std::size_t start = out.size();
+  out.append(kRecordHead, '\0');
+  out.push_back(static_cast<char>(op));
+  codec::put_i64(out, a);
+  if (two) codec::put_i64(out, b);
+  seal(&out[start], out.size() - start - kRecordHead);
+}
+
 inline std::string header(bool base, std::int64_t created_ms) {
   std::string h(kMagic, sizeof kMagic);
   codec::put_le(h, kVersion, 2);
@@ -610,6 +663,8 @@ template <class K, class V>
 struct Parsed {
   ChangeRecord<K, V> rec;
   std::uint64_t end = 0;
+  unsigned char meta = 0;  // kSelect or kSwapdb (rec unused), else 0
+  std::int64_t a = 0, b = 0;
 };
 
 // Parses a whole file. On success every record is in `out` and `good_end` is where the last
@@ -683,10 +738,14 @@ std::optional<FileError> parse(const std::string& name, bool base, std::string_v
       case kFlushall: p.rec.op = ChangeOp::flushall; break;
       case kMulti: p.rec.op = ChangeOp::multi; break;
       case kExec: p.rec.op = ChangeOp::exec; break;
+      case kSelect: p.meta = op; ok = codec::get_i64(payload, p.a) && p.a >= 0; break;
+      case kSwapdb: p.meta = op; ok = codec::get_i64(payload, p.a) && codec::get_i64(payload, p.b) && p.a >= 0 && p.b >= 0; break;
       default: return error(Errc::corrupt_file, name, pos, "an unknown record type " + std::to_string(op));
     }
     if (!ok || !payload.empty()) return error(Errc::corrupt_file, name, pos, "a record that does not decode");
-    if (p.rec.op == ChangeOp::multi) {
+    if (p.meta != 0) {
+      // (not a store record)
+    } else if (p.rec.op == ChangeOp::multi) {
       if (multi) return error(Errc::corrupt_file, name, pos, "a MULTI inside a MULTI");
       multi = true;
       unit_start = out.size();
@@ -711,18 +770,39 @@ std::optional<FileError> parse(const std::string& name, bool base, std::string_v
 template <class Store>
 FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& store, std::string dir,
                                                                      AppendLogOptions options) {
+  std::unique_ptr<AppendLog> log(new AppendLog(nullptr, std::move(dir), std::move(options)));
+  log->one_.push_back(&store);
+  log->dbs_ = &log->one_;
+  return finish_open(std::move(log));
+}
+
+template <class Store>
+FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(std::vector<Store*>& dbs, std::string dir,
+                                                                     AppendLogOptions options) {
+  static_assert(!detail::is_sharded<Store>::value, "expiring::AppendLog: several databases of ExpiringStore only");
+  if (dbs.empty()) return FileError{Errc::out_of_range, 0, "append log: no database"};
+  for (std::size_t i = 0; i < dbs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (dbs[i] == nullptr || dbs[i] == dbs[j]) return FileError{Errc::out_of_range, 0, "append log: databases must be distinct stores"};
+    }
+  }
+  if (dbs[0] == nullptr) return FileError{Errc::out_of_range, 0, "append log: databases must be distinct stores"};
+  return finish_open(std::unique_ptr<AppendLog>(new AppendLog(&dbs, std::move(dir), std::move(options))));
+}
+
+template <class Store>
+FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::finish_open(std::unique_ptr<AppendLog> log) {
   namespace aof = detail::aof;
   // A name that is not a plain file name would put the log's files elsewhere than `dir`, or
   // make names that the manifest check then refuses: refused before any file is touched.
-  const std::string bad = log_name_problem(options.name);
+  const std::string bad = log_name_problem(log->options_.name);
   if (!bad.empty()) {
     std::string shown;
-    for (const char c : options.name.substr(0, 64)) {
+    for (const char c : log->options_.name.substr(0, 64)) {
       shown += static_cast<unsigned char>(c) < 0x20 || c == 0x7F ? '?' : c;
     }
     return FileError{Errc::out_of_range, 0, "append log: the name '" + shown + "' is refused: " + bad};
   }
-  std::unique_ptr<AppendLog> log(new AppendLog(store, std::move(dir), std::move(options)));
   const std::string manifest_name = log->options_.name + ".manifest";
   std::string manifest;
   int err = 0;
@@ -752,7 +832,9 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
     log->incrs_.push_back(log->file_name(1, false));
     if (!log->write_manifest(log->base_, log->incrs_)) return *log->failure();
     // What the store already holds becomes the next base, as a rewrite writes it.
-    if (store.size() != 0 && !log->rewrite()) return *log->failure();
+    bool empty = true;
+    for (const Store* d : *log->dbs_) empty = empty && d->size() == 0;
+    if (!empty && !log->rewrite()) return *log->failure();
   } else {
     // The whole manifest is checked (names, order, checksum) before any file it names is
     // opened, and so before anything can be removed.
@@ -778,7 +860,11 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::open(Store& stor
   }
   log->remove_strays();
   AppendLog* self = log.get();
-  if (log->options_.attach) {
+  Store& store = log->store();
+  if (log->options_.attach && log->several()) {
+    for (Store* d : *log->dbs_) d->set_change_feed([self, d](const change_type& c) { self->on_change(c, self->index_of(d)); });
+    log->attached_ = true;
+  } else if (log->options_.attach) {
     if constexpr (detail::is_sharded<Store>::value) {
       store.set_change_log(
           [self](const change_type& c, bool in_unit, std::string& out) { return self->encode_shared(c, in_unit, out); },
@@ -826,12 +912,22 @@ FileResult<bool> AppendLog<Store>::replay(const std::vector<std::pair<bool, std:
     ++info_.files;
     info_.bytes += data.size();
   }
+  // Every database a record names must exist (a log of several, opened with fewer).
+  for (const auto& p : records) {
+    if (p.meta == 0) continue;
+    const std::int64_t top = std::max(p.a, p.meta == aof::kSwapdb ? p.b : 0);
+    if (static_cast<std::uint64_t>(top) >= dbs_->size()) {
+      return aof::error(Errc::out_of_range, "replay", p.end,
+                        "a record of database " + std::to_string(top) + ", and the log was opened with " +
+                            std::to_string(dbs_->size()) + (dbs_->size() == 1 ? " database" : " databases"));
+    }
+  }
   // Everything was read and checked: the store takes the log's state.
   if (cut) {  // the last file, open as fd_ (O_APPEND: a write goes to the end ftruncate() left)
     if (cut->second < detail::aof::kHeaderBytes) {
       // Not even the header made it: write it again.
       int err = 0;
-      const std::string h = aof::header(false, store_.now_ms());
+      const std::string h = aof::header(false, store().now_ms());
       if (::ftruncate(fd_, 0) != 0 || !aof::write_all(fd_, h.data(), h.size(), err) || ::fsync(fd_) != 0) {
         return aof::error(Errc::io_error, cut->first, 0, "cannot rewrite the header");
       }
@@ -840,18 +936,38 @@ FileResult<bool> AppendLog<Store>::replay(const std::vector<std::pair<bool, std:
     }
   }
   std::optional<FileError> refused;
-  store_.as_one_unit([&] {
-    store_.clear();
-    for (auto& p : records) {
-      Result<bool> r = store_.apply(p.rec.view());
-      if (!r.ok()) {
-        refused = aof::error(r.error(), "replay", p.end, std::string("the store refused a record: ") + to_string(r.error()));
-        return;
-      }
-      ++info_.records;
-      p.rec = {};
+  const auto apply = [&](Store& to, aof::Parsed<key_type, mapped_type>& p) {
+    Result<bool> r = to.apply(p.rec.view());
+    if (!r.ok()) {
+      refused = aof::error(r.error(), "replay", p.end, std::string("the store refused a record: ") + to_string(r.error()));
+      return false;
     }
-  });
+    ++info_.records;
+    p.rec = {};
+    return true;
+  };
+  if (!several()) {
+    store().as_one_unit([&] {
+      store().clear();
+      for (auto& p : records) {
+        if (p.meta != 0) continue;  // (checked above: database 0 only)
+        if (!apply(store(), p)) return;
+      }
+    });
+  } else {
+    std::size_t db = 0;
+    for (Store* d : *dbs_) d->clear();
+    for (auto& p : records) {
+      if (p.meta == aof::kSelect) {
+        db = static_cast<std::size_t>(p.a);
+      } else if (p.meta == aof::kSwapdb) {
+        std::swap((*dbs_)[static_cast<std::size_t>(p.a)], (*dbs_)[static_cast<std::size_t>(p.b)]);
+        ++info_.records;
+      } else if (!apply(*(*dbs_)[db], p)) {
+        break;
+      }
+    }
+  }
   if (refused) return *refused;
   return true;
 }
@@ -908,7 +1024,7 @@ bool AppendLog<Store>::create_file(const std::string& file, bool base, int& fd, 
     fail("cannot create " + file, errno);
     return false;
   }
-  const std::string h = detail::aof::header(base, store_.now_ms());
+  const std::string h = detail::aof::header(base, store().now_ms());
   if (!detail::aof::write_all(fd, h.data(), h.size(), err) || detail::aof::sync_fd(fd) != 0) {
     fail("cannot write " + file, err != 0 ? err : errno);
     ::close(fd);
@@ -1048,12 +1164,13 @@ void AppendLog<Store>::append_whole(std::string& out, const key_type& k, const m
 }
 
 template <class Store>
-void AppendLog<Store>::on_change(const change_type& c) noexcept {
+void AppendLog<Store>::on_change(const change_type& c, std::size_t db) noexcept {
   if (!failure_.code_ok()) return;
   bool big = false;
   try {
     if (c.op == ChangeOp::multi) in_multi_ = true;
     if (in_multi_) {  // gathered until its EXEC, then into the buffer whole
+      scratch_records_ += select(db, scratch_);
       scratch_records_ += encode(c, true, scratch_);
       if (c.op != ChangeOp::exec) return;
       in_multi_ = false;
@@ -1064,7 +1181,7 @@ void AppendLog<Store>::on_change(const change_type& c) noexcept {
       scratch_records_ = 0;
     } else {  // a unit of one record: straight into the buffer
       std::lock_guard<detail::ShardLock> g(buf_mu_);
-      const std::size_t n = encode(c, false, buf_);
+      const std::size_t n = select(db, buf_) + encode(c, false, buf_);
       big = close_unit(c.seq, n);
     }
   } catch (...) {  // an allocation or a codec: the log can no longer be trusted
@@ -1072,6 +1189,45 @@ void AppendLog<Store>::on_change(const change_type& c) noexcept {
     return;
   }
   end_unit(big);
+}
+
+template <class Store>
+std::size_t AppendLog<Store>::select(std::size_t db, std::string& out) {
+  if (!several() || static_cast<std::int64_t>(db) == last_db_) return 0;
+  detail::aof::append_numbers(out, detail::aof::kSelect, static_cast<std::int64_t>(db), 0, false);
+  last_db_ = static_cast<std::int64_t>(db);
+  return 1;
+}
+
+template <class Store>
+void AppendLog<Store>::swapdb(std::size_t a, std::size_t b) noexcept {
+  if (!failure_.code_ok() || !several()) return;
+  bool big = false;
+  try {
+    std::lock_guard<detail::ShardLock> g(buf_mu_);
+    detail::aof::append_numbers(buf_, detail::aof::kSwapdb, static_cast<std::int64_t>(a), static_cast<std::int64_t>(b), true);
+    big = close_unit(appended_seq_, 1);
+  } catch (...) {
+    failure_.set(FileError{Errc::io_error, 0, "append log: a record could not be encoded"});
+    return;
+  }
+  end_unit(big);
+  // A walk that saw the databases in the old order would put keys in the wrong one: the
+  // rewrite starts over, after the SWAPDB record (which stays in the incr file before it).
+  if (rw_) {
+    cancel_rewrite();
+    (void)start_rewrite();
+  }
+}
+
+template <class Store>
+void AppendLog<Store>::cancel_rewrite() {
+  if (rw_->syncer.joinable()) rw_->syncer.join();
+  if (rw_->fd >= 0) ::close(rw_->fd);
+  ::unlink(rw_->tmp_path.c_str());
+  rw_.reset();
+  std::lock_guard<std::mutex> g(mu_);
+  ++stats_.rewrite_restarts;
 }
 
 // Under buf_mu_: a whole unit of `records` records, up to the stream's record `seq`, is in the
@@ -1090,7 +1246,7 @@ void AppendLog<Store>::after_call(std::uint64_t seq) {
     return;
   }
   bool due = write_due_.load(std::memory_order_relaxed) && write_due_.exchange(false, std::memory_order_relaxed);
-  if constexpr (detail::is_sharded<Store>::value) due = store_.take_log_due() || due;
+  if constexpr (detail::is_sharded<Store>::value) due = store().take_log_due() || due;
   // Unless a write is running (the log's thread's, which drains the same buffers): a writer
   // of the store does not wait behind it.
   if (due) (void)write_out(false, /*wait=*/false);
@@ -1135,7 +1291,7 @@ bool AppendLog<Store>::write_out(bool sync, bool wait) {
     }
     if constexpr (detail::is_sharded<Store>::value) {  // the shards' buffers, in stream order
       if (attached_) {
-        const std::pair<std::size_t, std::uint64_t> d = store_.drain_log(out);
+        const std::pair<std::size_t, std::uint64_t> d = store().drain_log(out);
         drained = d.first;
         covered = std::max(covered, d.second);
       }
@@ -1237,7 +1393,9 @@ AppendLogStats AppendLog<Store>::stats() const {
 
 template <class Store>
 AppendLog<Store>::~AppendLog() {
-  if (attached_) store_.set_change_feed({});
+  if (attached_) {
+    for (Store* d : *dbs_) d->set_change_feed({});
+  }
   if (rw_) {
     if (rw_->syncer.joinable()) rw_->syncer.join();
     if (rw_->fd >= 0) ::close(rw_->fd);
@@ -1285,6 +1443,7 @@ bool AppendLog<Store>::start_rewrite() {
     ::close(fd_);
     fd_ = fd;
   }
+  last_db_ = -1;  // the new incr file's first record says its database
   {
     std::lock_guard<std::mutex> g(mu_);
     stats_.incr_bytes = size;
@@ -1302,7 +1461,7 @@ bool AppendLog<Store>::start_rewrite() {
     rw_.reset();
     return false;
   }
-  rw_->buf = detail::aof::header(true, store_.now_ms());
+  rw_->buf = detail::aof::header(true, store().now_ms());
   return true;
 }
 
@@ -1331,7 +1490,7 @@ bool AppendLog<Store>::rewrite_step() {
     for (;;) {
       bool done = false;
       if constexpr (detail::is_sharded<Store>::value) {
-        const std::uint64_t next = store_.scan_stored(rw.shard, rw.cursor, 64, put);
+        const std::uint64_t next = store().scan_stored(rw.shard, rw.cursor, 64, put);
         if (next == Store::kRestarted) {  // this shard rehashed: walk it again (see the design)
           rw.cursor = 0;
           std::lock_guard<std::mutex> g(mu_);
@@ -1339,22 +1498,32 @@ bool AppendLog<Store>::rewrite_step() {
           continue;
         }
         rw.cursor = next;
-        if (next == 0) done = ++rw.shard == store_.shard_count();
+        if (next == 0) done = ++rw.shard == store().shard_count();
       } else {
-        const std::uint64_t next = store_.scan_stored(rw.cursor, 64, put);
+        // Database after database (several: each after its SELECT).
+        if (several() && !rw.selected) {
+          aof::append_numbers(out, aof::kSelect, static_cast<std::int64_t>(rw.db), 0, false);
+          rw.selected = true;
+        }
+        const std::uint64_t next = (*dbs_)[rw.db]->scan_stored(rw.cursor, 64, put);
         if (next == Store::kRestarted) {  // a rehash moved entries: walk again, from an empty base
-          out = aof::header(true, store_.now_ms());
+          out = aof::header(true, store().now_ms());
           rw.bytes = 0;
           if (::ftruncate(rw.fd, 0) != 0 || ::lseek(rw.fd, 0, SEEK_SET) != 0) {
             return abandon("cannot truncate the new base", errno);
           }
           rw.cursor = 0;
+          rw.db = 0;
+          rw.selected = false;
           std::lock_guard<std::mutex> g(mu_);
           ++stats_.rewrite_restarts;
           continue;
         }
         rw.cursor = next;
-        done = next == 0;
+        if (next == 0) {
+          rw.selected = false;
+          done = ++rw.db == dbs_->size();
+        }
       }
       if (out.size() >= (1u << 16) || done) {
         int err = 0;

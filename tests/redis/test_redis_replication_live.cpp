@@ -9,7 +9,8 @@
 //   * redis-server as REPLICAOF expiring-server: the same workload on expiring-server, a cut
 //     connection continued from the backlog, and the primary restarted from its log (a new
 //     replication ID: a full sync).
-// Each time the two hold the same keys, values and exact PEXPIRETIMEs once the replica's
+// The workload uses databases 0, 1 and 5 (SELECT, MOVE, SWAPDB, COPY ... DB). Each time the
+// two hold the same keys, values and exact PEXPIRETIMEs in each database once the replica's
 // offset has reached the primary's (INFO replication: master_repl_offset against
 // slave_repl_offset). Keys of the types expiring-server does not hold (a list) are skipped by
 // it and left out of the comparison. Skipped when redis-server is not installed.
@@ -101,12 +102,23 @@ std::map<std::string, std::string> keyspace(Conn& c, bool field_ttls = false) {
 // expiring-server does not hold; `field_ttls`: Redis 7.4's field TTL commands too, which
 // redis-server 7.0 does not have). A TTL is either short (at most 400 ms: past by settle()) or
 // long (a minute or more: not past while the two are compared).
-void workload(Conn& c, std::mt19937_64& rng, int ops, bool lists, bool field_ttls = false) {
+// The databases the workload of several databases uses.
+const std::vector<std::string> kDbs = {"0", "1", "5"};
+
+void workload(Conn& c, std::mt19937_64& rng, int ops, bool lists, bool field_ttls = false, bool databases = false) {
   const auto key = [&] { return "k" + std::to_string(rng() % 200); };
   const auto hkey = [&] { return "h" + std::to_string(rng() % 40); };
   const auto ms = [&](int lo, int hi) { return std::to_string(lo + static_cast<int>(rng() % static_cast<unsigned>(hi - lo))); };
   const auto field = [&] { return "f" + std::to_string(rng() % 8); };
   for (int i = 0; i < ops; ++i) {
+    if (databases) {  // SELECT, MOVE and SWAPDB among databases 0, 1 and 5
+      const std::uint64_t d = rng() % 200;
+      if (d < 4) (void)c.call({"SELECT", kDbs[rng() % kDbs.size()]});
+      if (d == 4 || d == 5) (void)c.call({"MOVE", key(), kDbs[rng() % kDbs.size()]});
+      if (d == 6) (void)c.call({"MOVE", hkey(), kDbs[rng() % kDbs.size()]});
+      if (d == 7) (void)c.call({"SWAPDB", kDbs[rng() % kDbs.size()], kDbs[rng() % kDbs.size()]});
+      if (d == 8) (void)c.call({"COPY", key(), key(), "DB", kDbs[rng() % kDbs.size()], "REPLACE"});
+    }
     switch (rng() % (field_ttls ? 21 : 16)) {
       case 0: (void)c.call({"SET", key(), "v" + std::to_string(i)}); break;
       case 1: (void)c.call({"SET", key(), "t" + std::to_string(i), "PX", ms(20, 400)}); break;  // expires soon
@@ -197,10 +209,17 @@ bool caught_up(expiring::Replica<Replicated>& replica, const std::string& offset
 }
 
 template <class Replica>
-void settle(Conn& primary, Replica& replica) {
+void settle(Conn& primary, Replica& replica, bool databases = false) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // Reading every key makes the primary delete the stale ones (and send DEL).
-  (void)keyspace(primary);
+  if (databases) {
+    for (const std::string& db : kDbs) {
+      REQUIRE(primary.call({"SELECT", db}).str() == "OK");
+      (void)keyspace(primary);
+    }
+  } else {
+    (void)keyspace(primary);
+  }
   REQUIRE(primary.call({"DEBUG", "SET-ACTIVE-EXPIRE", "0"}).str() == "OK");
   REQUIRE(eventually([&] {
     const std::string want = info(primary, "master_repl_offset");
@@ -227,6 +246,31 @@ void check_same(Conn& primary, Replica& replica, bool field_ttls = false) {
   CHECK(differ == 0);
 }
 
+// Each of the databases, primary against replica (two servers); each connection is left in
+// database 0.
+void check_same_databases(Conn& primary, Conn& replica) {
+  std::size_t keys = 0;
+  for (const std::string& db : kDbs) {
+    CAPTURE(db);
+    REQUIRE(primary.call({"SELECT", db}).str() == "OK");
+    REQUIRE(replica.call({"SELECT", db}).str() == "OK");
+    const auto p = keyspace(primary), r = keyspace(replica);
+    keys += p.size();
+    CHECK(r.size() == p.size());
+    std::size_t differ = 0;
+    for (const auto& [k, v] : p) {
+      const auto it = r.find(k);
+      if ((it == r.end() || it->second != v) && ++differ <= 5) {
+        UNSCOPED_INFO("key " << k << ": primary " << v << ", replica " << (it == r.end() ? "(none)" : it->second));
+      }
+    }
+    CHECK(differ == 0);
+  }
+  CHECK(keys > 50);
+  REQUIRE(primary.call({"SELECT", "0"}).str() == "OK");
+  REQUIRE(replica.call({"SELECT", "0"}).str() == "OK");
+}
+
 }  // namespace
 
 TEST_CASE("replication live: expiring-server follows redis-server through syncs, a cut link and a restart",
@@ -240,27 +284,27 @@ TEST_CASE("replication live: expiring-server follows redis-server through syncs,
     REQUIRE(p.call({"CONFIG", "SET", "repl-diskless-sync", diskless ? "yes" : "no"}).str() == "OK");
     REQUIRE(p.call({"CONFIG", "SET", "repl-diskless-sync-delay", "0"}).str() == "OK");
     std::mt19937_64 rng(diskless ? 1 : 2);
-    workload(p, rng, 3000, true);
+    workload(p, rng, 3000, true, false, true);
     live::RespServer ours;
     Conn r(ours.port());
     REQUIRE(r.call({"REPLICAOF", "127.0.0.1", std::to_string(redis->port())}).str() == "OK");
     // Writes during the sync and after it; evictions too (a memory limit the workload exceeds).
-    workload(p, rng, 2000, true);
+    workload(p, rng, 2000, true, false, true);
     REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }));
     evictions(p, rng, true);
-    settle(p, r);
-    check_same(p, r);
+    settle(p, r, true);
+    check_same_databases(p, r);
     CHECK(info(r, "master_syncs") == "1");
     CHECK(std::stoll(info(r, "master_stream_skipped")) > 0);  // the list's commands
 
     // A cut connection: the replica continues from its offset.
     REQUIRE(p.call({"DEBUG", "SET-ACTIVE-EXPIRE", "1"}).str() == "OK");
     REQUIRE(p.call({"CLIENT", "KILL", "TYPE", "replica"}).integer() == 1);
-    workload(p, rng, 1000, true);
+    workload(p, rng, 1000, true, false, true);
     REQUIRE(eventually([&] { return info(r, "master_partial_syncs") == "1"; }));
-    workload(p, rng, 1000, true);
-    settle(p, r);
-    check_same(p, r);
+    workload(p, rng, 1000, true, false, true);
+    settle(p, r, true);
+    check_same_databases(p, r);
     CHECK(info(r, "master_syncs") == "1");  // no second full sync
 
     CHECK(redistext::info_field(p.call({"INFO", "stats"}).str(), "sync_partial_ok") == "1");
@@ -272,9 +316,9 @@ TEST_CASE("replication live: expiring-server follows redis-server through syncs,
     redis->restart();
     Conn p2(redis->port());
     REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }, 30000));
-    workload(p2, rng, 1000, true);
-    settle(p2, r);
-    check_same(p2, r);
+    workload(p2, rng, 1000, true, false, true);
+    settle(p2, r, true);
+    check_same_databases(p2, r);
   }
 }
 
@@ -288,25 +332,25 @@ TEST_CASE("replication live: redis-server follows expiring-server through syncs,
   auto ours = std::make_unique<live::RespServer>(pargs);
   Conn p(ours->port());
   std::mt19937_64 rng(3);
-  workload(p, rng, 3000, false);
+  workload(p, rng, 3000, false, false, true);
   live::RedisServer redis(*server);
   Conn r(redis.port());
   REQUIRE(r.call({"REPLICAOF", "127.0.0.1", std::to_string(pport)}).str() == "OK");
-  workload(p, rng, 2000, false);
+  workload(p, rng, 2000, false, false, true);
   REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }));
   // Evictions on the primary travel as DEL.
   evictions(p, rng, false);
-  settle(p, r);
-  check_same(p, r);
+  settle(p, r, true);
+  check_same_databases(p, r);
 
   // A cut connection: redis-server continues from the backlog.
   REQUIRE(p.call({"DEBUG", "SET-ACTIVE-EXPIRE", "1"}).str() == "OK");
   REQUIRE(r.call({"CLIENT", "KILL", "TYPE", "master"}).integer() == 1);
-  workload(p, rng, 1000, false);
+  workload(p, rng, 1000, false, false, true);
   REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }));
-  workload(p, rng, 1000, false);
-  settle(p, r);
-  check_same(p, r);
+  workload(p, rng, 1000, false, false, true);
+  settle(p, r, true);
+  check_same_databases(p, r);
   CHECK(redistext::info_field(p.call({"INFO", "stats"}).str(), "sync_full") == "1");
   CHECK(redistext::info_field(p.call({"INFO", "stats"}).str(), "sync_partial_ok") == "1");
 
@@ -316,9 +360,9 @@ TEST_CASE("replication live: redis-server follows expiring-server through syncs,
   ours = std::make_unique<live::RespServer>(pargs);
   Conn p2(ours->port());
   REQUIRE(eventually([&] { return info(r, "master_link_status") == "up"; }, 30000));
-  workload(p2, rng, 1000, false);
-  settle(p2, r);
-  check_same(p2, r);
+  workload(p2, rng, 1000, false, false, true);
+  settle(p2, r, true);
+  check_same_databases(p2, r);
 }
 
 // ---- The in-process replica (replica.hpp) ----------------------------------------------------
