@@ -341,6 +341,25 @@ TEST_CASE("dump live: DUMP payloads move between redis-server and expiring-serve
   CHECK(e.call({"EXISTS", "fresh"}).integer() == r.call({"EXISTS", "fresh"}).integer());
 }
 
+namespace {
+
+// Databases 3 and 15 as the test below fills them (the connection is left in database 0).
+void check_databases(Conn& c, const std::string& key0) {
+  const std::string ks = c.call({"INFO", "keyspace"}).str();
+  CHECK(redistext::info_field(ks, "db3").rfind("keys=2,expires=1,", 0) == 0);
+  CHECK(redistext::info_field(ks, "db15").rfind("keys=2,expires=1,", 0) == 0);
+  for (const std::string db : {"3", "15"}) {
+    REQUIRE(c.call({"SELECT", db}).str() == "OK");
+    const Reply v = c.call({"HGET", "only-" + db, "f"});
+    CHECK(v.str() == db);
+    CHECK(c.call({"GET", key0}).str() == "in " + db);
+    CHECK(c.call({"PTTL", key0}).integer() > 3000000);
+  }
+  REQUIRE(c.call({"SELECT", "0"}).str() == "OK");
+}
+
+}  // namespace
+
 TEST_CASE("rdb live: expiring-server starts on redis-server's dump.rdb, and redis-server on its SAVE", "[redis][live][rdb]") {
   const auto server = live::redis_server_path();
   if (!server) EXPIRING_SKIP("redis-server is not installed");
@@ -356,6 +375,13 @@ TEST_CASE("rdb live: expiring-server starts on redis-server's dump.rdb, and redi
       want.push_back(contents(r, k));
       deadlines.push_back(r.call({"PEXPIRETIME", k}).integer());
     }
+    // Databases 3 and 15 too, each with a key of its own and one named as in database 0.
+    for (const char* db : {"3", "15"}) {
+      REQUIRE(r.call({"SELECT", db}).str() == "OK");
+      REQUIRE(r.call({"SET", keys[0], std::string("in ") + db, "PX", "3600000"}).str() == "OK");
+      REQUIRE(r.call({"HSET", std::string("only-") + db, "f", db}).integer() == 1);
+    }
+    REQUIRE(r.call({"SELECT", "0"}).str() == "OK");
     REQUIRE(r.call({"SAVE"}).str() == "OK");
     std::ifstream f(redis.dir() + "/dump.rdb", std::ios::binary);
     rdb.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
@@ -385,6 +411,7 @@ TEST_CASE("rdb live: expiring-server starts on redis-server's dump.rdb, and redi
       CHECK(contents(e, keys[i]) == want[i]);
       CHECK(e.call({"PEXPIRETIME", keys[i]}).integer() == deadlines[i]);
     }
+    check_databases(e, keys[0]);
     REQUIRE(e.call({"SAVE"}).str() == "OK");
     std::ifstream f(dir + "/dump.rdb", std::ios::binary);
     saved.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
@@ -398,4 +425,5 @@ TEST_CASE("rdb live: expiring-server starts on redis-server's dump.rdb, and redi
     CHECK(contents(r, keys[i]) == want[i]);
     CHECK(r.call({"PEXPIRETIME", keys[i]}).integer() == deadlines[i]);
   }
+  check_databases(r, keys[0]);
 }
