@@ -121,27 +121,74 @@ bool Server::load_data() {
     Store* const store = s.get();
     store->set_change_feed([this, store](const expiring::redis::ValueChange& c) { on_change(c, db_of(store)); });
   }
+  exec_.set_transaction_hook([this](bool begin) { on_transaction(begin); });
   return true;
 }
 
 void Server::on_change(const expiring::redis::ValueChange& c, std::size_t db) {
-  if (c.op != expiring::ChangeOp::multi && c.op != expiring::ChangeOp::exec) ++dirty_;
-  if (aof_) aof_->on_change(c, db);
+  const bool unit_mark = c.op == expiring::ChangeOp::multi || c.op == expiring::ChangeOp::exec;
+  if (!unit_mark) ++dirty_;
+  if (in_transaction_ && unit_mark) return;  // a store's own unit inside EXEC: EXEC is the unit
+  if (aof_) {
+    if (in_transaction_ && !tx_logged_) {
+      expiring::redis::ValueChange m;
+      m.op = expiring::ChangeOp::multi;
+      aof_->on_change(m, db);
+      tx_logged_ = true;
+    }
+    aof_->on_change(c, db);
+  }
   if (streaming_) {  // (also while no replica is connected: one may continue from the backlog)
     record_.clear();
     expiring::redis::write_change(c, record_);
-    to_replicas(db, record_);
+    emit(static_cast<std::int64_t>(db), record_);
   }
 }
 
-void Server::to_replicas(std::size_t db, const std::string& record) {
-  if (stream_db_ != static_cast<std::int64_t>(db)) {  // (and after a full sync, as Redis)
+// EXEC's commands as one unit, as Redis 7 propagates a transaction: MULTI ... EXEC around
+// them when they made more than one record, the record alone when one, nothing when none.
+void Server::on_transaction(bool begin) {
+  if (begin) {
+    in_transaction_ = true;
+    return;
+  }
+  in_transaction_ = false;
+  if (tx_logged_) {
+    expiring::redis::ValueChange e;
+    e.op = expiring::ChangeOp::exec;
+    aof_->on_change(e, 0);
+    tx_logged_ = false;
+  }
+  std::vector<std::pair<std::int64_t, std::string>> held;
+  held.swap(tx_records_);
+  if (held.size() > 1) {
+    static const std::string kMulti = "*1\r\n$5\r\nMULTI\r\n";
+    to_replicas(held.front().first, kMulti);
+  }
+  for (const auto& [db, record] : held) to_replicas(db, record);
+  if (held.size() > 1) {
+    static const std::string kExec = "*1\r\n$4\r\nEXEC\r\n";
+    to_replicas(-1, kExec);
+  }
+}
+
+// A record for the stream: held while EXEC runs, else sent (`db` -1: of no database).
+void Server::emit(std::int64_t db, const std::string& record) {
+  if (in_transaction_) {
+    tx_records_.emplace_back(db, record);
+    return;
+  }
+  to_replicas(db, record);
+}
+
+void Server::to_replicas(std::int64_t db, const std::string& record) {
+  if (db >= 0 && stream_db_ != db) {  // (and after a full sync, as Redis)
     std::string select;
     expiring::redis::Reply::write_array_header(select, 2);
     expiring::redis::detail::put_bulk(select, "SELECT");
     expiring::redis::detail::put_bulk(select, std::to_string(db));
     add_to_stream(select.data(), select.size());
-    stream_db_ = static_cast<std::int64_t>(db);
+    stream_db_ = db;
   }
   add_to_stream(record.data(), record.size());
 }
@@ -250,7 +297,7 @@ void Server::add_persistence_commands() {
       std::string record;
       Reply::write_array_header(record, 3);
       for (const std::string& x : a) expiring::redis::detail::put_bulk(record, x);
-      add_to_stream(record.data(), record.size());
+      emit(-1, record);
     }
     if (r.type() == Reply::Type::status) {
       ++dirty_;

@@ -165,9 +165,11 @@ class Server {
   std::optional<std::string> save_snapshot();
   bool load_data();
   void on_change(const expiring::redis::ValueChange& c, std::size_t db);
+  void on_transaction(bool begin);
+  void emit(std::int64_t db, const std::string& record);
   // A record of the stream to the replicas (a RESP command), after a SELECT of `db` if the
-  // stream is in another database.
-  void to_replicas(std::size_t db, const std::string& record);
+  // stream is in another database (-1: a record of no database).
+  void to_replicas(std::int64_t db, const std::string& record);
   void persistence_before_sleep();
   void add_persistence_commands();
 
@@ -228,6 +230,11 @@ class Server {
   // The stream is kept (and the backlog fed) from the first replica on, as Redis keeps its
   // backlog once created: a replica cut off and reconnecting continues from it.
   bool streaming_ = false;
+  // EXEC running: its records held for the stream (database, bytes), and whether the log has
+  // been sent its MULTI.
+  bool in_transaction_ = false;
+  bool tx_logged_ = false;
+  std::vector<std::pair<std::int64_t, std::string>> tx_records_;
   std::int64_t stream_db_ = -1;     // the database the stream last SELECTed; -1: none since a full sync
   std::uint64_t sync_full_ = 0, sync_partial_ok_ = 0, sync_partial_err_ = 0;
   // Replica side.

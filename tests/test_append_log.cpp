@@ -355,7 +355,7 @@ TEST_CASE("append log: several databases replay each into its own, with SWAPDB, 
   }
 }
 
-TEST_CASE("append log: a log of several databases opens only with as many; one of one store opens as database 0",
+TEST_CASE("append log: a log of several databases opens only with as many and one of one store opens as database 0",
           "[aof][databases]") {
   TempDir dir, single;
   ManualClock clock{T0};

@@ -231,7 +231,8 @@ class AppendLog {
   // The feed of database `db` (several databases).
   void on_change(const change_type& c, std::size_t db) noexcept;
   // SWAPDB a b (several databases), after the caller swapped the two entries of its vector:
-  // recorded; a rewrite in progress starts over (its walk saw the databases in another order).
+  // recorded; a rewrite in progress starts over (its walk saw the databases in another order),
+  // or, inside a unit of changes, is abandoned.
   void swapdb(std::size_t a, std::size_t b) noexcept;
 
   // Writes and fdatasyncs everything buffered now, whatever the policy. False on a failure.
@@ -1204,19 +1205,25 @@ void AppendLog<Store>::swapdb(std::size_t a, std::size_t b) noexcept {
   if (!failure_.code_ok() || !several()) return;
   bool big = false;
   try {
-    std::lock_guard<detail::ShardLock> g(buf_mu_);
-    detail::aof::append_numbers(buf_, detail::aof::kSwapdb, static_cast<std::int64_t>(a), static_cast<std::int64_t>(b), true);
-    big = close_unit(appended_seq_, 1);
+    if (in_multi_) {  // inside a unit of the caller's (a transaction): in its place there
+      detail::aof::append_numbers(scratch_, detail::aof::kSwapdb, static_cast<std::int64_t>(a), static_cast<std::int64_t>(b), true);
+      ++scratch_records_;
+    } else {
+      std::lock_guard<detail::ShardLock> g(buf_mu_);
+      detail::aof::append_numbers(buf_, detail::aof::kSwapdb, static_cast<std::int64_t>(a), static_cast<std::int64_t>(b), true);
+      big = close_unit(appended_seq_, 1);
+    }
   } catch (...) {
     failure_.set(FileError{Errc::io_error, 0, "append log: a record could not be encoded"});
     return;
   }
-  end_unit(big);
+  if (!in_multi_) end_unit(big);
   // A walk that saw the databases in the old order would put keys in the wrong one: the
-  // rewrite starts over, after the SWAPDB record (which stays in the incr file before it).
+  // rewrite starts over, after the SWAPDB record (which stays in the incr file before it);
+  // inside a unit it cannot start (it would split the unit), and is abandoned.
   if (rw_) {
     cancel_rewrite();
-    (void)start_rewrite();
+    if (!in_multi_) (void)start_rewrite();
   }
 }
 

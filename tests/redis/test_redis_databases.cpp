@@ -148,7 +148,7 @@ TEST_CASE("databases: COPY ... DB copies across databases, REPLACE or not", "[re
   CHECK(f.R({"GET", "a"}) == B("2"));  // the source stays
 }
 
-TEST_CASE("databases: FLUSHDB empties one, FLUSHALL all; INFO stats sum them", "[redis][databases]") {
+TEST_CASE("databases: FLUSHDB empties one and FLUSHALL all while INFO stats sum them", "[redis][databases]") {
   Fx f;
   for (const char* db : {"0", "1", "2"}) {
     CHECK(f.R({"SELECT", db}) == OK);

@@ -151,7 +151,12 @@ Reply CommandExecutor<Clock>::cmd_swapdb(const Args& a, Session& s) {
   }
   const auto n = static_cast<std::int64_t>(dbs_.size());
   if (x < 0 || x >= n || y < 0 || y >= n) return Reply::error("ERR DB index is out of range");
-  std::swap(dbs_[static_cast<std::size_t>(x)], dbs_[static_cast<std::size_t>(y)]);
+  const auto ux = static_cast<std::size_t>(x), uy = static_cast<std::size_t>(y);
+  if (ux != uy) {
+    touch_database(ux, dbs_[uy]);
+    touch_database(uy, dbs_[ux]);
+  }
+  std::swap(dbs_[ux], dbs_[uy]);
   select(s);
   return ok();
 }
@@ -184,12 +189,16 @@ template <class Clock>
 Reply CommandExecutor<Clock>::cmd_dbsize(const Args&, Session&) { return Reply::integer(static_cast<std::int64_t>(store_->size())); }
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_flush(const Args& a, Session&) {
+Reply CommandExecutor<Clock>::cmd_flush(const Args& a, Session& s) {
   if (a.size() > 2) return syntax_error();
   if (a.size() == 2 && !detail::is_opt(a[1], "sync") && !detail::is_opt(a[1], "async")) return syntax_error();
   if (detail::is_opt(a[0], "flushall")) {
-    for (store_type* d : dbs_) d->clear();
+    for (std::size_t i = 0; i < dbs_.size(); ++i) {
+      touch_database(i, nullptr);
+      dbs_[i]->clear();
+    }
   } else {
+    touch_database(s.db < dbs_.size() ? s.db : 0, nullptr);
     store_->clear();
   }
   return ok();

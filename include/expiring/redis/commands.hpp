@@ -82,6 +82,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -110,7 +111,18 @@ enum class Action : std::uint8_t {
   shutdown,  // SHUTDOWN: stop the server (no reply is sent)
 };
 
-// Per-connection state a command can read or change.
+struct Session;
+
+namespace detail {
+// Where a session's WATCHed keys are registered (an executor): told when the session goes.
+struct WatchRegistry {
+  void* owner;
+  void (*forget)(void* owner, Session& s) noexcept;
+};
+}  // namespace detail
+
+// Per-connection state a command can read or change. Not copyable: the executor keeps a
+// pointer to a session that WATCHes keys, until it unwatches them or is destroyed.
 struct Session {
   std::uint64_t id = 0;          // client id (HELLO reports it)
   Action action = Action::none;  // set by QUIT and SHUTDOWN
@@ -120,6 +132,29 @@ struct Session {
   // with ParserLimits::authenticated false.
   bool authenticated = true;
   std::size_t db = 0;  // the database SELECT chose
+
+  // MULTI ... EXEC (cmd_transactions.hpp): the queued commands and their bytes; whether one was
+  // refused while queuing (EXEC answers EXECABORT) or a watched key changed (EXEC answers nil).
+  bool in_multi = false;
+  bool multi_dirty = false;
+  bool watch_dirty = false;
+  bool queued_denyoom = false;  // a queued command may grow memory
+  std::vector<std::vector<std::string>> queued;
+  std::size_t queued_bytes = 0;
+  struct Watched {
+    std::size_t db;
+    std::string key;
+    bool stale;  // stored but past its deadline when watched (Redis's watchedKey.expired)
+  };
+  std::vector<Watched> watched;
+  const detail::WatchRegistry* watch_registry = nullptr;  // set while `watched` is not empty
+
+  Session() = default;
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session() {
+    if (watch_registry != nullptr) watch_registry->forget(watch_registry->owner, *this);
+  }
 };
 
 // One class of client-output-buffer-limit: a client whose output buffer reaches `hard`
@@ -336,6 +371,22 @@ class CommandExecutor {
     start_ms_ = store_->now_ms();
   }
 
+  ~CommandExecutor() {
+    for (auto& entry : watchers_) {
+      for (Session* s : entry.second) s->watch_registry = nullptr;
+    }
+    for (store_type* d : dbs_) {
+      if (listening_) d->set_listener({});
+    }
+  }
+  CommandExecutor(const CommandExecutor&) = delete;
+  CommandExecutor& operator=(const CommandExecutor&) = delete;
+
+  // Called around the commands EXEC runs (true before the first, false after the last), for a
+  // server that propagates a transaction as one unit (MULTI ... EXEC in its stream).
+  using TransactionHook = std::function<void(bool begin)>;
+  void set_transaction_hook(TransactionHook hook) { transaction_hook_ = std::move(hook); }
+
   // A command the executor does not implement itself, added by a server (SAVE, BGSAVE,
   // REPLICAOF, ...: what needs files, processes or sockets). It takes precedence over a
   // built-in command of the same name; run_builtin() reaches the built-in one.
@@ -381,6 +432,9 @@ class CommandExecutor {
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) return std::move(*refused);
     }
+    if (session.in_multi) {
+      if (std::optional<Reply> queued = queue_in_multi(argv, session)) return std::move(*queued);
+    }
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) return std::move(*r);
     }
@@ -394,6 +448,12 @@ class CommandExecutor {
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) {
         refused->write_resp(out);
+        return;
+      }
+    }
+    if (session.in_multi) {
+      if (std::optional<Reply> queued = queue_in_multi(argv, session)) {
+        queued->write_resp(out);
         return;
       }
     }
@@ -520,7 +580,7 @@ class CommandExecutor {
       early = arity_error(spec.name);
       return nullptr;
     }
-    if (store_->options().maxmemory != 0) {
+    if (store_->options().maxmemory != 0 && !in_exec_) {  // (EXEC checked for all its commands)
       const bool out_of_memory = !memory_check();
       if (out_of_memory && denyoom_[it->second]) {
         early = oom_error();
@@ -647,6 +707,12 @@ class CommandExecutor {
   Reply cmd_hello(const Args& a, Session& s);
   Reply cmd_select(const Args& a, Session&);
   Reply cmd_swapdb(const Args& a, Session&);
+  // ==== Transactions (cmd_transactions.hpp) ====
+  Reply cmd_multi(const Args& a, Session& s);
+  Reply cmd_discard(const Args& a, Session& s);
+  void write_exec(const Args& a, Session& s, OutputBuffer& out);
+  Reply cmd_watch(const Args& a, Session& s);
+  Reply cmd_unwatch(const Args& a, Session& s);
   Reply cmd_time(const Args&, Session&);
   Reply cmd_dbsize(const Args&, Session&);
   Reply cmd_flush(const Args& a, Session&);
@@ -868,6 +934,11 @@ class CommandExecutor {
         {"auth", -2, &E::cmd_auth, "fast", 0, 0, 0},
         {"select", 2, &E::cmd_select, "fast", 0, 0, 0},
         {"swapdb", 3, &E::cmd_swapdb, "write fast", 0, 0, 0},
+        {"multi", 1, &E::cmd_multi, "noscript loading stale fast allow_busy", 0, 0, 0},
+        {"exec", 1, nullptr, "noscript loading stale skip_slowlog", 0, 0, 0, &E::write_exec},
+        {"discard", 1, &E::cmd_discard, "noscript loading stale fast allow_busy", 0, 0, 0},
+        {"watch", -2, &E::cmd_watch, "noscript loading stale fast allow_busy", 1, -1, 1},
+        {"unwatch", 1, &E::cmd_unwatch, "noscript loading stale fast allow_busy", 0, 0, 0},
         {"time", 1, &E::cmd_time, "fast", 0, 0, 0},
         {"dbsize", 1, &E::cmd_dbsize, "readonly fast", 0, 0, 0},
         {"flushdb", -1, &E::cmd_flush, "write", 0, 0, 0},
@@ -947,9 +1018,26 @@ class CommandExecutor {
     return t;
   }
 
+  // ---- Transactions (cmd_transactions.hpp) ----
+  std::optional<Reply> queue_in_multi(const Args& argv, Session& s);
+  void end_transaction(Session& s);
+  void unwatch_all(Session& s);
+  bool watched_key_expired(const Session& s) const;
+  void touch(std::size_t db, const std::string& key, bool deletion);
+  void touch_database(std::size_t db, const store_type* replaced_with);
+  void update_listeners();
+  static void forget(void* self, Session& s) noexcept;
+
   std::vector<store_type*> dbs_;  // dbs_[n]: database n
   store_type* store_;             // the current command's database
   std::size_t external_ = 0;      // set_external_memory()
+  // WATCHed keys: (database, key) -> the sessions watching it; the stores' listener is set
+  // while it is not empty.
+  std::map<std::pair<std::size_t, std::string>, std::vector<Session*>> watchers_;
+  bool listening_ = false;
+  bool in_exec_ = false;
+  const detail::WatchRegistry registry_{this, &CommandExecutor::forget};
+  TransactionHook transaction_hook_;
   CommandOptions options_;
   InfoHook info_hook_;
   std::vector<std::pair<std::string, std::string>> extra_configs_;
@@ -969,5 +1057,6 @@ class CommandExecutor {
 #include "cmd_server.hpp"
 #include "cmd_strings.hpp"
 #include "cmd_keyspace.hpp"
+#include "cmd_transactions.hpp"
 #include "cmd_expiry.hpp"
 #include "cmd_hashes.hpp"
