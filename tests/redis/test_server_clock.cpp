@@ -74,3 +74,30 @@ TEST_CASE("server clock: --clock system refuses to be moved", "[redis][live][ser
   CHECK(ttl > 90'000);
   CHECK(ttl <= 100'000);
 }
+
+// semantics.md D37: the commands of a transaction all run at EXEC's instant, so a key set
+// with a deadline 2 ms ahead inside it is alive for the last command, tens of milliseconds of
+// work later, and expires after.
+TEST_CASE("server clock: time stands still inside EXEC", "[redis][live][server][clock][multi]") {
+  live::RespServer server;
+  live::Conn c(server.port());
+  REQUIRE(c.call({"MULTI"}).str() == "OK");
+  REQUIRE(c.call({"SET", "k", "v", "PX", "2"}).str() == "QUEUED");
+  constexpr int kWork = 50'000;  // far more than 2 ms of work on any machine
+  std::string pipeline;
+  for (int i = 0; i < kWork; ++i) pipeline += live::encode({"INCR", "counter"});
+  c.send_raw(pipeline);
+  for (int i = 0; i < kWork; ++i) REQUIRE(c.read_reply_bytes() == "+QUEUED\r\n");
+  REQUIRE(c.call({"GET", "k"}).str() == "QUEUED");
+  REQUIRE(c.call({"PTTL", "k"}).str() == "QUEUED");
+  const auto started = std::chrono::steady_clock::now();
+  const expiring::redis::Reply r = c.call({"EXEC"});
+  const auto took = std::chrono::steady_clock::now() - started;
+  REQUIRE(r.elements().size() == static_cast<std::size_t>(kWork) + 3);
+  INFO("EXEC took " << std::chrono::duration_cast<std::chrono::microseconds>(took).count() << " us");
+  CHECK(r.elements()[static_cast<std::size_t>(kWork) + 1].str() == "v");
+  CHECK(r.elements()[static_cast<std::size_t>(kWork) + 2].integer() == 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  CHECK(c.call({"GET", "k"}).type() == expiring::redis::Reply::Type::nil);
+  CHECK(c.call({"GET", "counter"}).str() == std::to_string(kWork));
+}
