@@ -161,7 +161,9 @@ bool Server::open() {
   exec_.add_config("appendfsync", expiring::to_string(cfg_.appendfsync));
   exec_.add_config("appendfilename", cfg_.appendfilename);
   exec_.set_info_hook([this](std::string_view section, std::string& out) { info(section, out); });
+  exec_.set_push_hook([this](expiring::redis::Session& s) { on_push(*static_cast<Client*>(s.owner)); });
   add_persistence_commands();
+  add_client_command();
   if (!cfg_.replicaof_host.empty()) start_replication(cfg_.replicaof_host, cfg_.replicaof_port);
   return true;
 }
@@ -367,6 +369,16 @@ void Server::accept_clients() {
     auto c = std::make_unique<Client>();
     c->fd = fd;
     c->session.id = ++next_client_id_;
+    c->session.push = &c->out;  // pub/sub messages and keyspace notifications
+    c->session.owner = c.get();
+    c->created_ms = c->last_ms = steady_ms();
+    sockaddr_in peer{};
+    socklen_t len = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 && peer.sin_family == AF_INET) {
+      char ip[INET_ADDRSTRLEN] = "?";
+      ::inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof ip);
+      c->addr = std::string(ip) + ":" + std::to_string(ntohs(peer.sin_port));
+    }
     exec_.open_session(c->session);
     c->parser.set_limits(parser_limits(*c));
     add_fd(fd, EPOLLIN);
@@ -404,7 +416,20 @@ expiring::redis::ParserLimits Server::parser_limits(const Client& c) const {
 // A replica's connection is limited by the replica class (Redis's client-output-buffer-limit
 // replica: 256 MB hard, 64 MB over 60 s soft), every other client by the normal one.
 const OutputBufferLimit& Server::output_limit(const Client& c) const {
-  return exec_.options().client_output_buffer_limit[replicas_.count(c.fd) != 0 ? 1 : 0];
+  const int cls = replicas_.count(c.fd) != 0 ? 1 : c.session.subscribed() ? 2 : 0;  // normal, replica, pubsub
+  return exec_.options().client_output_buffer_limit[cls];
+}
+
+// A message for a client that did not ask (another's PUBLISH, a keyspace notification): sent
+// with the replies, under the pubsub class's output limit.
+void Server::on_push(Client& c) {
+  if (c.closing) return;
+  account(c);
+  if (over_output_limit(c)) {
+    output_limit_reached(c);
+    return;
+  }
+  pending_.push_back(c.fd);
 }
 std::size_t Server::pause_threshold() const {
   const OutputBufferLimit& l = normal_limit();
@@ -527,6 +552,8 @@ void Server::process(Client& c) {
       Reply::error("READONLY You can't write against a read only replica.").write_resp(c.out);
     } else {
       sync_clock();  // one reading per command
+      c.last_ms = steady_ms();
+      c.last_command = expiring::redis::detail::lowercase(c.argv[0].substr(0, 32));
       exec_.execute_into(c.argv, c.session, c.out);
     }
     // AUTH lifts the bounds of an unauthenticated client from its next request on.
@@ -704,6 +731,160 @@ void Server::info(std::string_view section, std::string& out) {
     line("client_query_buffer_limit_disconnections", std::to_string(query_limit_disconnections_));
     line("client_output_buffer_limit_disconnections", std::to_string(output_limit_disconnections_));
   }
+}
+
+}  // namespace expiring::server
+
+namespace expiring::server {
+
+// ---- CLIENT LIST, INFO and KILL (the rest of CLIENT is the command layer's) ----
+
+// One client as Redis 7.0's CLIENT LIST prints it (the fields a tool reads; the memory ones are
+// this server's buffers).
+std::string Server::client_line(const Client& c) const {
+  const std::int64_t now = steady_ms();
+  std::string flags;
+  if (replicas_.count(c.fd) != 0) flags += 'S';
+  if (c.session.subscribed()) flags += 'P';
+  if (c.session.in_multi) flags += 'x';
+  if (c.closing || c.close_after_write) flags += 'A';
+  if (flags.empty()) flags = "N";
+  const auto n = [](std::uint64_t v) { return std::to_string(v); };
+  std::string l = "id=" + n(c.session.id) + " addr=" + c.addr + " laddr=127.0.0.1:" + std::to_string(port_) +
+                  " fd=" + std::to_string(c.fd) + " name=" + c.session.name + " age=" + n(static_cast<std::uint64_t>((now - c.created_ms) / 1000)) +
+                  " idle=" + n(static_cast<std::uint64_t>((now - c.last_ms) / 1000)) + " flags=" + flags +
+                  " db=" + n(c.session.db) + " sub=" + n(c.session.channels.size()) + " psub=" + n(c.session.patterns.size()) +
+                  " ssub=0 multi=" + (c.session.in_multi ? n(c.session.queued.size()) : std::string("-1")) +
+                  " qbuf=" + n(c.parser.buffered_bytes()) + " qbuf-free=0 argv-mem=" + n(c.argv_bytes) +
+                  " multi-mem=" + n(c.session.queued_bytes) + " rbs=" + n(kReadChunk) + " rbp=0 obl=0 oll=" + n(c.out.blocks()) +
+                  " omem=" + n(c.out.allocated()) + " tot-mem=" + n(c.counted) + " events=" + (c.reading ? "r" : "") +
+                  (c.want_write ? "w" : "") + " cmd=" + (c.last_command.empty() ? "NULL" : c.last_command) +
+                  " user=default redir=-1 resp=2\n";
+  return l;
+}
+
+void Server::add_client_command() {
+  using Args = Executor::Args;
+  using expiring::redis::detail::iequals;
+  exec_.add_command("client", -2, "admin noscript loading stale", [this](const Args& a, expiring::redis::Session& s) {
+    Client* self = static_cast<Client*>(s.owner);
+    if (iequals(a[1], "list")) {
+      // CLIENT LIST [TYPE normal|master|replica|slave|pubsub] [ID id ...]
+      std::string type;
+      std::vector<std::uint64_t> ids;
+      for (std::size_t i = 2; i < a.size(); ++i) {
+        if (iequals(a[i], "type") && i + 1 < a.size()) {
+          type = expiring::redis::detail::lowercase(a[++i]);
+          if (type != "normal" && type != "master" && type != "replica" && type != "slave" && type != "pubsub") {
+            return Reply::error("ERR Unknown client type '" + a[i] + "'");
+          }
+        } else if (iequals(a[i], "id") && i + 1 < a.size()) {
+          for (++i; i < a.size(); ++i) {
+            std::int64_t id = 0;
+            if (!expiring::redis::parse_int64(a[i], id) || id <= 0) return Reply::error("ERR Invalid client ID");
+            ids.push_back(static_cast<std::uint64_t>(id));
+          }
+        } else {
+          return Reply::error("ERR syntax error");
+        }
+      }
+      std::vector<const Client*> all;
+      for (const auto& kv : clients_) all.push_back(kv.second.get());
+      std::sort(all.begin(), all.end(), [](const Client* x, const Client* y) { return x->session.id < y->session.id; });
+      std::string out;
+      for (const Client* c : all) {
+        if (!ids.empty() && std::find(ids.begin(), ids.end(), c->session.id) == ids.end()) continue;
+        if (!type.empty() && client_type(*c) != (type == "slave" ? "replica" : type)) continue;
+        out += client_line(*c);
+      }
+      return Reply::bulk(std::move(out));
+    }
+    if (iequals(a[1], "info") && a.size() == 2 && self != nullptr) return Reply::bulk(client_line(*self));
+    if (iequals(a[1], "kill")) return client_kill(a, self);
+    return exec_.run_builtin(a, s);
+  });
+}
+
+std::string Server::client_type(const Client& c) const {
+  if (replicas_.count(c.fd) != 0) return "replica";
+  if (c.session.subscribed()) return "pubsub";
+  return "normal";
+}
+
+// CLIENT KILL ip:port (+OK), or CLIENT KILL [ID id] [TYPE type] [ADDR ip:port] [LADDR ip:port]
+// [SKIPME yes|no] [USER name] [MAXAGE s] (how many).
+Reply Server::client_kill(const std::vector<std::string>& a, Client* self) {
+  using expiring::redis::detail::iequals;
+  if (a.size() == 3) {  // the old form
+    for (auto& kv : clients_) {
+      Client& c = *kv.second;
+      if (c.addr != a[2]) continue;
+      if (&c == self) {
+        c.close_after_write = true;
+      } else {
+        close_async(c);
+      }
+      return Reply::ok();
+    }
+    return Reply::error("ERR No such client");
+  }
+  if (a.size() % 2 != 0) return Reply::error("ERR syntax error");
+  std::optional<std::uint64_t> id;
+  std::string type, addr, laddr, user;
+  bool skipme = true;
+  std::int64_t maxage = 0;
+  for (std::size_t i = 2; i + 1 < a.size(); i += 2) {
+    const std::string& v = a[i + 1];
+    std::int64_t n = 0;
+    if (iequals(a[i], "id")) {
+      if (!expiring::redis::parse_int64(v, n) || n <= 0) return Reply::error("ERR client-id should be greater than 0");
+      id = static_cast<std::uint64_t>(n);
+    } else if (iequals(a[i], "type")) {
+      type = expiring::redis::detail::lowercase(v);
+      if (type == "slave") type = "replica";
+      if (type != "normal" && type != "master" && type != "replica" && type != "pubsub") {
+        return Reply::error("ERR Unknown client type '" + v + "'");
+      }
+    } else if (iequals(a[i], "addr")) {
+      addr = v;
+    } else if (iequals(a[i], "laddr")) {
+      laddr = v;
+    } else if (iequals(a[i], "user")) {
+      user = v;
+    } else if (iequals(a[i], "skipme")) {
+      if (iequals(v, "yes")) {
+        skipme = true;
+      } else if (iequals(v, "no")) {
+        skipme = false;
+      } else {
+        return Reply::error("ERR syntax error");
+      }
+    } else if (iequals(a[i], "maxage")) {
+      if (!expiring::redis::parse_int64(v, maxage)) return Reply::error("ERR syntax error");
+    } else {
+      return Reply::error("ERR syntax error");
+    }
+  }
+  const std::int64_t now = steady_ms();
+  std::int64_t killed = 0;
+  for (auto& kv : clients_) {
+    Client& c = *kv.second;
+    if (c.closing) continue;
+    if (id && c.session.id != *id) continue;
+    if (!type.empty() && client_type(c) != type) continue;
+    if (!addr.empty() && c.addr != addr) continue;
+    if (!laddr.empty() && laddr != "127.0.0.1:" + std::to_string(port_)) continue;
+    if (!user.empty() && user != "default") continue;
+    if (maxage > 0 && (now - c.created_ms) / 1000 < maxage) continue;
+    if (&c == self && skipme) continue;
+    ++killed;
+    if (&c == self) {
+      c.close_after_write = true;
+    } else {
+      close_async(c);
+    }
+  }
+  return Reply::integer(killed);
 }
 
 }  // namespace expiring::server

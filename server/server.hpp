@@ -86,6 +86,10 @@ struct Client {
   // bytes, and what its blocks hold allocated until they are all sent.
   std::size_t sync_unsent = 0;
   std::size_t sync_allocated = 0;
+  // CLIENT LIST: the peer's address, when it connected and last ran a command, that command.
+  std::string addr = "?";
+  std::int64_t created_ms = 0, last_ms = 0;
+  std::string last_command;
   // A replica's REPLCONF listening-port, and its last REPLCONF ACK (offset, when).
   int replica_port = 0;
   std::int64_t ack_offset = 0;
@@ -141,6 +145,12 @@ class Server {
   void close_async(Client& c);
   void output_limit_reached(Client& c);
   void client_cron();
+  void on_push(Client& c);
+  // CLIENT LIST, INFO and KILL (the rest of CLIENT is the command layer's).
+  void add_client_command();
+  std::string client_line(const Client& c) const;
+  std::string client_type(const Client& c) const;
+  expiring::redis::Reply client_kill(const std::vector<std::string>& a, Client* self);
   const OutputBufferLimit& normal_limit() const { return exec_.options().client_output_buffer_limit[0]; }
   void read_client(Client& c);
   void process(Client& c);

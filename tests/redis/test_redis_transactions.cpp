@@ -285,5 +285,5 @@ TEST_CASE("transactions: a session that goes while watching leaves nothing behin
   CHECK(f.B({"SET", "k", "v"}) == OK);  // touches no session
   CHECK(f.A({"WATCH", "k"}) == OK);
   f.ex.reset();  // the executor goes first: the session forgets it
-  CHECK(f.a.watch_registry == nullptr);
+  CHECK(f.a.registry == nullptr);
 }

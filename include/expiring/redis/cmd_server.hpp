@@ -405,6 +405,7 @@ auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> 
   }
   v.push_back({"client-output-buffer-limit", obl});
   v.push_back({"requirepass", options_.requirepass});
+  v.push_back({"notify-keyspace-events", notify_flags_string(notify_flags_)});
   v.push_back({"repl-timeout", std::to_string(options_.repl_timeout)});
   v.push_back({"repl-ping-replica-period", std::to_string(options_.repl_ping_replica_period)});
   v.push_back({"repl-backlog-size", std::to_string(options_.repl_backlog_size)});
@@ -558,6 +559,9 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       if (!why.empty()) return config_set_failed(p.name, why);
     } else if (p.param == Param::requirepass) {
       // Any string, as Redis's default user password (a NUL included).
+    } else if (p.param == Param::notify_keyspace_events) {
+      c.number = parse_notify_flags(*c.arg);
+      if (c.number < 0) return config_set_failed(p.name, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.");
     } else if (p.param == Param::policy) {
       bool found = false;
       std::string names;
@@ -604,6 +608,10 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
         for (int k = 0; k < 3; ++k) options_.client_output_buffer_limit[k] = c.limits[k];
         break;
       case Param::requirepass: options_.requirepass = *c.arg; break;
+      case Param::notify_keyspace_events:
+        notify_flags_ = static_cast<int>(c.number);
+        update_listeners();
+        break;
       case Param::repl_timeout: options_.repl_timeout = c.number; break;
       case Param::repl_ping_period: options_.repl_ping_replica_period = c.number; break;
       case Param::repl_backlog_size: options_.repl_backlog_size = static_cast<std::size_t>(c.bytes); break;

@@ -118,7 +118,7 @@ Reply CommandExecutor<Clock>::cmd_watch(const Args& a, Session& s) {
     s.watched.push_back(Session::Watched{s.db, a[i], stale});
     watchers_[{s.db, a[i]}].push_back(&s);
   }
-  s.watch_registry = &registry_;
+  s.registry = &registry_;
   update_listeners();
   return ok();
 }
@@ -153,7 +153,7 @@ void CommandExecutor<Clock>::unwatch_all(Session& s) {
     if (v.empty()) watchers_.erase(it);
   }
   s.watched.clear();
-  s.watch_registry = nullptr;
+  if (!s.subscribed()) s.registry = nullptr;
   update_listeners();
 }
 
@@ -220,10 +220,11 @@ void CommandExecutor<Clock>::touch_database(std::size_t db, const store_type* re
   }
 }
 
-// The stores' listener is set while some key is watched, and removed when none is.
+// The stores' listener is set while some key is watched or keyspace notifications are on,
+// and removed otherwise.
 template <class Clock>
 void CommandExecutor<Clock>::update_listeners() {
-  const bool want = !watchers_.empty();
+  const bool want = !watchers_.empty() || (notify_flags_ & (kNotifyKeyspace | kNotifyKeyevent)) != 0;
   if (want == listening_) return;
   listening_ = want;
   for (store_type* d : dbs_) {
@@ -236,18 +237,23 @@ void CommandExecutor<Clock>::update_listeners() {
       while (db < dbs_.size() && dbs_[db] != d) ++db;
       const bool deletion = e.cause == KeyEventCause::del || e.cause == KeyEventCause::expired ||
                             e.cause == KeyEventCause::evicted;
-      touch(db, e.key, deletion);
+      if (!watchers_.empty()) touch(db, e.key, deletion);
+      if (notify_flags_ != 0) notify(db, e);
     });
   }
 }
 
-// A session destroyed while it watches (its connection closed).
+// A session destroyed while it watches or subscribes (its connection closed).
 template <class Clock>
 void CommandExecutor<Clock>::forget(void* self, Session& s) noexcept {
+  auto* e = static_cast<CommandExecutor*>(self);
   try {
-    static_cast<CommandExecutor*>(self)->unwatch_all(s);
+    while (!s.channels.empty()) e->unsubscribe(s, std::string(s.channels.back()), false);
+    while (!s.patterns.empty()) e->unsubscribe(s, std::string(s.patterns.back()), true);
+    e->unwatch_all(s);
   } catch (...) {  // (removing entries and a listener allocates nothing)
   }
+  s.registry = nullptr;
 }
 
 }  // namespace expiring::redis

@@ -114,7 +114,8 @@ enum class Action : std::uint8_t {
 struct Session;
 
 namespace detail {
-// Where a session's WATCHed keys are registered (an executor): told when the session goes.
+// Where a session's WATCHed keys and subscriptions are registered (an executor): told when the
+// session goes.
 struct WatchRegistry {
   void* owner;
   void (*forget)(void* owner, Session& s) noexcept;
@@ -122,7 +123,7 @@ struct WatchRegistry {
 }  // namespace detail
 
 // Per-connection state a command can read or change. Not copyable: the executor keeps a
-// pointer to a session that WATCHes keys, until it unwatches them or is destroyed.
+// pointer to a session that WATCHes keys or subscribes, until it stops or is destroyed.
 struct Session {
   std::uint64_t id = 0;          // client id (HELLO reports it)
   Action action = Action::none;  // set by QUIT and SHUTDOWN
@@ -147,13 +148,23 @@ struct Session {
     bool stale;  // stored but past its deadline when watched (Redis's watchedKey.expired)
   };
   std::vector<Watched> watched;
-  const detail::WatchRegistry* watch_registry = nullptr;  // set while `watched` is not empty
+  // Publish/subscribe (cmd_pubsub.hpp): the channels and patterns subscribed to, and where
+  // messages go (the server's output buffer of the connection; none: not delivered).
+  std::vector<std::string> channels, patterns;
+  OutputBuffer* push = nullptr;
+  void* owner = nullptr;  // the server's, for its push hook
+  // CLIENT SETNAME; CLIENT REPLY OFF, and SKIP (the next command's reply).
+  std::string name;
+  bool reply_off = false;
+  bool reply_skip = false;
+  const detail::WatchRegistry* registry = nullptr;  // set while watching or subscribed
+  bool subscribed() const noexcept { return !channels.empty() || !patterns.empty(); }
 
   Session() = default;
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
   ~Session() {
-    if (watch_registry != nullptr) watch_registry->forget(watch_registry->owner, *this);
+    if (registry != nullptr) registry->forget(registry->owner, *this);
   }
 };
 
@@ -373,7 +384,12 @@ class CommandExecutor {
 
   ~CommandExecutor() {
     for (auto& entry : watchers_) {
-      for (Session* s : entry.second) s->watch_registry = nullptr;
+      for (Session* s : entry.second) s->registry = nullptr;
+    }
+    for (auto* m : {&channels_, &patterns_}) {
+      for (auto& entry : *m) {
+        for (Session* s : entry.second) s->registry = nullptr;
+      }
     }
     for (store_type* d : dbs_) {
       if (listening_) d->set_listener({});
@@ -386,6 +402,12 @@ class CommandExecutor {
   // server that propagates a transaction as one unit (MULTI ... EXEC in its stream).
   using TransactionHook = std::function<void(bool begin)>;
   void set_transaction_hook(TransactionHook hook) { transaction_hook_ = std::move(hook); }
+  // Called after a message was appended to a session's push buffer (Session::push) by another
+  // session's PUBLISH or by a keyspace notification (cmd_pubsub.hpp): the server sends it.
+  using PushHook = std::function<void(Session& to)>;
+  void set_push_hook(PushHook hook) { push_hook_ = std::move(hook); }
+  // Publishes as PUBLISH does (a server's own messages); how many sessions received it.
+  std::size_t publish(const std::string& channel, const std::string& message);
 
   // A command the executor does not implement itself, added by a server (SAVE, BGSAVE,
   // REPLICAOF, ...: what needs files, processes or sockets). It takes precedence over a
@@ -432,9 +454,13 @@ class CommandExecutor {
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) return std::move(*refused);
     }
+    if (session.subscribed()) {
+      if (std::optional<Reply> refused = subscribed_mode(argv, session)) return std::move(*refused);
+    }
     if (session.in_multi) {
       if (std::optional<Reply> queued = queue_in_multi(argv, session)) return std::move(*queued);
     }
+    if (notify_flags_ != 0) command_ = detail::lowercase(argv[0]);
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) return std::move(*r);
     }
@@ -443,10 +469,28 @@ class CommandExecutor {
   // Runs one command and appends its reply's RESP encoding to `out`, the client's output
   // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
   // write them straight from the store into `out`, so a large reply is never held twice.
-  void execute_into(const Args& argv, Session& session, OutputBuffer& out) {
+  void execute_into(const Args& argv, Session& session, OutputBuffer& into) {
+    // CLIENT REPLY OFF or SKIP: the reply is written and dropped.
+    const bool reply_command = argv.size() == 3 && detail::is_opt(argv[0], "client") && detail::is_opt(argv[1], "reply");
+    bool silent = (session.reply_off || session.reply_skip) && !in_exec_;
+    if (!in_exec_) session.reply_skip = false;
+    if (reply_command) silent = !detail::is_opt(argv[2], "on");
+    // (Subscribing is answered as messages are: Redis's CLIENT_PUSHING bypasses REPLY OFF.)
+    if (silent && (detail::is_opt(argv[0], "subscribe") || detail::is_opt(argv[0], "psubscribe") ||
+                   detail::is_opt(argv[0], "unsubscribe") || detail::is_opt(argv[0], "punsubscribe"))) {
+      silent = false;
+    }
+    if (silent) discard_.clear();
+    OutputBuffer& out = silent ? discard_ : into;
     select(session);
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) {
+        refused->write_resp(out);
+        return;
+      }
+    }
+    if (session.subscribed()) {
+      if (std::optional<Reply> refused = subscribed_mode(argv, session)) {
         refused->write_resp(out);
         return;
       }
@@ -457,6 +501,7 @@ class CommandExecutor {
         return;
       }
     }
+    if (notify_flags_ != 0) command_ = detail::lowercase(argv[0]);
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) {
         r->write_resp(out);
@@ -588,6 +633,7 @@ class CommandExecutor {
       }
     }
     ++commands_processed_;
+    if ((notify_flags_ & kNotifyNew) != 0) note_absent_keys(spec, argv);
     return &spec;
   }
 
@@ -713,6 +759,12 @@ class CommandExecutor {
   void write_exec(const Args& a, Session& s, OutputBuffer& out);
   Reply cmd_watch(const Args& a, Session& s);
   Reply cmd_unwatch(const Args& a, Session& s);
+  // ==== Publish/subscribe, CLIENT (cmd_pubsub.hpp) ====
+  void write_subscribe(const Args& a, Session& s, OutputBuffer& out);
+  void write_unsubscribe(const Args& a, Session& s, OutputBuffer& out);
+  Reply cmd_publish(const Args& a, Session&);
+  Reply cmd_pubsub(const Args& a, Session&);
+  Reply cmd_client(const Args& a, Session& s);
   Reply cmd_time(const Args&, Session&);
   Reply cmd_dbsize(const Args&, Session&);
   Reply cmd_flush(const Args& a, Session&);
@@ -734,7 +786,7 @@ class CommandExecutor {
   enum class Param : std::uint8_t {
     hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time,
     proto_max_bulk_len, query_buffer_limit, output_buffer_limit, requirepass, repl_timeout, repl_ping_period,
-    repl_backlog_size,
+    repl_backlog_size, notify_keyspace_events,
   };
   struct ParamSpec {
     const char* name;
@@ -758,6 +810,7 @@ class CommandExecutor {
       {"client-query-buffer-limit", Param::query_buffer_limit, kMinBufferLimit, kInt64Max},
       {"client-output-buffer-limit", Param::output_buffer_limit, 0, 0},
       {"requirepass", Param::requirepass, 0, 0},
+      {"notify-keyspace-events", Param::notify_keyspace_events, 0, 0},
       {"repl-timeout", Param::repl_timeout, 1, kIntMax},
       {"repl-ping-replica-period", Param::repl_ping_period, 1, kIntMax},
       {"repl-ping-slave-period", Param::repl_ping_period, 1, kIntMax},
@@ -939,6 +992,13 @@ class CommandExecutor {
         {"discard", 1, &E::cmd_discard, "noscript loading stale fast allow_busy", 0, 0, 0},
         {"watch", -2, &E::cmd_watch, "noscript loading stale fast allow_busy", 1, -1, 1},
         {"unwatch", 1, &E::cmd_unwatch, "noscript loading stale fast allow_busy", 0, 0, 0},
+        {"subscribe", -2, nullptr, "pubsub noscript loading stale", 0, 0, 0, &E::write_subscribe},
+        {"psubscribe", -2, nullptr, "pubsub noscript loading stale", 0, 0, 0, &E::write_subscribe},
+        {"unsubscribe", -1, nullptr, "pubsub noscript loading stale", 0, 0, 0, &E::write_unsubscribe},
+        {"punsubscribe", -1, nullptr, "pubsub noscript loading stale", 0, 0, 0, &E::write_unsubscribe},
+        {"publish", 3, &E::cmd_publish, "pubsub loading stale fast may_replicate", 0, 0, 0},
+        {"pubsub", -2, &E::cmd_pubsub, "pubsub loading stale", 0, 0, 0},
+        {"client", -2, &E::cmd_client, "admin noscript loading stale", 0, 0, 0},
         {"time", 1, &E::cmd_time, "fast", 0, 0, 0},
         {"dbsize", 1, &E::cmd_dbsize, "readonly fast", 0, 0, 0},
         {"flushdb", -1, &E::cmd_flush, "write", 0, 0, 0},
@@ -1028,6 +1088,22 @@ class CommandExecutor {
   void update_listeners();
   static void forget(void* self, Session& s) noexcept;
 
+  // ---- Publish/subscribe and keyspace notifications (cmd_pubsub.hpp) ----
+  void unsubscribe(Session& s, const std::string& name, bool pattern);
+  std::optional<Reply> subscribed_mode(const Args& argv, Session& s);
+  void notify(std::size_t db, const typename store_type::event_type& e);
+  static int parse_notify_flags(std::string_view s);
+  void note_absent_keys(const Spec& spec, const Args& argv);
+  static std::string notify_flags_string(int flags);
+  // Redis's NOTIFY_* classes.
+  static constexpr int kNotifyKeyspace = 1 << 0, kNotifyKeyevent = 1 << 1, kNotifyGeneric = 1 << 2,
+                       kNotifyString = 1 << 3, kNotifyList = 1 << 4, kNotifySet = 1 << 5, kNotifyHash = 1 << 6,
+                       kNotifyZset = 1 << 7, kNotifyExpired = 1 << 8, kNotifyEvicted = 1 << 9,
+                       kNotifyStream = 1 << 10, kNotifyKeyMiss = 1 << 11, kNotifyModule = 1 << 13,
+                       kNotifyNew = 1 << 14;
+  static constexpr int kNotifyAll = kNotifyGeneric | kNotifyString | kNotifyList | kNotifySet | kNotifyHash |
+                                    kNotifyZset | kNotifyExpired | kNotifyEvicted | kNotifyStream | kNotifyModule;
+
   std::vector<store_type*> dbs_;  // dbs_[n]: database n
   store_type* store_;             // the current command's database
   std::size_t external_ = 0;      // set_external_memory()
@@ -1037,6 +1113,13 @@ class CommandExecutor {
   bool listening_ = false;
   bool in_exec_ = false;
   const detail::WatchRegistry registry_{this, &CommandExecutor::forget};
+  // Subscriptions: channel -> sessions, pattern -> sessions.
+  std::map<std::string, std::vector<Session*>> channels_, patterns_;
+  PushHook push_hook_;
+  int notify_flags_ = 0;  // notify-keyspace-events
+  std::string command_;   // the running command's name (lowercase) while notifications are on
+  std::vector<std::string> absent_;  // its key arguments missing before it ran ("new" events)
+  OutputBuffer discard_;  // where a silenced reply goes (CLIENT REPLY OFF / SKIP)
   TransactionHook transaction_hook_;
   CommandOptions options_;
   InfoHook info_hook_;
@@ -1058,5 +1141,6 @@ class CommandExecutor {
 #include "cmd_strings.hpp"
 #include "cmd_keyspace.hpp"
 #include "cmd_transactions.hpp"
+#include "cmd_pubsub.hpp"
 #include "cmd_expiry.hpp"
 #include "cmd_hashes.hpp"
