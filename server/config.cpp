@@ -69,6 +69,9 @@ std::string apply(const std::string& raw_name, const std::vector<std::string>& a
     if (!parse_int(args[0], 1, kMaxDatabases, cfg.databases)) {
       return "invalid databases (1-" + std::to_string(kMaxDatabases) + ")";
     }
+  } else if (name == "active-expire-pass-ticks") {
+    if (auto e = want(1); !e.empty()) return e;
+    if (!parse_int(args[0], 0, 1000000, cfg.active_expire_pass_ticks)) return "invalid active-expire-pass-ticks (0-1000000)";
   } else if (name == "maxclients") {
     if (auto e = want(1); !e.empty()) return e;
     if (!parse_int(args[0], 1, 1000000000, cfg.maxclients)) return "invalid maxclients (at least 1)";
@@ -170,7 +173,7 @@ int own_arity(const std::string& name) {
   if (name == "replicaof" || name == "slaveof") return 2;
   if (name == "self-test") return 0;
   if (name == "redis-exact") return -1;
-  if (name == "port" || name == "databases" || name == "maxclients" || name == "dir" || name == "dbfilename" || name == "appendonly" ||
+  if (name == "port" || name == "databases" || name == "active-expire-pass-ticks" || name == "maxclients" || name == "dir" || name == "dbfilename" || name == "appendonly" ||
       name == "rdb-skip-other-types" || name == "clock" ||
       name == "appendfsync" || name == "appendfilename" || name == "requirepass") {
     return 1;
@@ -328,6 +331,8 @@ std::string usage_text() {
          "  --databases N                 databases, SELECT 0 to N-1 (1-4096) [16]\n"
          "  --maxclients N                most clients at once (lowered to fit 'ulimit -n') [10000]\n"
          "  --redis-exact [yes|no]        Redis 7's exact active-expire cycle [no]\n"
+         "  --active-expire-pass-ticks N  every volatile key visited within N cron periods (0: Redis's\n"
+         "                                sampling only; 1: prompt 'expired' events) [16; 0 with redis-exact]\n"
          "  --clock system|manual         the keys' time: the system's, or a manual one that only\n"
          "                                DEBUG SET-TIME / ADVANCE-TIME move (for tests) [system]\n"
          "  --dir D                       directory of the snapshot and the append-only log [.]\n"

@@ -45,6 +45,11 @@ struct Config {
   int databases = 16;  // Redis's `databases`: SELECT 0 to databases - 1
   int maxclients = 10000;
   bool redis_exact = false;
+  // The stores' Options::full_pass_ticks (the guaranteed sweep of the active-expire cycle: a
+  // pass over every volatile key in at most N slow ticks); unset: the library's default (16),
+  // or 0 with redis-exact. 1 makes `expired` events prompt: within a cron period, budget
+  // permitting.
+  int active_expire_pass_ticks = -1;
   bool manual_clock = false;  // --clock manual: the store's time moves only by DEBUG SET-TIME/ADVANCE-TIME
   bool self_test = false;
   std::string dir = ".";

@@ -59,9 +59,9 @@ namespace {
 
 std::vector<std::unique_ptr<Store>> make_stores(const Config& cfg, expiring::ManualClock& clock) {
   std::vector<std::unique_ptr<Store>> v;
-  for (int i = 0; i < cfg.databases; ++i) {
-    v.push_back(std::make_unique<Store>(clock, cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{}));
-  }
+  expiring::Options o = cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{};
+  if (cfg.active_expire_pass_ticks >= 0) o.full_pass_ticks = static_cast<std::uint32_t>(cfg.active_expire_pass_ticks);
+  for (int i = 0; i < cfg.databases; ++i) v.push_back(std::make_unique<Store>(clock, o));
   return v;
 }
 
