@@ -11,13 +11,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # ---- Debian packages ------------------------------------------------------------------------
 # libpoco-dev: POCO's UniqueExpireCache, a contender of bench_engine (its smoke run is a test).
+# tcl: tclsh runs Redis's own test suite (from Debian's redis source package) against
+# expiring-server (tests/redis/units/run_units.sh).
 # ninja-build: every configuration is generated for Ninja (faster to schedule than Make, and
 # its .ninja_log gives each translation unit's time, printed after each build).
 # clang and libclang-rt-14-dev (libclang_rt.fuzzer and the sanitizer runtimes of Debian 12's
 # clang-14, which clang does not pull in): the sanitizer and fuzz configurations.
 packages=(cmake ninja-build g++ make pkg-config python3 libabsl-dev libxxhash-dev catch2 libbenchmark-dev
           redis-server redis-tools libhiredis-dev libtbb-dev libcuckoo-dev clang libclang-rt-14-dev
-          libpoco-dev)
+          libpoco-dev tcl)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
