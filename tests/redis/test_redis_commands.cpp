@@ -1392,3 +1392,24 @@ TEST_CASE("info memory: used_memory is the figure the limit is enforced against"
   f.store.set_external_memory(0);
   CHECK(f.R({"SET", "k2", "v"}) == OK);
 }
+
+TEST_CASE("INCRBYFLOAT: Redis 7.0's parsing, checks and long double formatting", "[redis][strings]") {
+  Fx f;
+  CHECK(f.R({"INCRBYFLOAT", "n", "10.5"}) == B("10.5"));
+  CHECK(f.R({"INCRBYFLOAT", "n", "0.1"}) == B("10.6"));
+  CHECK(f.R({"INCRBYFLOAT", "n", "5.0e3"}) == B("5010.60000000000000009"));
+  CHECK(f.R({"INCRBYFLOAT", "z", "-0"}) == B("0"));
+  CHECK(f.R({"INCRBYFLOAT", "n", " 1"}) == E("ERR value is not a valid float"));
+  CHECK(f.R({"INCRBYFLOAT", "n", "1 "}) == E("ERR value is not a valid float"));
+  CHECK(f.R({"INCRBYFLOAT", "n", std::string("1\0", 2)}) == E("ERR value is not a valid float"));
+  CHECK(f.R({"INCRBYFLOAT", "n", "nan"}) == E("ERR value is not a valid float"));
+  CHECK(f.R({"INCRBYFLOAT", "n", "inf"}) == E("ERR increment would produce NaN or Infinity"));
+  CHECK(f.R({"INCRBYFLOAT", "n", "1e-5000"}) == E("ERR value is not a valid float"));  // underflows to 0
+  CHECK(f.R({"SET", "s", "abc", "PX", "5000"}) == OK);
+  CHECK(f.R({"INCRBYFLOAT", "s", "1"}) == E("ERR value is not a valid float"));  // the stored value first
+  CHECK(f.R({"SET", "s", "2", "PX", "5000"}) == OK);
+  CHECK(f.R({"INCRBYFLOAT", "s", "0x10"}) == B("18"));  // strtold() reads hexadecimal
+  CHECK(f.R({"PTTL", "s"}) == I(5000));                  // the TTL stays
+  CHECK(f.R({"HSET", "h", "f", "1"}) == I(1));
+  CHECK(f.R({"INCRBYFLOAT", "h", "x"}) == E("WRONGTYPE Operation against a key holding the wrong kind of value"));
+}

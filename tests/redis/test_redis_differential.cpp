@@ -738,7 +738,16 @@ class Generator {
     if (r < 76) return {"INCR", key()};
     if (r < 77) return {"DECR", key()};
     if (r < 79) return {"INCRBY", key(), edge_int()};
-    if (r < 81) return {"DECRBY", key(), edge_int()};
+    if (r < 81) {
+      if (chance(40)) {  // Redis's long double parsing and "%.17Lf" formatting
+        static const std::vector<std::string> floats = {"1.5", "-0.25", "1e3", "3.0e-5", "0.1", "-1.1", "10.5", "0", "-0",
+                                                        "abc", " 1", "1 ", "inf", "-inf", "nan", "0x10", "1e400",
+                                                        "-1e400", "1e-5000", "5.0e4940", "17179869184", "1.",
+                                                        std::string("1\0", 2), "", "+2.5", "1e", "0.024390243902439025"};
+        return {"INCRBYFLOAT", key(), one_of(floats)};
+      }
+      return {"DECRBY", key(), edge_int()};
+    }
     if (r < 83) {
       static const std::vector<std::string> pats = {"*", "k*", "?", "k[12]", "*\xd1\x87", "[^k]*", "\\*", "n?", "", "*:*"};
       return {"KEYS", one_of(pats)};

@@ -1,14 +1,56 @@
 // expiring/redis/cmd_strings.hpp: the string commands: GET SET SETEX PSETEX SETNX GETSET GETDEL GETEX MGET MSET MSETNX
-// STRLEN APPEND GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY.
+// STRLEN APPEND GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT.
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
 // and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
 // includes this file at its end. Include commands.hpp, not this file.
 #pragma once
 
+#include <cerrno>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
 #include "commands.hpp"
 
 namespace expiring::redis {
+
+namespace detail {
+
+// Redis's string2ld(): strtold() over the whole argument (a C string of it: bytes after a NUL
+// make it invalid), no leading blank, no range error to an infinity or to zero, not NaN, at
+// most 5 KB. Hexadecimal floats and "inf" are accepted, as strtold() accepts them.
+inline bool parse_long_double(std::string_view s, long double& out) {
+  if (s.empty() || s.size() >= 5 * 1024) return false;
+  const std::string buf(s);
+  errno = 0;
+  char* end = nullptr;
+  const long double v = std::strtold(buf.c_str(), &end);
+  if (std::isspace(static_cast<unsigned char>(buf[0])) != 0 || *end != '\0' ||
+      static_cast<std::size_t>(end - buf.c_str()) != s.size() ||
+      (errno == ERANGE && (std::isinf(v) || std::fpclassify(v) == FP_ZERO)) || errno == EINVAL || std::isnan(v)) {
+    return false;
+  }
+  out = v;
+  return true;
+}
+
+// Redis's ld2string(LD_STR_HUMAN): "%.17Lf" without the trailing zeros of its fraction (nor a
+// trailing dot), and "-0" as "0". (A finite long double takes at most 4,951 characters so.)
+inline std::string format_long_double(long double v) {
+  char buf[5 * 1024];
+  const int n = std::snprintf(buf, sizeof buf, "%.17Lf", v);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof buf) return "0";
+  std::size_t l = static_cast<std::size_t>(n);
+  if (std::string_view(buf, l).find('.') != std::string_view::npos) {
+    while (buf[l - 1] == '0') --l;
+    if (buf[l - 1] == '.') --l;
+  }
+  if (l == 2 && buf[0] == '-' && buf[1] == '0') return "0";
+  return std::string(buf, l);
+}
+
+}  // namespace detail
 
 // ==== Strings ===============================================================================
 
@@ -341,6 +383,26 @@ Reply CommandExecutor<Clock>::cmd_decrby(const Args& a, Session&) {
   if (!to_int(a[2], v)) return not_integer();
   if (v == std::numeric_limits<std::int64_t>::min()) return Reply::error("ERR decrement would overflow");
   return incr_by(a[1], -v);
+}
+
+// INCRBYFLOAT key increment: Redis 7.0's order of checks (the type, the stored value, the
+// increment, the sum); the result as Redis formats it, its TTL kept (the feed's SET ...
+// KEEPTTL of it, which is how Redis propagates INCRBYFLOAT too).
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_incrbyfloat(const Args& a, Session&) {
+  if (holds_hash(a[1], false)) return wrong_type();
+  const Reply not_float = Reply::error("ERR value is not a valid float");
+  long double cur = 0, incr = 0;
+  const Value* stored = store_->peek(a[1]);
+  if (stored != nullptr && !detail::parse_long_double(*stored->string(), cur)) return not_float;
+  if (!detail::parse_long_double(a[2], incr)) return not_float;
+  const long double sum = cur + incr;
+  if (std::isnan(sum) || std::isinf(sum)) return Reply::error("ERR increment would produce NaN or Infinity");
+  std::string result = detail::format_long_double(sum);
+  bool found = false;
+  if (stored != nullptr) found = store_->modify(a[1], [&](Value& value) { *value.string() = result; });
+  if (!found && !store_->set(a[1], Value(std::string(result))).ok()) return oom_error();
+  return Reply::bulk(std::move(result));
 }
 
 }  // namespace expiring::redis

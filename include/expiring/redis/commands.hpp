@@ -12,11 +12,14 @@
 //
 // Commands: PING ECHO SET SETEX PSETEX SETNX GET GETSET GETEX GETDEL MGET MSET MSETNX DEL
 // UNLINK EXISTS TOUCH TTL PTTL EXPIRE PEXPIRE EXPIREAT PEXPIREAT EXPIRETIME PEXPIRETIME PERSIST
-// RENAME RENAMENX COPY MOVE DUMP RESTORE TYPE STRLEN APPEND INCR INCRBY DECR DECRBY KEYS SCAN RANDOMKEY DBSIZE
+// RENAME RENAMENX COPY MOVE DUMP RESTORE TYPE STRLEN APPEND INCR INCRBY DECR DECRBY INCRBYFLOAT KEYS
+// SCAN RANDOMKEY DBSIZE
 // HSET HSETNX HGET HMGET HDEL HLEN HEXISTS HGETALL HKEYS HVALS HINCRBY HEXPIRE HPEXPIRE
 // HEXPIREAT HPEXPIREAT HTTL HPTTL HEXPIRETIME HPEXPIRETIME HPERSIST
 // FLUSHDB FLUSHALL SELECT SWAPDB INFO CONFIG (GET/SET/RESETSTAT/HELP) DEBUG SET-ACTIVE-EXPIRE TIME
-// COMMAND (COUNT/INFO/LIST/HELP) OBJECT (FREQ/IDLETIME/HELP) HELLO QUIT SHUTDOWN.
+// COMMAND (COUNT/INFO/LIST/HELP) OBJECT (FREQ/IDLETIME/HELP) HELLO QUIT SHUTDOWN
+// MULTI EXEC DISCARD WATCH UNWATCH SUBSCRIBE PSUBSCRIBE UNSUBSCRIBE PUNSUBSCRIBE PUBLISH PUBSUB
+// CLIENT (REPLY/ID/SETNAME/GETNAME/NO-EVICT/HELP).
 //
 // Layout: this file holds what is common to every command: CommandExecutor's declaration
 // (its members listed family by family), the session, the dispatch (lookup, arity, AUTH, the
@@ -26,11 +29,13 @@
 //   cmd_server.hpp    connection and server/admin: PING ECHO QUIT SHUTDOWN AUTH HELLO SELECT SWAPDB
 //                     TIME DBSIZE FLUSHDB FLUSHALL DEBUG INFO CONFIG COMMAND OBJECT
 //   cmd_strings.hpp   GET SET SETEX PSETEX SETNX GETSET GETDEL GETEX MGET MSET MSETNX STRLEN
-//                     APPEND INCR DECR INCRBY DECRBY
+//                     APPEND INCR DECR INCRBY DECRBY INCRBYFLOAT
 //   cmd_keyspace.hpp  DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX COPY MOVE DUMP RESTORE KEYS SCAN
 //                     RANDOMKEY
 //   cmd_expiry.hpp    TTL PTTL EXPIRETIME PEXPIRETIME EXPIRE PEXPIRE EXPIREAT PEXPIREAT PERSIST
 //   cmd_hashes.hpp    HSET ... HINCRBY and the hash field TTL commands HEXPIRE ... HPERSIST
+//   cmd_transactions.hpp  MULTI EXEC DISCARD WATCH UNWATCH (time stands still inside EXEC)
+//   cmd_pubsub.hpp    SUBSCRIBE ... PUBSUB, keyspace notifications, CLIENT
 // The persistence and replication commands (SAVE BGSAVE LASTSAVE BGREWRITEAOF DEBUG RELOAD SYNC
 // REPLICAOF) need files, processes and sockets: a server adds them with add_command()
 // (expiring-server: server/persistence.cpp). The members are defined out of the class, so a
@@ -887,6 +892,7 @@ class CommandExecutor {
   Reply cmd_decr(const Args& a, Session&);
   Reply cmd_incrby(const Args& a, Session&);
   Reply cmd_decrby(const Args& a, Session&);
+  Reply cmd_incrbyfloat(const Args& a, Session&);
 
   // ==== Hashes (cmd_hashes.hpp) ================================================
   // Each hash command checks the key's type first (WRONGTYPE beats every argument error, as
@@ -1029,6 +1035,7 @@ class CommandExecutor {
         {"decr", 2, &E::cmd_decr, "write denyoom fast", 1, 1, 1},
         {"incrby", 3, &E::cmd_incrby, "write denyoom fast", 1, 1, 1},
         {"decrby", 3, &E::cmd_decrby, "write denyoom fast", 1, 1, 1},
+        {"incrbyfloat", 3, &E::cmd_incrbyfloat, "write denyoom fast", 1, 1, 1},
         {"del", -2, &E::cmd_del, "write", 1, -1, 1},
         {"unlink", -2, &E::cmd_unlink, "write fast", 1, -1, 1},
         {"exists", -2, &E::cmd_exists, "readonly fast", 1, -1, 1},
