@@ -356,28 +356,12 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
   }
 }
 
-// Every database's statistics, summed; the stale percentage (a moving average per store) is
-// the largest of them, the keyspace figures those of all keys.
+// Every database's statistics, summed (the stale percentage and the mean TTL averaged), as a
+// store of shards sums its shards'.
 template <class Clock>
 Stats CommandExecutor<Clock>::stats() const {
-  Stats all = dbs_[0]->stats();
-  for (std::size_t i = 1; i < dbs_.size(); ++i) {
-    const Stats d = dbs_[i]->stats();
-    all.keyspace_hits += d.keyspace_hits;
-    all.keyspace_misses += d.keyspace_misses;
-    all.expired_keys += d.expired_keys;
-    all.expired_subkeys += d.expired_subkeys;
-    all.evicted_keys += d.evicted_keys;
-    all.expired_stale_perc = std::max(all.expired_stale_perc, d.expired_stale_perc);
-    all.expired_time_cap_reached_count += d.expired_time_cap_reached_count;
-    all.expire_cycle_cpu_microseconds += d.expire_cycle_cpu_microseconds;
-    all.keys += d.keys;
-    all.expires += d.expires;
-    all.subexpiry += d.subexpiry;
-    all.lazyfree_pending_objects += d.lazyfree_pending_objects;
-    all.lazyfreed_objects += d.lazyfreed_objects;
-    all.expired_lateness += d.expired_lateness;
-  }
+  Stats all;
+  for (const store_type* d : dbs_) ::expiring::detail::add_part(all, d->stats(), dbs_.size());
   return all;
 }
 // ---- CONFIG ----

@@ -116,7 +116,7 @@ Reply CommandExecutor<Clock>::cmd_watch(const Args& a, Session& s) {
     if (known) continue;
     const bool stale = store_->peek(a[i]) == nullptr && store_->peek_stored(a[i], [](const Value&, const auto&) {});
     s.watched.push_back(Session::Watched{s.db, a[i], stale});
-    watchers_[{s.db, a[i]}].push_back(&s);
+    watchers_[WatchKey{s.db, a[i]}].push_back(&s);
   }
   s.registry = &registry_;
   update_listeners();
@@ -146,7 +146,7 @@ void CommandExecutor<Clock>::end_transaction(Session& s) {
 template <class Clock>
 void CommandExecutor<Clock>::unwatch_all(Session& s) {
   for (const Session::Watched& w : s.watched) {
-    auto it = watchers_.find({w.db, w.key});
+    auto it = watchers_.find(WatchKey{w.db, w.key});
     if (it == watchers_.end()) continue;
     std::vector<Session*>& v = it->second;
     v.erase(std::remove(v.begin(), v.end(), &s), v.end());
@@ -173,7 +173,7 @@ bool CommandExecutor<Clock>::watched_key_expired(const Session& s) const {
 // WATCH is no change (and from then on the key counts as missing, not stale).
 template <class Clock>
 void CommandExecutor<Clock>::touch(std::size_t db, const std::string& key, bool deletion) {
-  auto it = watchers_.find({db, key});
+  auto it = watchers_.find(WatchKey{db, key});
   if (it == watchers_.end()) return;
   for (Session* s : it->second) {
     for (Session::Watched& w : s->watched) {
@@ -196,8 +196,8 @@ void CommandExecutor<Clock>::touch_database(std::size_t db, const store_type* re
   const auto stored = [](const store_type& d, const std::string& k) { return d.peek_stored(k, [](const Value&, const auto&) {}); };
   const auto stale = [&](const store_type& d, const std::string& k) { return stored(d, k) && d.peek(k) == nullptr; };
   for (auto& [where, sessions] : watchers_) {
-    if (where.first != db) continue;
-    const std::string& key = where.second;
+    if (where.db != db) continue;
+    const std::string& key = where.key;
     const bool in_emptied = stored(emptied, key);
     const bool in_replacement = replaced_with != nullptr && stored(*replaced_with, key);
     if (!in_emptied && !in_replacement) continue;

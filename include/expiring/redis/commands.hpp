@@ -466,6 +466,7 @@ class CommandExecutor {
       if (std::optional<Reply> queued = queue_in_multi(argv, session)) return std::move(*queued);
     }
     if (notify_flags_ != 0) command_ = detail::lowercase(argv[0]);
+    const CommandName running{command_};  // (cleared after it: later events are not its)
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) return std::move(*r);
     }
@@ -507,6 +508,7 @@ class CommandExecutor {
       }
     }
     if (notify_flags_ != 0) command_ = detail::lowercase(argv[0]);
+    const CommandName running{command_};  // (cleared after it: later events are not its)
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) {
         r->write_resp(out);
@@ -1116,7 +1118,12 @@ class CommandExecutor {
   std::size_t external_ = 0;      // set_external_memory()
   // WATCHed keys: (database, key) -> the sessions watching it; the stores' listener is set
   // while it is not empty.
-  std::map<std::pair<std::size_t, std::string>, std::vector<Session*>> watchers_;
+  struct WatchKey {
+    std::size_t db;
+    std::string key;
+    friend bool operator<(const WatchKey& x, const WatchKey& y) { return x.db != y.db ? x.db < y.db : x.key < y.key; }
+  };
+  std::map<WatchKey, std::vector<Session*>> watchers_;
   bool listening_ = false;
   bool in_exec_ = false;
   const detail::WatchRegistry registry_{this, &CommandExecutor::forget};
@@ -1125,6 +1132,10 @@ class CommandExecutor {
   PushHook push_hook_;
   int notify_flags_ = 0;  // notify-keyspace-events
   std::string command_;   // the running command's name (lowercase) while notifications are on
+  struct CommandName {
+    std::string& name;
+    ~CommandName() { name.clear(); }
+  };
   std::vector<std::string> absent_;  // its key arguments missing before it ran ("new" events)
   OutputBuffer discard_;  // where a silenced reply goes (CLIENT REPLY OFF / SKIP)
   TransactionHook transaction_hook_;
