@@ -162,6 +162,20 @@ bool Server::open() {
   exec_.add_config("appendfilename", cfg_.appendfilename);
   exec_.set_info_hook([this](std::string_view section, std::string& out) { info(section, out); });
   exec_.set_push_hook([this](expiring::redis::Session& s) { on_push(*static_cast<Client*>(s.owner)); });
+  // min-replicas-to-write: a primary refuses writes unless that many replicas acknowledged
+  // (REPLCONF ACK, once a second) within min-replicas-max-lag seconds.
+  exec_.set_write_gate([this]() -> std::optional<std::string> {
+    const auto& o = exec_.options();
+    if (o.min_replicas_to_write <= 0 || replica_) return std::nullopt;
+    const std::int64_t now = steady_ms();
+    std::int64_t good = 0;
+    for (int fd : replicas_) {
+      auto it = clients_.find(fd);
+      if (it != clients_.end() && it->second->ack_ms > 0 && (now - it->second->ack_ms) / 1000 <= o.min_replicas_max_lag) ++good;
+    }
+    if (good >= o.min_replicas_to_write) return std::nullopt;
+    return std::string("NOREPLICAS Not enough good replicas to write.");
+  });
   add_persistence_commands();
   add_client_command();
   if (!cfg_.replicaof_host.empty()) start_replication(cfg_.replicaof_host, cfg_.replicaof_port);

@@ -4,6 +4,7 @@
 // SWAPDB, with Redis's rule for keys already stale when watched. The replies are redis-server
 // 7.0.15's (its unit/multi.tcl runs against expiring-server in CI, tests/redis/redis_units).
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -286,4 +287,26 @@ TEST_CASE("transactions: a session that goes while watching leaves nothing behin
   CHECK(f.A({"WATCH", "k"}) == OK);
   f.ex.reset();  // the executor goes first: the session forgets it
   CHECK(f.a.registry == nullptr);
+}
+
+TEST_CASE("transactions: a write gate (min-replicas-to-write) refuses writes and aborts EXEC", "[redis][multi]") {
+  Fx f;
+  bool refuse = false;
+  f.ex->set_write_gate([&]() -> std::optional<std::string> {
+    if (!refuse) return std::nullopt;
+    return std::string("NOREPLICAS Not enough good replicas to write.");
+  });
+  CHECK(f.A({"SET", "xx", "1"}) == OK);
+  CHECK(f.A({"MULTI"}) == OK);
+  CHECK(f.A({"INCR", "xx"}) == QUEUED);
+  refuse = true;
+  CHECK(f.A({"EXEC"}) == E("EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write."));
+  CHECK(f.A({"GET", "xx"}) == "$1\r\n1\r\n");  // reads run
+  CHECK(f.A({"SET", "xx", "2"}) == E("NOREPLICAS Not enough good replicas to write."));
+  CHECK(f.A({"MULTI"}) == OK);
+  CHECK(f.A({"SET", "xx", "2"}) == E("NOREPLICAS Not enough good replicas to write."));
+  CHECK(f.A({"EXEC"}) == E("EXECABORT Transaction discarded because of previous errors."));
+  CHECK(f.A({"CONFIG", "SET", "min-replicas-to-write", "2", "min-replicas-max-lag", "5"}) != "");
+  refuse = false;
+  CHECK(f.A({"CONFIG", "GET", "min-replicas-*"}).find("min-replicas-max-lag") != std::string::npos);
 }

@@ -393,6 +393,8 @@ auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> 
   v.push_back({"repl-timeout", std::to_string(options_.repl_timeout)});
   v.push_back({"repl-ping-replica-period", std::to_string(options_.repl_ping_replica_period)});
   v.push_back({"repl-backlog-size", std::to_string(options_.repl_backlog_size)});
+  v.push_back({"min-replicas-to-write", std::to_string(options_.min_replicas_to_write)});
+  v.push_back({"min-replicas-max-lag", std::to_string(options_.min_replicas_max_lag)});
   v.push_back({"save", ""});
   v.push_back({"appendonly", "no"});
   v.push_back({"databases", "1"});
@@ -599,6 +601,8 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       case Param::repl_timeout: options_.repl_timeout = c.number; break;
       case Param::repl_ping_period: options_.repl_ping_replica_period = c.number; break;
       case Param::repl_backlog_size: options_.repl_backlog_size = static_cast<std::size_t>(c.bytes); break;
+      case Param::min_replicas_to_write: options_.min_replicas_to_write = c.number; break;
+      case Param::min_replicas_max_lag: options_.min_replicas_max_lag = c.number; break;
     }
   }
   if (maxmemory != nullptr) {

@@ -38,23 +38,29 @@ std::optional<Reply> CommandExecutor<Clock>::queue_in_multi(const Args& argv, Se
     s.multi_dirty = true;
     return r;
   };
-  bool denyoom = false;
+  bool denyoom = false, write = false;
   if (auto sc = server_commands_.find(name); sc != server_commands_.end()) {
     if (!arity_ok(sc->second.arity, argv.size())) return refuse(arity_error(sc->first));
+    write = has_flag(sc->second.flags, "write");
   } else {
     auto it = index_.find(name);
     if (it == index_.end()) return refuse(unknown_command(argv));
     if (!arity_ok(table()[it->second].arity, argv.size())) return refuse(arity_error(table()[it->second].name));
     denyoom = denyoom_[it->second];
+    write = write_[it->second];
   }
   if (name == "save" || name == "shutdown" || name == "sync" || name == "psync") {
     return refuse(Reply::error("ERR Command not allowed inside a transaction"));
   }
   // Queuing takes memory: any command is refused over the limit (DISCARD and EXEC are not).
   if (store_->options().maxmemory != 0 && !memory_check()) return refuse(oom_error());
+  if (write && write_gate_) {
+    if (std::optional<std::string> refused = write_gate_()) return refuse(Reply::error(std::move(*refused)));
+  }
   s.queued_bytes += args_cost(argv);
   s.queued.push_back(argv);
   s.queued_denyoom = s.queued_denyoom || denyoom;
+  s.queued_write = s.queued_write || write;
   return Reply::status("QUEUED");
 }
 
@@ -94,6 +100,13 @@ void CommandExecutor<Clock>::write_exec(const Args&, Session& s, OutputBuffer& o
     Reply::error("EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.")
         .write_resp(out);
     return;
+  }
+  if (s.queued_write && write_gate_) {
+    if (std::optional<std::string> refused = write_gate_()) {
+      end_transaction(s);
+      Reply::error("EXECABORT Transaction discarded because of: " + *refused).write_resp(out);
+      return;
+    }
   }
   std::vector<Args> queued;
   queued.swap(s.queued);
@@ -137,6 +150,7 @@ void CommandExecutor<Clock>::end_transaction(Session& s) {
   s.queued.clear();
   s.queued_bytes = 0;
   s.queued_denyoom = false;
+  s.queued_write = false;
   s.in_multi = false;
   s.multi_dirty = false;
   s.watch_dirty = false;

@@ -145,6 +145,7 @@ struct Session {
   bool multi_dirty = false;
   bool watch_dirty = false;
   bool queued_denyoom = false;  // a queued command may grow memory
+  bool queued_write = false;    // a queued command writes
   std::vector<std::vector<std::string>> queued;
   std::size_t queued_bytes = 0;
   struct Watched {
@@ -211,6 +212,11 @@ struct CommandOptions {
   // Redis repl-backlog-size (bytes): how much of its stream a primary keeps for a replica that
   // reconnects and asks to continue (PSYNC answered +CONTINUE).
   std::size_t repl_backlog_size = 1024 * 1024;
+  // Redis min-replicas-to-write / min-replicas-max-lag (seconds): with N > 0, a primary refuses
+  // writes (-NOREPLICAS) unless N replicas acknowledged within the lag; the server that has
+  // replicas says so through set_write_gate().
+  std::int64_t min_replicas_to_write = 0;
+  std::int64_t min_replicas_max_lag = 10;
 };
 
 namespace detail {
@@ -383,6 +389,7 @@ class CommandExecutor {
     for (std::size_t i = 0; i < table().size(); ++i) {
       index_.emplace(table()[i].name, i);
       denyoom_.push_back(has_flag(table()[i].flags, "denyoom"));
+      write_.push_back(has_flag(table()[i].flags, "write"));
     }
     start_ms_ = store_->now_ms();
   }
@@ -411,6 +418,10 @@ class CommandExecutor {
   // session's PUBLISH or by a keyspace notification (cmd_pubsub.hpp): the server sends it.
   using PushHook = std::function<void(Session& to)>;
   void set_push_hook(PushHook hook) { push_hook_ = std::move(hook); }
+  // Asked before a write command runs (and before EXEC of a queue with one): an error text
+  // refuses it, as Redis's min-replicas-to-write refuses writes with -NOREPLICAS.
+  using WriteGate = std::function<std::optional<std::string>()>;
+  void set_write_gate(WriteGate gate) { write_gate_ = std::move(gate); }
   // Publishes as PUBLISH does (a server's own messages); how many sessions received it.
   std::size_t publish(const std::string& channel, const std::string& message);
 
@@ -639,6 +650,12 @@ class CommandExecutor {
         return nullptr;
       }
     }
+    if (write_gate_ && !in_exec_ && write_[it->second]) {
+      if (std::optional<std::string> refused = write_gate_()) {
+        early = Reply::error(std::move(*refused));
+        return nullptr;
+      }
+    }
     ++commands_processed_;
     if ((notify_flags_ & kNotifyNew) != 0) note_absent_keys(spec, argv);
     return &spec;
@@ -793,7 +810,7 @@ class CommandExecutor {
   enum class Param : std::uint8_t {
     hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time,
     proto_max_bulk_len, query_buffer_limit, output_buffer_limit, requirepass, repl_timeout, repl_ping_period,
-    repl_backlog_size, notify_keyspace_events,
+    repl_backlog_size, notify_keyspace_events, min_replicas_to_write, min_replicas_max_lag,
   };
   struct ParamSpec {
     const char* name;
@@ -822,6 +839,8 @@ class CommandExecutor {
       {"repl-ping-replica-period", Param::repl_ping_period, 1, kIntMax},
       {"repl-ping-slave-period", Param::repl_ping_period, 1, kIntMax},
       {"repl-backlog-size", Param::repl_backlog_size, 1, kInt64Max},
+      {"min-replicas-to-write", Param::min_replicas_to_write, 0, kIntMax},
+      {"min-replicas-max-lag", Param::min_replicas_max_lag, 0, kIntMax},
   };
   static bool is_memory_param(Param p) noexcept;
   // The store takes at most 64 samples (Redis's 1..INT_MAX would only sample the whole
@@ -1145,6 +1164,8 @@ class CommandExecutor {
   std::unordered_map<std::string, std::size_t> index_;
   std::unordered_map<std::string, ServerSpec> server_commands_;
   std::vector<bool> denyoom_;  // per table() entry
+  std::vector<bool> write_;    // per table() entry
+  WriteGate write_gate_;
   // maxmemory-samples as last set by CONFIG SET (Redis accepts 1..INT_MAX; the store takes
   // at most 64, so a larger value is passed on as 64 and shown as set).
   std::optional<std::int64_t> samples_config_;
