@@ -528,6 +528,7 @@ void Server::read_client(Client& c) {
 
 // Runs the complete commands buffered for a client, until its output is too large.
 void Server::process(Client& c) {
+  c.last_ms = steady_ms();  // (CLIENT LIST's idle: once per read, not per command)
   while (!c.close_after_write && !c.closing && !stop_) {
     if (c.out.allocated() > pause_threshold()) {
       if (c.reading) {  // backpressure: read again once the client has drained its replies
@@ -566,8 +567,7 @@ void Server::process(Client& c) {
       Reply::error("READONLY You can't write against a read only replica.").write_resp(c.out);
     } else {
       sync_clock();  // one reading per command
-      c.last_ms = steady_ms();
-      c.last_command = expiring::redis::detail::lowercase(c.argv[0].substr(0, 32));
+      c.last_command.assign(c.argv[0], 0, 32);  // (CLIENT LIST; its room is reused)
       exec_.execute_into(c.argv, c.session, c.out);
     }
     // AUTH lifts the bounds of an unauthenticated client from its next request on.
@@ -772,7 +772,7 @@ std::string Server::client_line(const Client& c) const {
                   " qbuf=" + n(c.parser.buffered_bytes()) + " qbuf-free=0 argv-mem=" + n(c.argv_bytes) +
                   " multi-mem=" + n(c.session.queued_bytes) + " rbs=" + n(kReadChunk) + " rbp=0 obl=0 oll=" + n(c.out.blocks()) +
                   " omem=" + n(c.out.allocated()) + " tot-mem=" + n(c.counted) + " events=" + (c.reading ? "r" : "") +
-                  (c.want_write ? "w" : "") + " cmd=" + (c.last_command.empty() ? "NULL" : c.last_command) +
+                  (c.want_write ? "w" : "") + " cmd=" + (c.last_command.empty() ? "NULL" : expiring::redis::detail::lowercase(c.last_command)) +
                   " user=default redir=-1 resp=2\n";
   return l;
 }

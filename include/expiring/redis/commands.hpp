@@ -558,6 +558,7 @@ class CommandExecutor {
   // The memory the server's clients hold (Redis counts them in used_memory): every store's
   // external memory (memory_check() counts it once).
   void set_external_memory(std::size_t bytes) noexcept {
+    if (bytes == external_) return;  // (called before every command)
     external_ = bytes;
     for (store_type* d : dbs_) d->set_external_memory(bytes);
   }
