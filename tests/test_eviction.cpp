@@ -1,6 +1,7 @@
 // tests/test_eviction.cpp: maxmemory and maxmemory-policy (Redis evict.c): used-memory
 // accounting, noeviction's OOM error, each policy's choice of victim, the eviction pool's
 // ghosts, LFU's logarithmic counter and its decay, events and statistics.
+// expiring-test: expiry index (built over both policies under the sanitizers too)
 #include <expiring/expiring.hpp>
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 // test_set.cpp as well; 72's RPUSH/WRONGTYPE is the command layer's (the typed form: a stale
 // key has no old value for SET GET); 73's INCR is the command layer's (the typed form:
 // modify() of a stale key finds nothing, and a write recreates it without TTL).
+// expiring-test: expiry index (built over both policies under the sanitizers too)
 #include <expiring/expiring.hpp>
 
 #include <algorithm>

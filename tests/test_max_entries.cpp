@@ -5,6 +5,7 @@
 // deterministic scenarios), raise `evicted` with their value, and count in
 // stats().evicted_keys and cache_stats(); lowering the bound evicts at once; maxmemory and
 // max_entries both hold when both are set.
+// expiring-test: expiry index (built over both policies under the sanitizers too)
 #include <expiring/expiring.hpp>
 
 #include <cstddef>

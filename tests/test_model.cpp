@@ -11,6 +11,7 @@
 // (size()) and INFO's expires= (expires_size()) match exactly. What it cannot predict, which
 // stale keys tick(), random_key() and scan() reclaim, it learns from the `expired` events those
 // calls raise, after checking that each reclaimed key really was stale.
+// expiring-test: expiry index (built over both policies under the sanitizers too)
 #include <expiring/expiring.hpp>
 
 #include <algorithm>

@@ -10,6 +10,7 @@
 // gating, events, statistics of reclaims) run under both. Tests of the SampledExpiry cycle's
 // own mechanics (rounds, samples, cursor, stale average, avg_ttl, guaranteed sweep) are
 // reported as skipped (EXPIRING_SKIP) when the suite runs over another policy.
+// expiring-test: expiry index (built over both policies under the sanitizers too)
 #include <expiring/expiring.hpp>
 
 #include <cstddef>

@@ -12,3 +12,28 @@
 #else
 #include "expiring/redis/commands.hpp"
 #endif
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <expiring/clock.hpp>
+
+namespace commands_under_test {
+
+// `n` databases over one ManualClock, as a CommandExecutor over several takes them (the
+// executor holds pointers; these own the stores).
+struct Databases {
+  using Store = expiring::redis::ValueStore<expiring::ManualClock&>;
+  expiring::ManualClock clock;
+  std::vector<std::unique_ptr<Store>> owned;
+  std::vector<Store*> dbs;
+  Databases(int n, std::int64_t t0) : clock(t0) {
+    for (int i = 0; i < n; ++i) {
+      owned.push_back(std::make_unique<Store>(clock));
+      dbs.push_back(owned.back().get());
+    }
+  }
+};
+
+}  // namespace commands_under_test

@@ -29,22 +29,12 @@ namespace {
 constexpr std::int64_t kT0 = 1'000'000;
 using VStore = ValueStore<ManualClock&>;
 
-struct Dbs {
-  ManualClock clock{kT0};
-  std::vector<std::unique_ptr<VStore>> owned;
-  std::vector<VStore*> dbs;
-  explicit Dbs(int n) {
-    for (int i = 0; i < n; ++i) {
-      owned.push_back(std::make_unique<VStore>(clock));
-      dbs.push_back(owned.back().get());
-    }
-  }
-};
+using Dbs = commands_under_test::Databases;
 
 struct Fx : Dbs {
   CommandExecutor<ManualClock&> ex{dbs};
   Session s;
-  Fx() : Dbs(16) {}
+  Fx() : Dbs(16, kT0) {}
   std::string R(std::initializer_list<std::string_view> argv) {
     std::vector<std::string> a(argv.begin(), argv.end());
     return ex.execute(a, s).to_resp();
@@ -197,7 +187,7 @@ TEST_CASE("databases: one maxmemory bounds them all, and a write evicts from ano
 
 TEST_CASE("databases: a stream applier over every database follows SELECT, MOVE, COPY, SWAPDB and FLUSHALL",
           "[redis][databases][replication]") {
-  Dbs r(4);
+  Dbs r(4, kT0);
   StreamApplier<VStore> apply(r.dbs);
   using A = std::vector<std::string>;
   CHECK(apply.apply(A{"SET", "k", "zero"}) == StreamOutcome::applied);
@@ -230,7 +220,7 @@ TEST_CASE("databases: a stream applier over every database follows SELECT, MOVE,
   for (VStore* d : r.dbs) CHECK(d->size() == 0);
 
   SECTION("an applier of one database refuses a SWAPDB of it and skips the others'") {
-    Dbs one(1);
+    Dbs one(1, kT0);
     StreamApplier<VStore> single(*one.dbs[0], 0);
     CHECK(single.apply(A{"SWAPDB", "1", "2"}) == StreamOutcome::skipped);
     CHECK(single.apply(A{"SWAPDB", "0", "2"}) == StreamOutcome::refused);

@@ -16,26 +16,15 @@ using expiring::ManualClock;
 using expiring::redis::CommandExecutor;
 using expiring::redis::Reply;
 using expiring::redis::Session;
-using expiring::redis::ValueStore;
 
 namespace {
 
 constexpr std::int64_t kT0 = 1'000'000;
-using VStore = ValueStore<ManualClock&>;
 
-struct Fx {
-  ManualClock clock{kT0};
-  std::vector<std::unique_ptr<VStore>> owned;
-  std::vector<VStore*> dbs;
-  std::unique_ptr<CommandExecutor<ManualClock&>> ex;
+struct Fx : commands_under_test::Databases {
+  std::unique_ptr<CommandExecutor<ManualClock&>> ex = std::make_unique<CommandExecutor<ManualClock&>>(dbs);
   Session a, b;  // two connections
-  Fx() {
-    for (int i = 0; i < 4; ++i) {
-      owned.push_back(std::make_unique<VStore>(clock));
-      dbs.push_back(owned.back().get());
-    }
-    ex = std::make_unique<CommandExecutor<ManualClock&>>(dbs);
-  }
+  Fx() : Databases(4, kT0) {}
   std::string run(Session& s, std::initializer_list<std::string_view> argv) {
     std::vector<std::string> v(argv.begin(), argv.end());
     return ex->execute(v, s).to_resp();
@@ -296,7 +285,10 @@ TEST_CASE("transactions: a write gate (min-replicas-to-write) refuses writes and
     if (!refuse) return std::nullopt;
     return std::string("NOREPLICAS Not enough good replicas to write.");
   });
-  CHECK(f.A({"SET", "xx", "1"}) == OK);
+  refuse = true;
+  CHECK(f.A({"SET", "xx", "1"}) == OK);  // not asked while min-replicas-to-write is 0
+  CHECK(f.A({"CONFIG", "SET", "min-replicas-to-write", "1"}) == OK);
+  refuse = false;
   CHECK(f.A({"MULTI"}) == OK);
   CHECK(f.A({"INCR", "xx"}) == QUEUED);
   refuse = true;

@@ -85,7 +85,7 @@ Reply CommandExecutor<Clock>::cmd_copy(const Args& a, Session&) {
   if (dst != store_) {
     if (!store_->exists(a[1])) return Reply::integer(0);  // (a read: Redis's lookupKeyRead)
     const std::optional<Exported> key = export_key(*store_, a[1]);
-    if (!key || (export_key(*dst, a[2]) && !replace)) return Reply::integer(0);
+    if (!key || (!replace && present_for_write(*dst, a[2]))) return Reply::integer(0);
     return import_key(*dst, a[2], *key);
   }
   Result<bool> r = store_->copy(a[1], a[2], replace);
@@ -108,7 +108,7 @@ Reply CommandExecutor<Clock>::cmd_move(const Args& a, Session&) {
   store_type& dst = *dbs_[static_cast<std::size_t>(db)];
   if (&dst == store_) return Reply::error("ERR source and destination objects are the same");
   std::optional<Exported> key = export_key(*store_, a[1]);
-  if (!key || export_key(dst, a[1])) return Reply::integer(0);
+  if (!key || present_for_write(dst, a[1])) return Reply::integer(0);
   const Reply r = import_key(dst, a[1], *key);
   if (r.type() == Reply::Type::integer) (void)store_->del(a[1]);
   return r;
@@ -125,6 +125,17 @@ auto CommandExecutor<Clock>::export_key(store_type& from, const std::string& key
     return Computed<Value>::keep();
   });
   return out;
+}
+
+// Whether `key` exists in `in`, looked up as export_key() does (a stale key is reclaimed).
+template <class Clock>
+bool CommandExecutor<Clock>::present_for_write(store_type& in, const std::string& key) {
+  bool present = false;
+  (void)in.compute(key, [&](const Value* v, std::int64_t) {
+    present = v != nullptr;
+    return Computed<Value>::keep();
+  });
+  return present;
 }
 
 // Stores an exported key as `key` of `to`, replacing what is there: 1, or the store's error.

@@ -54,7 +54,7 @@ std::optional<Reply> CommandExecutor<Clock>::queue_in_multi(const Args& argv, Se
   }
   // Queuing takes memory: any command is refused over the limit (DISCARD and EXEC are not).
   if (store_->options().maxmemory != 0 && !memory_check()) return refuse(oom_error());
-  if (write && write_gate_) {
+  if (write && options_.min_replicas_to_write > 0 && write_gate_) {
     if (std::optional<std::string> refused = write_gate_()) return refuse(Reply::error(std::move(*refused)));
   }
   s.queued_bytes += args_cost(argv);
@@ -101,7 +101,7 @@ void CommandExecutor<Clock>::write_exec(const Args&, Session& s, OutputBuffer& o
         .write_resp(out);
     return;
   }
-  if (s.queued_write && write_gate_) {
+  if (s.queued_write && options_.min_replicas_to_write > 0 && write_gate_) {
     if (std::optional<std::string> refused = write_gate_()) {
       end_transaction(s);
       Reply::error("EXECABORT Transaction discarded because of: " + *refused).write_resp(out);

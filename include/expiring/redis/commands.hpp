@@ -418,8 +418,9 @@ class CommandExecutor {
   // session's PUBLISH or by a keyspace notification (cmd_pubsub.hpp): the server sends it.
   using PushHook = std::function<void(Session& to)>;
   void set_push_hook(PushHook hook) { push_hook_ = std::move(hook); }
-  // Asked before a write command runs (and before EXEC of a queue with one): an error text
-  // refuses it, as Redis's min-replicas-to-write refuses writes with -NOREPLICAS.
+  // Asked, while min-replicas-to-write is above 0, before a write command runs (and before
+  // EXEC of a queue with one): an error text refuses it, as Redis refuses writes with
+  // -NOREPLICAS.
   using WriteGate = std::function<std::optional<std::string>()>;
   void set_write_gate(WriteGate gate) { write_gate_ = std::move(gate); }
   // Publishes as PUBLISH does (a server's own messages); how many sessions received it.
@@ -436,18 +437,7 @@ class CommandExecutor {
   // Runs the built-in command of argv[0], past any server command of that name.
   Reply run_builtin(const Args& argv, Session& session) {
     select(session);
-    Reply early;
-    const Spec* spec = prepare(argv, early);
-    if (spec == nullptr) return early;
-    if (spec->handler != nullptr) return (this->*spec->handler)(argv, session);
-    // A streaming command: its encoding, decoded (tests compare Reply values).
-    OutputBuffer out;
-    (this->*spec->writer)(argv, session, out);
-    const std::string bytes = out.str();
-    std::size_t pos = 0;
-    Reply r;
-    (void)Reply::from_resp(bytes, pos, r);
-    return r;
+    return run_selected(argv, session);
   }
   // Whether argv[0] names a command flagged `write` (a replica refuses those from clients).
   bool is_write(const Args& argv) const {
@@ -481,7 +471,7 @@ class CommandExecutor {
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) return std::move(*r);
     }
-    return run_builtin(argv, session);
+    return run_selected(argv, session);
   }
   // Runs one command and appends its reply's RESP encoding to `out`, the client's output
   // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
@@ -605,6 +595,22 @@ class CommandExecutor {
     return Reply::error("NOAUTH Authentication required.");
   }
 
+  // run_builtin() in the database already selected.
+  Reply run_selected(const Args& argv, Session& session) {
+    Reply early;
+    const Spec* spec = prepare(argv, early);
+    if (spec == nullptr) return early;
+    if (spec->handler != nullptr) return (this->*spec->handler)(argv, session);
+    // A streaming command: its encoding, decoded (tests compare Reply values).
+    OutputBuffer out;
+    (this->*spec->writer)(argv, session, out);
+    const std::string bytes = out.str();
+    std::size_t pos = 0;
+    Reply r;
+    (void)Reply::from_resp(bytes, pos, r);
+    return r;
+  }
+
   std::optional<Reply> run_server_command(const Args& argv, Session& session) {
     if (argv.empty()) return std::nullopt;
     auto it = server_commands_.find(detail::lowercase(argv[0]));
@@ -651,7 +657,7 @@ class CommandExecutor {
         return nullptr;
       }
     }
-    if (write_gate_ && !in_exec_ && write_[it->second]) {
+    if (options_.min_replicas_to_write > 0 && write_gate_ && !in_exec_ && write_[it->second]) {
       if (std::optional<std::string> refused = write_gate_()) {
         early = Reply::error(std::move(*refused));
         return nullptr;
@@ -978,6 +984,7 @@ class CommandExecutor {
     std::int64_t pexpiretime;  // -1: no TTL
   };
   static std::optional<Exported> export_key(store_type& from, const std::string& key);
+  static bool present_for_write(store_type& in, const std::string& key);
   Reply import_key(store_type& to, const std::string& key, const Exported& e);
   Reply cmd_dump(const Args& a, Session&);
   Reply cmd_restore(const Args& a, Session&);
