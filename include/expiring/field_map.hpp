@@ -108,6 +108,10 @@ class FieldMap {
   // Fields with a deadline.
   std::size_t volatile_count() const noexcept { return volatile_; }
 
+  // Whether the map keeps a deadline per field: from the first field given one on (erasing
+  // that field or persisting it keeps the column), as Redis 7.4 keeps a hash that had a field
+  // TTL in its "listpackex" encoding.
+  bool has_deadline_column() const noexcept { return !deadlines_.empty(); }
   // Fields by position, 0 .. size() - 1, in no particular order (erasing moves the last field
   // into the hole). Iteration visits every stored field, stale ones included.
   Field& at(std::uint32_t pos) noexcept { return fields_[pos]; }

@@ -1223,6 +1223,60 @@ TEST_CASE("info memory: maxmemory, maxmemory_human and maxmemory_policy", "[redi
   }
 }
 
+TEST_CASE("object: ENCODING and REFCOUNT name what Redis would use for the value (semantics.md D38)", "[redis][object]") {
+  Fx f;
+  CHECK(f.R({"OBJECT", "ENCODING", "nokey"}) == NIL);
+  CHECK(f.R({"OBJECT", "encoding"}) == ARITY("object|encoding"));
+  for (const char* n : {"0", "-1", "1234", "9223372036854775807", "-9223372036854775808"}) {
+    f.R({"SET", "s", n});
+    CHECK(f.R({"OBJECT", "ENCODING", "s"}) == B("int"));
+  }
+  // Not string2ll's canonical form, or beyond int64: a string.
+  for (const char* n : {"-0", "007", "+5", " 5", "9223372036854775808", "1.5", ""}) {
+    f.R({"SET", "s", n});
+    CHECK(f.R({"OBJECT", "ENCODING", "s"}) == B("embstr"));
+  }
+  f.R({"SET", "s", std::string(44, 'x')});
+  CHECK(f.R({"OBJECT", "ENCODING", "s"}) == B("embstr"));
+  f.R({"SET", "s", std::string(45, 'x')});
+  CHECK(f.R({"OBJECT", "ENCODING", "s"}) == B("raw"));
+  // The shared integers 0..9999, unless an LRU or LFU policy is set.
+  f.R({"SET", "s", "9999"});
+  CHECK(f.R({"OBJECT", "REFCOUNT", "s"}) == I(2147483647));
+  f.R({"INCR", "s"});
+  CHECK(f.R({"OBJECT", "REFCOUNT", "s"}) == I(1));
+  f.R({"SET", "s", "-1"});
+  CHECK(f.R({"OBJECT", "REFCOUNT", "s"}) == I(1));
+  f.R({"SET", "s", "5"});
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "1gb", "maxmemory-policy", "allkeys-lru"}) == OK);
+  CHECK(f.R({"OBJECT", "REFCOUNT", "s"}) == I(1));
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "0"}) == OK);
+  CHECK(f.R({"OBJECT", "REFCOUNT", "s"}) == I(2147483647));
+  CHECK(f.R({"OBJECT", "REFCOUNT", "nokey"}) == NIL);
+
+  // Hashes: listpack within both bounds, listpackex once a field had a TTL, else hashtable.
+  f.R({"HSET", "h", "f", "v"});
+  CHECK(f.R({"OBJECT", "ENCODING", "h"}) == B("listpack"));
+  CHECK(f.R({"HEXPIRE", "h", "100", "FIELDS", "1", "f"}) == "*1\r\n:1\r\n");
+  CHECK(f.R({"OBJECT", "ENCODING", "h"}) == B("listpackex"));
+  CHECK(f.R({"HPERSIST", "h", "FIELDS", "1", "f"}) == "*1\r\n:1\r\n");
+  CHECK(f.R({"OBJECT", "ENCODING", "h"}) == B("listpackex"));  // as Redis 7.4 keeps it
+  f.R({"HSET", "g", "f", std::string(64, 'v')});
+  CHECK(f.R({"OBJECT", "ENCODING", "g"}) == B("listpack"));
+  f.R({"HSET", "g", std::string(65, 'f'), "v"});
+  CHECK(f.R({"OBJECT", "ENCODING", "g"}) == B("hashtable"));
+  CHECK(f.R({"CONFIG", "SET", "hash-max-ziplist-value", "1kb"}) == OK);
+  CHECK(f.R({"OBJECT", "ENCODING", "g"}) == B("listpack"));
+  CHECK(f.R({"CONFIG", "SET", "hash-max-listpack-entries", "1"}) == OK);
+  CHECK(f.R({"OBJECT", "ENCODING", "g"}) == B("hashtable"));
+  CHECK(f.R({"OBJECT", "ENCODING", "h"}) == B("listpackex"));
+  const Reply got = f.run({"CONFIG", "GET", "hash-max-*"});
+  CHECK(sorted_bulks(got) == std::vector<std::string>{"1", "1", "1024", "1024", "hash-max-listpack-entries",
+                                                      "hash-max-listpack-value", "hash-max-ziplist-entries",
+                                                      "hash-max-ziplist-value"});
+  CHECK(f.R({"CONFIG", "SET", "hash-max-listpack-entries", "-1"}).rfind("-ERR CONFIG SET failed", 0) == 0);
+}
+
 TEST_CASE("object: FREQ and IDLETIME under LRU and LFU policies, HELP, errors", "[redis][object][maxmemory]") {
   Fx f;
   const std::string adjust =

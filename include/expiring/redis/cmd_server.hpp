@@ -395,6 +395,12 @@ auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> 
   v.push_back({"repl-backlog-size", std::to_string(options_.repl_backlog_size)});
   v.push_back({"min-replicas-to-write", std::to_string(options_.min_replicas_to_write)});
   v.push_back({"min-replicas-max-lag", std::to_string(options_.min_replicas_max_lag)});
+  for (const char* name : {"hash-max-listpack-entries", "hash-max-ziplist-entries"}) {
+    v.push_back({name, std::to_string(options_.hash_max_listpack_entries)});
+  }
+  for (const char* name : {"hash-max-listpack-value", "hash-max-ziplist-value"}) {
+    v.push_back({name, std::to_string(options_.hash_max_listpack_value)});
+  }
   v.push_back({"save", ""});
   v.push_back({"appendonly", "no"});
   v.push_back({"databases", "1"});
@@ -482,7 +488,7 @@ std::string CommandExecutor<Clock>::parse_output_limits(std::string_view value, 
 template <class Clock>
 bool CommandExecutor<Clock>::is_memory_param(Param p) noexcept {
   return p == Param::maxmemory || p == Param::proto_max_bulk_len || p == Param::query_buffer_limit ||
-         p == Param::repl_backlog_size;
+         p == Param::repl_backlog_size || p == Param::hash_max_listpack_value;
 }
 
 template <class Clock>
@@ -603,6 +609,8 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       case Param::repl_backlog_size: options_.repl_backlog_size = static_cast<std::size_t>(c.bytes); break;
       case Param::min_replicas_to_write: options_.min_replicas_to_write = c.number; break;
       case Param::min_replicas_max_lag: options_.min_replicas_max_lag = c.number; break;
+      case Param::hash_max_listpack_entries: options_.hash_max_listpack_entries = static_cast<std::size_t>(c.number); break;
+      case Param::hash_max_listpack_value: options_.hash_max_listpack_value = static_cast<std::size_t>(c.bytes); break;
     }
   }
   if (maxmemory != nullptr) {
@@ -734,8 +742,24 @@ Reply CommandExecutor<Clock>::cmd_object(const Args& a, Session&) {
          Reply::status("    Return the number of references of the value associated with the specified"),
          Reply::status("    <key>."), Reply::status("HELP"), Reply::status("    Prints this help.")});
   }
-  if (sub != "freq" && sub != "idletime") return unknown_subcommand(a);
+  if (sub != "freq" && sub != "idletime" && sub != "encoding" && sub != "refcount") return unknown_subcommand(a);
   if (a.size() != 3) return arity_error("object|" + sub);
+  if (sub == "encoding" || sub == "refcount") {
+    if (!store_->exists(a[2])) return Reply::nil();  // (a hit or a miss, as the others)
+    const Value* v = store_->peek(a[2]);
+    if (v == nullptr) return Reply::nil();
+    const std::string encoding = object_encoding(*v);
+    if (sub == "encoding") return Reply::bulk(encoding);
+    // Redis shares the integers 0..9999 (OBJ_SHARED_REFCOUNT) unless an LRU or LFU policy
+    // needs a clock in every object; any other value has one reference.
+    const EvictionPolicy policy = store_->options().maxmemory_policy;
+    const bool shares = store_->options().maxmemory == 0 || policy == EvictionPolicy::noeviction ||
+                        policy == EvictionPolicy::volatile_ttl || policy == EvictionPolicy::volatile_random ||
+                        policy == EvictionPolicy::allkeys_random;
+    std::int64_t n = 0;
+    const bool shared = shares && encoding == "int" && to_int(*v->string(), n) && n >= 0 && n < 10000;
+    return Reply::integer(shared ? std::numeric_limits<int>::max() : 1);
+  }
   if (!store_->exists(a[2])) return Reply::nil();
   const EvictionPolicy policy = store_->options().maxmemory_policy;
   const bool lfu = policy == EvictionPolicy::allkeys_lfu || policy == EvictionPolicy::volatile_lfu;
@@ -752,6 +776,30 @@ Reply CommandExecutor<Clock>::cmd_object(const Args& a, Session&) {
   if (lfu) return Reply::error(std::string("ERR An LFU maxmemory policy is selected, idle time not tracked.") + kAdjust);
   const std::optional<std::int64_t> idle_ms = store_->object_idletime_ms(a[2]);
   return idle_ms ? Reply::integer(*idle_ms / 1000) : Reply::nil();
+}
+
+// OBJECT ENCODING: the name of the encoding Redis would give the same value (semantics.md
+// D38: the store has one representation per type, so the answer is derived from the value).
+// A string is "int" when it is a 64-bit integer in its canonical form (Redis's string2ll,
+// at most 20 characters), "embstr" up to 44 bytes, "raw" beyond. A hash is "hashtable" when
+// it has more fields than hash-max-listpack-entries or a name or value longer than
+// hash-max-listpack-value, else "listpackex" once a field has had a TTL (Redis 7.4) and
+// "listpack" before.
+template <class Clock>
+std::string CommandExecutor<Clock>::object_encoding(const Value& v) const {
+  if (const std::string* str = v.string()) {
+    std::int64_t n = 0;
+    if (str->size() <= 20 && to_int(*str, n) && std::to_string(n) == *str) return "int";
+    return str->size() <= 44 ? "embstr" : "raw";
+  }
+  const Hash& h = *v.hash();
+  bool compact = h.size() <= options_.hash_max_listpack_entries;
+  for (std::uint32_t pos = 0; compact && pos < h.size(); ++pos) {
+    const auto& f = h.at(pos);
+    compact = f.name.size() <= options_.hash_max_listpack_value && f.value.size() <= options_.hash_max_listpack_value;
+  }
+  if (!compact) return "hashtable";
+  return h.has_deadline_column() ? "listpackex" : "listpack";
 }
 
 // FUNCTION, answered as redis-server 7.0 answers with no library loaded: scripting is out of

@@ -217,6 +217,11 @@ struct CommandOptions {
   // replicas says so through set_write_gate().
   std::int64_t min_replicas_to_write = 0;
   std::int64_t min_replicas_max_lag = 10;
+  // Redis hash-max-listpack-entries / hash-max-listpack-value: the bounds within which Redis
+  // keeps a hash in its compact encoding. Only OBJECT ENCODING reads them (semantics.md D38:
+  // a hash here has one representation whatever its size).
+  std::size_t hash_max_listpack_entries = 128;
+  std::size_t hash_max_listpack_value = 64;
 };
 
 namespace detail {
@@ -818,6 +823,7 @@ class CommandExecutor {
     hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time,
     proto_max_bulk_len, query_buffer_limit, output_buffer_limit, requirepass, repl_timeout, repl_ping_period,
     repl_backlog_size, notify_keyspace_events, min_replicas_to_write, min_replicas_max_lag,
+    hash_max_listpack_entries, hash_max_listpack_value,
   };
   struct ParamSpec {
     const char* name;
@@ -848,6 +854,10 @@ class CommandExecutor {
       {"repl-backlog-size", Param::repl_backlog_size, 1, kInt64Max},
       {"min-replicas-to-write", Param::min_replicas_to_write, 0, kIntMax},
       {"min-replicas-max-lag", Param::min_replicas_max_lag, 0, kIntMax},
+      {"hash-max-listpack-entries", Param::hash_max_listpack_entries, 0, kInt64Max},
+      {"hash-max-ziplist-entries", Param::hash_max_listpack_entries, 0, kInt64Max},
+      {"hash-max-listpack-value", Param::hash_max_listpack_value, 0, kInt64Max},
+      {"hash-max-ziplist-value", Param::hash_max_listpack_value, 0, kInt64Max},
   };
   static bool is_memory_param(Param p) noexcept;
   // The store takes at most 64 samples (Redis's 1..INT_MAX would only sample the whole
@@ -868,6 +878,7 @@ class CommandExecutor {
   Reply cmd_command_help(const Args&, Session&);
   // ---- OBJECT ----
   Reply cmd_object(const Args& a, Session&);
+  std::string object_encoding(const Value& v) const;
   Reply cmd_function(const Args& a, Session&);
 
   Reply cmd_config(const Args& a, Session& session);
