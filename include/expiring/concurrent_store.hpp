@@ -447,6 +447,19 @@ class BasicConcurrentStore
   Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
     return with_hash(key, [&](engine_type& e) { return e.hincrby(key, field, delta); });
   }
+  template <class KK, class FF>
+  Result<hash_value_type> hincrbyfloat(const KK& key, const FF& field, long double delta) {
+    return with_hash(key, [&](engine_type& e) { return e.hincrbyfloat(key, field, delta); });
+  }
+  // HRANDFIELD and HSCAN as visits under the shard's lock (fn must not call the store).
+  template <class KK, class Fn>
+  Result<std::size_t> hrandfield(const KK& key, std::int64_t count, Fn&& fn) {
+    return with_hash(key, [&](engine_type& e) { return e.hrandfield(key, count, std::forward<Fn>(fn)); });
+  }
+  template <class KK, class Fn>
+  Result<std::uint64_t> hscan(const KK& key, std::uint64_t cursor, std::size_t count, Fn&& fn) {
+    return with_hash(key, [&](engine_type& e) { return e.hscan(key, cursor, count, std::forward<Fn>(fn)); });
+  }
   // The primitives of api/hash_commands.hpp.
   template <class KK, class It, class End>
   Result<std::size_t> hset_range(const KK& key, It first, End last) {

@@ -48,6 +48,9 @@ enum class Errc : std::uint8_t {
   // hincrby() of a field whose value is not a decimal 64-bit integer.
   // Redis: "ERR hash value is not an integer".
   not_an_integer,
+  // hincrbyfloat() of a field whose value is not a number (Redis's string2ld).
+  // Redis: "ERR hash value is not a float".
+  not_a_float,
 
   // ---- RedisStore only (redis_store.hpp) ------------------------------------------------
   // The in-process stores never produce these. RedisStore reports them by throwing
@@ -120,6 +123,7 @@ constexpr const char* to_string(Errc e) noexcept {
     case Errc::overflow: return "increment or decrement would overflow";
     case Errc::negative_expire_time: return "invalid expire time, must be >= 0";
     case Errc::not_an_integer: return "hash value is not an integer";
+    case Errc::not_a_float: return "hash value is not a float";
     case Errc::io_error: return "I/O error";
     case Errc::timeout: return "timed out";
     case Errc::protocol_error: return "unexpected reply";

@@ -10,7 +10,7 @@
 // same members with this contract (each its own way: a shard's lock, a round trip; values by
 // copy), and the multi-field and time-argument forms of all three are api/hash_commands.hpp's.
 //
-//   hset hsetnx hget hmget hdel hlen hexists hgetall hvisit hkeys hvals hincrby
+//   hset hsetnx hget hmget hdel hlen hexists hgetall hvisit hkeys hvals hincrby hincrbyfloat hrandfield hscan
 //   hexpire hpexpire hexpireat hpexpireat httl hpttl hexpiretime hpexpiretime hpersist
 //
 // The contract (docs/semantics.md D20-D27), in one paragraph:
@@ -60,6 +60,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -69,12 +70,14 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "api/hash_commands.hpp"
 #include "change_feed.hpp"
 #include "detail/arith.hpp"
+#include "detail/decimal.hpp"
 #include "detail/keyspace.hpp"
 #include "error.hpp"
 #include "events.hpp"
@@ -327,6 +330,154 @@ class HashFieldOps<Engine, V, true>
     }
     hash_changed(r->i, now);
     return finish(sum);
+  }
+
+  // HINCRBYFLOAT: adds delta to the field's numeric value and returns the new value as
+  // stored, in Redis's form (detail/decimal.hpp: "%.17Lf" without trailing zeros; "10.5",
+  // "3"); a missing (or stale) field counts as 0 and is created without TTL; a live field
+  // keeps its TTL (Redis). For field values of std::string. Errc::not_a_float when the value
+  // is not a number (Redis's strtold() rules); Errc::overflow when the sum is not finite
+  // (Redis: "ERR increment would produce NaN or Infinity"). Cause `hset`.
+  template <class KK, class FF>
+  Result<field_value_type> hincrbyfloat(const KK& key, const FF& field, long double delta) {
+    static_assert(std::is_same_v<field_value_type, std::string>, "hincrbyfloat() needs std::string field values");
+    const std::int64_t now = this->now_ms();
+    if (!std::isfinite(delta)) return finish(Errc::overflow);
+    const field_value_type probe(64, '0');  // room as for a typical result; the sum is weighed when written
+    if (!room_for(now, field, probe)) return finish(Errc::out_of_memory);
+    Result<std::uint32_t> found = open(key, now, Access::write);
+    if (!found.ok()) return finish(found.error());
+    long double base = 0;
+    if (*found != kNoPos) {
+      const hash_map_type& m = map_at(*found);
+      const std::uint32_t pos = m.find(field);
+      if (pos != hash_map_type::npos && !detail::parse_long_double(m.at(pos).value, base)) {
+        return finish(Errc::not_a_float);
+      }
+    }
+    const long double sum = base + delta;
+    if (!std::isfinite(sum)) return finish(Errc::overflow);
+    field_value_type text = detail::format_long_double(sum);
+    Result<Opened> r = create_or_open(key, now);
+    if (!r.ok()) return finish(r.error());
+    FieldDelta touched(*this);
+    change(*r, now, [&](hash_map_type& m) {
+      std::uint32_t pos = m.find(field);
+      if (pos != hash_map_type::npos) {
+        m.replace_value(pos, text);  // the TTL stays
+      } else {
+        pos = m.assign(field_type(field), text).first;
+      }
+      touched.add(m, pos);
+    });
+    if (touched.timed()) {  // a field that keeps its deadline: HSET and HPEXPIREAT, one MULTI
+      const typename ChangeFeed<typename Engine::key_type, V>::Group unit(this->notify_.feed());
+      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
+      this->feed_change(KeyEventCause::hset, this->ks_.entry(r->i), FieldOp::hpexpireat, touched.get());
+    } else {
+      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
+    }
+    hash_changed(r->i, now);
+    return finish(std::move(text));
+  }
+
+  // HRANDFIELD: fn(const F& name, const FV& value) for random live fields: min(count, HLEN)
+  // distinct ones for count >= 0 (all of them, in no particular order, when count >= HLEN),
+  // |count| ones that may repeat for count < 0. fn may return bool: false stops the visit
+  // (a server whose client's output limit was reached). Returns the number of calls; 0 for
+  // a missing key. fn must not call the store. O(|count|), and O(HLEN) when count > HLEN / 2.
+  template <class KK, class Fn>
+  Result<std::size_t> hrandfield(const KK& key, std::int64_t count, Fn&& fn) {
+    const std::int64_t now = this->now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::read);
+    if (!r.ok() || *r == kNoPos || count == 0) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
+    const hash_map_type& m = map_at(*r);
+    // The live positions: all of them on a primary (open() reclaimed the stale), the
+    // unhidden ones on a replica.
+    std::vector<std::uint32_t> live;
+    const bool hides = EXPIRING_UNLIKELY(!this->replica().reclaims_on_read()) && m.volatile_count() != 0;
+    if (hides) {
+      for (std::uint32_t pos = 0; pos < m.size(); ++pos) {
+        if (!hidden(m, pos, now)) live.push_back(pos);
+      }
+    }
+    const std::size_t n = hides ? live.size() : m.size();
+    const auto at = [&](std::size_t j) { return hides ? live[j] : static_cast<std::uint32_t>(j); };
+    const auto visit = [&](std::uint32_t pos) -> bool {
+      if constexpr (std::is_same_v<decltype(fn(m.at(pos).name, m.at(pos).value)), bool>) {
+        return fn(m.at(pos).name, m.at(pos).value);
+      } else {
+        fn(m.at(pos).name, m.at(pos).value);
+        return true;
+      }
+    };
+    std::size_t calls = 0;
+    if (n == 0) return finish(calls);
+    if (count < 0) {  // with repetition (a count of INT64_MIN is 2^63 draws: negated unsigned)
+      const std::uint64_t draws = 0 - static_cast<std::uint64_t>(count);
+      for (std::uint64_t d = 0; d < draws; ++d) {
+        ++calls;
+        if (!visit(at(static_cast<std::size_t>(this->next_random() % n)))) break;
+      }
+      return finish(calls);
+    }
+    const std::size_t want = static_cast<std::uint64_t>(count) >= n ? n : static_cast<std::size_t>(count);
+    if (want == n || want > n / 2) {
+      // A partial shuffle of all the positions: the first `want` of them.
+      std::vector<std::uint32_t> order(n);
+      for (std::size_t j = 0; j < n; ++j) order[j] = at(j);
+      for (std::size_t j = 0; j < want; ++j) {
+        const std::size_t k = j + static_cast<std::size_t>(this->next_random() % (n - j));
+        std::swap(order[j], order[k]);
+        ++calls;
+        if (!visit(order[j])) break;
+      }
+      return finish(calls);
+    }
+    // Floyd's sampling: `want` distinct indexes in O(want).
+    std::vector<std::size_t> chosen;
+    chosen.reserve(want);
+    std::unordered_set<std::size_t> picked;
+    picked.reserve(want);
+    for (std::size_t j = n - want; j < n; ++j) {
+      const std::size_t t = static_cast<std::size_t>(this->next_random() % (j + 1));
+      const std::size_t pick = picked.insert(t).second ? t : j;
+      if (pick == j) picked.insert(j);
+      chosen.push_back(pick);
+    }
+    for (std::size_t j : chosen) {
+      ++calls;
+      if (!visit(at(j))) break;
+    }
+    return finish(calls);
+  }
+
+  // HSCAN: fn(const F& name, const FV& value) for about `count` live fields from `cursor`
+  // (0 starts a scan), and the cursor to continue with (0 when the scan is complete). As
+  // SCAN's guarantee: a field present for the whole scan is reported at least once (it may be
+  // reported twice); one added or removed during it may or may not be. The cursor counts
+  // down the map's positions: erasing moves only the last field, into the hole, so no field
+  // moves from the part not yet visited into the part visited. A hash of at most 128 fields
+  // is answered whole (as Redis answers a listpack-encoded one). Stale fields are reclaimed
+  // first, as by every read of the hash. fn must not call the store.
+  template <class KK, class Fn>
+  Result<std::uint64_t> hscan(const KK& key, std::uint64_t cursor, std::size_t count, Fn&& fn) {
+    const std::int64_t now = this->now_ms();
+    Result<std::uint32_t> r = open(key, now, Access::read);
+    if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::uint64_t>(std::uint64_t{0}) : r.error());
+    const hash_map_type& m = map_at(*r);
+    const std::uint64_t size = m.size();
+    std::uint64_t below = cursor == 0 || cursor > size ? size : cursor;  // positions [0, below) remain
+    if (size <= 128) {
+      below = size;
+      count = m.size();
+    }
+    if (count == 0) count = 1;
+    for (std::size_t visited = 0; below > 0 && visited < count; ++visited) {
+      const auto pos = static_cast<std::uint32_t>(--below);
+      if (!hidden(m, pos, now)) fn(m.at(pos).name, m.at(pos).value);
+    }
+    return finish(below);
   }
 
   // ==== Field TTLs ========================================================================

@@ -62,7 +62,10 @@
 // prepended to every key this store sends, for sharing one database between stores.
 #pragma once
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -597,6 +600,64 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     client::Reply r = write(c);
     if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
     return integer_of(*r, c);
+  }
+  // HINCRBYFLOAT (delta sent with 21 significant digits, exact for a long double's 64-bit
+  // mantissa): the new value as Redis stored it.
+  template <class KK, class FF>
+  Result<hash_value_type> hincrbyfloat(const KK& key, const FF& field, long double delta) {
+    static_assert(std::is_same_v<hash_value_type, std::string>, "hincrbyfloat() needs std::string field values");
+    if (!std::isfinite(delta)) return Errc::overflow;
+    char text[64];
+    const int n = std::snprintf(text, sizeof text, "%.21Lg", delta);
+    client::Cmd c = hash_cmd("HINCRBYFLOAT", key);
+    add_field(c, field);
+    c.arg(std::string_view(text, static_cast<std::size_t>(n)));
+    client::Reply r = write(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    if (r->type != REDIS_REPLY_STRING) throw unexpected(*r, c);
+    return std::string(client::text(*r));
+  }
+  // HRANDFIELD key count WITHVALUES, then fn(const F&, const FV&) per pair of the reply (fn
+  // may return false to stop). Returns the number of calls.
+  template <class KK, class Fn>
+  Result<std::size_t> hrandfield(const KK& key, std::int64_t count, Fn&& fn) {
+    if (count == 0) return std::size_t{0};
+    client::Cmd c = hash_cmd("HRANDFIELD", key);
+    c.arg(count).arg("WITHVALUES");
+    client::Reply r = read(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    std::size_t calls = 0;
+    bool going = true;
+    for_each_pair(*r, c, [&](const redisReply& f, const redisReply& v) {
+      if (!going) return;
+      const hash_field_type name = field_of(f, c);
+      const hash_value_type value = *field_value_of(v, c);
+      ++calls;
+      if constexpr (std::is_same_v<decltype(fn(name, value)), bool>) {
+        going = fn(name, value);
+      } else {
+        fn(name, value);
+      }
+    });
+    return calls;
+  }
+  // HSCAN key cursor COUNT count, then fn(const F&, const FV&) per pair; Redis's next cursor.
+  template <class KK, class Fn>
+  Result<std::uint64_t> hscan(const KK& key, std::uint64_t cursor, std::size_t count, Fn&& fn) {
+    client::Cmd c = hash_cmd("HSCAN", key);
+    c.arg(std::to_string(cursor)).arg("COUNT").arg(static_cast<std::int64_t>(count == 0 ? 1 : count));
+    client::Reply r = read(c);
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING) {
+      throw unexpected(*r, c);
+    }
+    std::uint64_t next = 0;
+    const std::string_view t = client::text(*r->element[0]);
+    if (std::from_chars(t.data(), t.data() + t.size(), next).ptr != t.data() + t.size()) throw unexpected(*r, c);
+    for_each_pair(*r->element[1], c, [&](const redisReply& f, const redisReply& v) {
+      fn(field_of(f, c), *field_value_of(v, c));
+    });
+    return next;
   }
   // The primitives of api/hash_commands.hpp.
   template <class KK, class It, class End>

@@ -204,3 +204,109 @@ TEMPLATE_TEST_CASE("conformance hashes: HEXPIRE's flag sets on RedisStore", "[co
   CHECK(s.hset("h", Pairs{}) == std::size_t{0});  // no field: no round trip, as in-process
   CHECK(s.hdel("h", Names{}) == std::size_t{0});
 }
+
+TEMPLATE_TEST_CASE("conformance hashes: HINCRBYFLOAT keeps the TTL, refuses what is not a number", "[conformance][hashes]",
+                   HASH_BACKENDS) {
+  BACKEND_SETUP();
+  CHECK(s.hincrbyfloat("h", "f", 10.5L) == Str("10.5"));
+  CHECK(s.hincrbyfloat("h", "f", 0.1L) == Str("10.6"));
+  CHECK(s.hincrbyfloat("h", "f", -10.6L) == Str("0"));
+  CHECK(s.hincrbyfloat("h", "f", 5.0e3L) == Str("5000"));
+  CHECK(s.hset("h", "i", "7") == std::size_t{1});
+  CHECK(s.hincrbyfloat("h", "i", 1.25L) == Str("8.25"));
+  CHECK(s.hpexpire("h", 1000, {"i"}) == Codes{FieldReply::set});
+  CHECK(s.hincrbyfloat("h", "i", 1) == Str("9.25"));
+  CHECK_NEAR_BELOW(s.hpttl("h", {"i"}).value()[0], 1000, TestType::kSlackMs);
+  CHECK(s.hset("h", "s", "abc") == std::size_t{1});
+  CHECK(s.hincrbyfloat("h", "s", 1) == Errc::not_a_float);
+  CHECK(s.hset("h", "big", "1.1e4932") == std::size_t{1});
+  CHECK(s.hincrbyfloat("h", "big", 1.1e4932L) == Errc::overflow);  // +inf
+  CHECK(hget(s, "h", "s") == std::optional<Str>("abc"));  // nothing changed
+  CHECK(hget(s, "h", "big") == std::optional<Str>("1.1e4932"));
+}
+
+TEMPLATE_TEST_CASE("conformance hashes: HRANDFIELD picks live fields, distinct or repeated", "[conformance][hashes]",
+                   HASH_BACKENDS) {
+  BACKEND_SETUP();
+  const auto pick = [&](std::int64_t count) {
+    Pairs got;
+    auto r = s.hrandfield("h", count, [&](const Str& f, const Str& v) { got.emplace_back(f, v); });
+    REQUIRE(r.ok());
+    CHECK(r.value() == got.size());
+    return got;
+  };
+  CHECK(pick(3).empty());  // no key
+  Pairs all;
+  for (int i = 0; i < 200; ++i) all.emplace_back("f" + std::to_string(i), "v" + std::to_string(i));
+  CHECK(s.hset("h", all) == std::size_t{200});
+  std::sort(all.begin(), all.end());
+  CHECK(pick(0).empty());
+  for (std::int64_t count : {1, 7, 99, 150, 199, 200, 500}) {  // distinct, at most all
+    Pairs got = pick(count);
+    CHECK(got.size() == std::min<std::size_t>(static_cast<std::size_t>(count), 200));
+    std::sort(got.begin(), got.end());
+    CHECK(std::adjacent_find(got.begin(), got.end()) == got.end());
+    CHECK(std::includes(all.begin(), all.end(), got.begin(), got.end()));
+  }
+  Pairs rep = pick(-1000);  // repeats allowed: 1000 of 200 must repeat
+  CHECK(rep.size() == 1000);
+  std::sort(rep.begin(), rep.end());
+  CHECK(std::adjacent_find(rep.begin(), rep.end()) != rep.end());
+  // A stale field is never picked.
+  CHECK(s.hset("g", {{"live", "1"}, {"gone", "2"}}) == std::size_t{2});
+  CHECK(s.hpexpire("g", 50, {"gone"}) == Codes{FieldReply::set});
+  b.pass(TestType::kRemote ? 300 : 51);
+  for (int round = 0; round < 20; ++round) {
+    auto r = s.hrandfield("g", -5, [&](const Str& f, const Str&) { CHECK(f == "live"); });
+    CHECK(r == std::size_t{5});
+  }
+  // A visit that stops early.
+  std::size_t seen = 0;
+  auto r = s.hrandfield("h", -50, [&](const Str&, const Str&) { return ++seen < 3; });
+  CHECK(r == std::size_t{3});
+  CHECK(s.hrandfield("nokey", -5, [](const Str&, const Str&) {}) == std::size_t{0});
+}
+
+TEMPLATE_TEST_CASE("conformance hashes: HSCAN reports every field present for the whole scan", "[conformance][hashes]",
+                   HASH_BACKENDS) {
+  BACKEND_SETUP();
+  const auto scan_all = [&](const Str& key, std::size_t count, auto&& between) {
+    std::vector<Str> seen;
+    std::uint64_t cursor = 0;
+    for (int calls = 0; calls < 10000; ++calls) {
+      auto r = s.hscan(key, cursor, count, [&](const Str& f, const Str&) { seen.push_back(f); });
+      REQUIRE(r.ok());
+      cursor = r.value();
+      if (cursor == 0) break;
+      between();
+    }
+    CHECK(cursor == 0);
+    std::sort(seen.begin(), seen.end());
+    return seen;
+  };
+  CHECK(scan_all("nokey", 10, [] {}).empty());
+  Pairs fields;
+  for (int i = 0; i < 1000; ++i) fields.emplace_back("f" + std::to_string(i), "v");
+  CHECK(s.hset("h", fields) == std::size_t{1000});
+  std::vector<Str> seen = scan_all("h", 37, [] {});
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  CHECK(seen.size() == 1000);
+  // Fields deleted and added during the scan: the ones kept throughout are all reported.
+  int step = 0;
+  seen = scan_all("h", 50, [&] {
+    std::vector<Str> gone;
+    for (int j = 0; j < 20; ++j) gone.push_back("f" + std::to_string(step * 20 + j));  // f0 .. f399 go
+    CHECK(s.hdel("h", gone) == std::size_t{20});
+    CHECK(s.hset("h", "new" + std::to_string(step), "v") == std::size_t{1});
+    ++step;
+  });
+  REQUIRE(step <= 20);
+  for (int i = step * 20; i < 1000; ++i) {
+    CHECK(std::binary_search(seen.begin(), seen.end(), "f" + std::to_string(i)));
+  }
+  // A small hash comes whole in one call, whatever COUNT says.
+  CHECK(s.hset("small", {{"a", "1"}, {"b", "2"}, {"c", "3"}}) == std::size_t{3});
+  std::size_t n = 0;
+  CHECK(s.hscan("small", 0, 1, [&](const Str&, const Str&) { ++n; }) == std::uint64_t{0});
+  CHECK(n == 3);
+}

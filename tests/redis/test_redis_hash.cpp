@@ -1803,3 +1803,107 @@ TEST_CASE("hash: lazy and active field expiry through commands, expired_subkeys 
     CHECK(f.stored_fields("k") == 1);
   }
 }
+
+// ==== HINCRBYFLOAT, HRANDFIELD, HSCAN ============================================================
+
+TEST_CASE("hash: HINCRBYFLOAT's checks in Redis 7.0's order, its formatting, the TTL kept", "[redis][hash]") {
+  HashFx f;
+  CHECK(f.R({"HINCRBYFLOAT", "h", "f"}) == ARITY("hincrbyfloat"));
+  CHECK(f.R({"SET", "s", "x"}) == OK);
+  CHECK(f.R({"HINCRBYFLOAT", "s", "f", "abc"}) == E("ERR value is not a valid float"));  // before the type
+  CHECK(f.R({"HINCRBYFLOAT", "s", "f", "inf"}) == E("ERR value is NaN or Infinity"));
+  CHECK(f.R({"HINCRBYFLOAT", "s", "f", "1"}) == WRONGTYPE);
+  CHECK(f.R({"HINCRBYFLOAT", "h", "f", "10.50"}) == B("10.5"));
+  CHECK(f.R({"HINCRBYFLOAT", "h", "f", "-0.5"}) == B("10"));
+  CHECK(f.R({"HINCRBYFLOAT", "h", "f", "5.0e3"}) == B("5010"));
+  CHECK(f.R({"HINCRBYFLOAT", "h", "f", "0x10"}) == B("5026"));  // strtold's hexadecimal
+  CHECK(f.R({"HSET", "h", "t", "abc", "big", "1.1e4932"}) == I(2));
+  CHECK(f.R({"HINCRBYFLOAT", "h", "t", "1"}) == E("ERR hash value is not a float"));
+  CHECK(f.R({"HINCRBYFLOAT", "h", "big", "1.1e4932"}) == E("ERR increment would produce NaN or Infinity"));
+  CHECK(f.R({"HGET", "h", "big"}) == B("1.1e4932"));
+  CHECK(f.R({"HPEXPIRE", "h", "500", "FIELDS", "1", "f"}) == IA({1}));
+  CHECK(f.R({"HINCRBYFLOAT", "h", "f", "1"}) == B("5027"));
+  CHECK(f.R({"HPTTL", "h", "FIELDS", "1", "f"}) == IA({500}));
+  f.at(501);
+  CHECK(f.R({"HINCRBYFLOAT", "h", "f", "2.5"}) == B("2.5"));  // a stale field counts as 0, no TTL
+  CHECK(f.R({"HPTTL", "h", "FIELDS", "1", "f"}) == IA({-1}));
+}
+
+TEST_CASE("hash: HRANDFIELD's forms, errors and replies", "[redis][hash]") {
+  HashFx f;
+  CHECK(f.R({"HRANDFIELD"}) == ARITY("hrandfield"));
+  CHECK(f.R({"HRANDFIELD", "h"}) == NIL);
+  CHECK(f.R({"HRANDFIELD", "h", "3"}) == EMPTY);
+  CHECK(f.R({"HRANDFIELD", "h", "-3", "WITHVALUES"}) == EMPTY);
+  CHECK(f.R({"HRANDFIELD", "h", "x"}) == NOT_INT);
+  CHECK(f.R({"HRANDFIELD", "h", "1", "WITHVALUE"}) == SYNTAX);
+  CHECK(f.R({"HRANDFIELD", "h", "1", "WITHVALUES", "x"}) == SYNTAX);
+  CHECK(f.R({"HRANDFIELD", "h", "-9223372036854775808"}) ==
+        E("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"));
+  CHECK(f.R({"HRANDFIELD", "h", "4611686018427387904", "WITHVALUES"}) == E("ERR value is out of range"));
+  CHECK(f.R({"HRANDFIELD", "h", "4611686018427387903", "WITHVALUES"}) == EMPTY);
+  CHECK(f.R({"SET", "s", "x"}) == OK);
+  CHECK(f.R({"HRANDFIELD", "s"}) == WRONGTYPE);
+  CHECK(f.R({"HRANDFIELD", "s", "x"}) == NOT_INT);  // the count before the type
+  CHECK(f.R({"HRANDFIELD", "s", "1"}) == WRONGTYPE);
+  CHECK(f.R({"HSET", "h", "a", "1", "b", "2", "c", "3"}) == I(3));
+  const std::string one = f.run({"HRANDFIELD", "h"}).str();
+  CHECK((one == "a" || one == "b" || one == "c"));
+  CHECK(sorted_bulks(f.run({"HRANDFIELD", "h", "10"})) == Strs{"a", "b", "c"});
+  CHECK(sorted_pairs(f.run({"HRANDFIELD", "h", "3", "WITHVALUES"})) == Strs{"a=1", "b=2", "c=3"});
+  CHECK(f.run({"HRANDFIELD", "h", "2"}).elements().size() == 2);
+  const Reply rep = f.run({"HRANDFIELD", "h", "-7", "WITHVALUES"});
+  REQUIRE(rep.elements().size() == 14);
+  for (const std::string& p : sorted_pairs(rep)) CHECK((p == "a=1" || p == "b=2" || p == "c=3"));
+  CHECK(f.R({"HRANDFIELD", "h", "0"}) == EMPTY);
+}
+
+TEST_CASE("hash: HRANDFIELD with a huge negative count stops at the client's output limit", "[redis][hash]") {
+  HashFx f;
+  CHECK(f.R({"HSET", "h", "a", "1"}) == I(1));
+  expiring::redis::OutputBuffer out;
+  out.set_limit(1 << 20);
+  expiring::redis::Session session;
+  f.ex.execute_into(Strs{"HRANDFIELD", "h", "-4611686018427387903", "WITHVALUES"}, session, out);
+  CHECK(out.over_limit());  // the server closes such a client, as Redis does
+  CHECK(out.allocated() < (std::size_t{3} << 20));
+}
+
+TEST_CASE("hash: HSCAN's cursor, MATCH, COUNT, NOVALUES and errors", "[redis][hash]") {
+  HashFx f;
+  CHECK(f.R({"HSCAN", "h"}) == ARITY("hscan"));
+  CHECK(f.R({"HSCAN", "h", "x"}) == E("ERR invalid cursor"));
+  CHECK(f.R({"HSCAN", "h", "0"}) == ARR({B("0"), EMPTY}));
+  CHECK(f.R({"SET", "s", "x"}) == OK);
+  CHECK(f.R({"HSCAN", "s", "x"}) == E("ERR invalid cursor"));  // the cursor before the type
+  CHECK(f.R({"HSCAN", "s", "0"}) == WRONGTYPE);
+  CHECK(f.R({"HSET", "h", "a1", "1", "a2", "2", "b1", "3"}) == I(3));
+  CHECK(f.R({"HSCAN", "h", "0", "COUNT", "0"}) == SYNTAX);
+  CHECK(f.R({"HSCAN", "h", "0", "COUNT", "x"}) == NOT_INT);
+  CHECK(f.R({"HSCAN", "h", "0", "TYPE", "string"}) == SYNTAX);  // SCAN's alone
+  CHECK(f.R({"HSCAN", "h", "0", "MATCH"}) == SYNTAX);
+  Reply r = f.run({"HSCAN", "h", "0", "COUNT", "1"});  // a small hash: whole, cursor 0
+  CHECK(r.elements()[0].str() == "0");
+  CHECK(sorted_pairs(r.elements()[1]) == Strs{"a1=1", "a2=2", "b1=3"});
+  r = f.run({"HSCAN", "h", "0", "MATCH", "a*", "NOVALUES"});
+  CHECK(sorted_bulks(r.elements()[1]) == Strs{"a1", "a2"});
+  // A large hash in steps, each field once when nothing changes.
+  Strs args{"HSET", "big"};
+  for (int i = 0; i < 500; ++i) {
+    args.push_back("f" + std::to_string(i));
+    args.push_back("v");
+  }
+  CHECK(f.R(args) == I(500));
+  std::string cursor = "0";
+  Strs seen;
+  int calls = 0;
+  do {
+    r = f.run({"HSCAN", "big", cursor, "COUNT", "64", "NOVALUES"});
+    cursor = r.elements()[0].str();
+    for (const Reply& e : r.elements()[1].elements()) seen.push_back(e.str());
+  } while (cursor != "0" && ++calls < 100);
+  CHECK(calls == 7);  // 8 calls of up to 64 fields
+  std::sort(seen.begin(), seen.end());
+  CHECK(std::unique(seen.begin(), seen.end()) == seen.end());
+  CHECK(seen.size() == 500);
+}

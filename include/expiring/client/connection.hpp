@@ -172,6 +172,8 @@ inline Errc classify_error_reply(std::string_view t) noexcept {
   if (starts_with(t, "OOM ")) return Errc::out_of_memory;
   if (starts_with(t, "ERR increment or decrement would overflow")) return Errc::overflow;
   if (starts_with(t, "ERR hash value is not an integer")) return Errc::not_an_integer;
+  if (starts_with(t, "ERR hash value is not a float")) return Errc::not_a_float;
+  if (starts_with(t, "ERR increment would produce NaN or Infinity")) return Errc::overflow;
   if (starts_with(t, "WRONGTYPE")) return Errc::wrong_type;
   if (starts_with(t, "CROSSSLOT")) return Errc::crossslot;
   if (starts_with(t, "CLUSTERDOWN")) return Errc::cluster_down;

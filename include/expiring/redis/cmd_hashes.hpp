@@ -1,5 +1,5 @@
 // expiring/redis/cmd_hashes.hpp: the hash commands and Redis 7.4's hash field expiry: HSET HMSET HSETNX HGET HMGET HDEL
-// HLEN HSTRLEN HEXISTS HGETALL HKEYS HVALS HINCRBY HEXPIRE HPEXPIRE HEXPIREAT HPEXPIREAT HTTL HPTTL
+// HLEN HSTRLEN HEXISTS HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN HEXPIRE HPEXPIRE HEXPIREAT HPEXPIREAT HTTL HPTTL
 // HEXPIRETIME HPEXPIRETIME HPERSIST.
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
@@ -7,6 +7,10 @@
 // includes this file at its end. Include commands.hpp, not this file.
 #pragma once
 
+#include <cmath>
+#include <limits>
+
+#include "../detail/decimal.hpp"
 #include "commands.hpp"
 
 namespace expiring::redis {
@@ -148,6 +152,95 @@ Reply CommandExecutor<Clock>::cmd_hincrby(const Args& a, Session&) {
   Result<std::int64_t> r = store_->hincrby(a[1], std::string_view(a[2]), delta);
   if (!r.ok()) return hash_error(r.error(), "hincrby");
   return Reply::integer(*r);
+}
+
+// HINCRBYFLOAT key field increment: Redis 7.0's order of checks (the increment, the type,
+// the stored value, the sum); the field's TTL kept.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hincrbyfloat(const Args& a, Session&) {
+  long double delta = 0;
+  if (!detail::parse_long_double(a[3], delta)) return Reply::error("ERR value is not a valid float");
+  if (std::isnan(delta) || std::isinf(delta)) return Reply::error("ERR value is NaN or Infinity");
+  if (holds_string(a[1], false)) return wrong_type();
+  Result<std::string> r = store_->hincrbyfloat(a[1], std::string_view(a[2]), delta);
+  if (!r.ok()) {
+    if (r.error() == Errc::not_a_float) return Reply::error("ERR hash value is not a float");
+    if (r.error() == Errc::overflow) return Reply::error("ERR increment would produce NaN or Infinity");
+    return hash_error(r.error(), "hincrbyfloat");
+  }
+  return Reply::bulk(std::move(*r));
+}
+
+// HRANDFIELD key [count [WITHVALUES]] (Redis 7.0's checks and replies). The fields are written
+// into a buffer of the client's output limit first, so that a count of -2^62 stops at that
+// limit (the client is then closed, as Redis closes it) rather than run on.
+template <class Clock>
+void CommandExecutor<Clock>::write_hrandfield(const Args& a, Session&, OutputBuffer& out) {
+  const bool with_count = a.size() >= 3;
+  std::int64_t count = 1;
+  bool values = false;
+  if (with_count) {
+    if (!to_int(a[2], count)) return not_integer().write_resp(out);
+    if (count == std::numeric_limits<std::int64_t>::min()) {
+      return Reply::error("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+          .write_resp(out);
+    }
+    if (a.size() > 4 || (a.size() == 4 && !detail::is_opt(a[3], "withvalues"))) return syntax_error().write_resp(out);
+    values = a.size() == 4;
+    constexpr std::int64_t kHalf = std::numeric_limits<std::int64_t>::max() / 2;
+    if (values && (count < -kHalf || count > kHalf)) return Reply::error("ERR value is out of range").write_resp(out);
+  }
+  if (holds_string(a[1], false)) return wrong_type().write_resp(out);
+  OutputBuffer body;
+  body.set_limit(out.limit());
+  const Result<std::size_t> n = store_->hrandfield(a[1], count, [&](const std::string& f, const std::string& v) {
+    Reply::write_bulk(body, f);
+    if (values) Reply::write_bulk(body, v);
+    return !body.over_limit();
+  });
+  const std::size_t calls = n.ok() ? *n : 0;
+  if (!with_count) {
+    if (calls == 0) return Reply::write_nil(out);
+  } else {
+    Reply::write_array_header(out, values ? calls * 2 : calls);
+  }
+  out.append(body);
+}
+
+// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES] (NOVALUES: Redis 7.4).
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hscan(const Args& a, Session&) {
+  std::uint64_t cursor = 0;
+  if (!detail::parse_scan_cursor(a[2], cursor)) return Reply::error("ERR invalid cursor");
+  if (holds_string(a[1], false)) return wrong_type();
+  std::int64_t count = 10;
+  const std::string* pattern = nullptr;
+  bool novalues = false;
+  for (std::size_t i = 3; i < a.size();) {
+    const std::size_t left = a.size() - i;
+    if (detail::is_opt(a[i], "count") && left >= 2) {
+      if (!to_int(a[i + 1], count)) return not_integer();
+      if (count < 1) return syntax_error();
+      i += 2;
+    } else if (detail::is_opt(a[i], "match") && left >= 2) {
+      pattern = &a[i + 1];
+      i += 2;
+    } else if (detail::is_opt(a[i], "novalues")) {
+      novalues = true;
+      ++i;
+    } else {
+      return syntax_error();
+    }
+  }
+  const bool use_pattern = pattern != nullptr && !(pattern->size() == 1 && (*pattern)[0] == '*');
+  Reply list = Reply::array();
+  const Result<std::uint64_t> next =
+      store_->hscan(a[1], cursor, static_cast<std::size_t>(count), [&](const std::string& f, const std::string& v) {
+        if (use_pattern && !glob_match(*pattern, f)) return;
+        list.push(Reply::bulk(f));
+        if (!novalues) list.push(Reply::bulk(v));
+      });
+  return Reply::array({Reply::bulk(std::to_string(next.ok() ? *next : 0)), std::move(list)});
 }
 
 // numFields as Redis reads it: a long in [1, LONG_MAX].

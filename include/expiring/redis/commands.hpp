@@ -957,6 +957,9 @@ class CommandExecutor {
   Reply cmd_hkeys(const Args& a, Session&);
   Reply cmd_hvals(const Args& a, Session&);
   Reply cmd_hincrby(const Args& a, Session&);
+  Reply cmd_hincrbyfloat(const Args& a, Session&);
+  void write_hrandfield(const Args& a, Session&, OutputBuffer& out);
+  Reply cmd_hscan(const Args& a, Session&);
 
   static bool field_count(const std::string& s, std::int64_t& n);
   static Reply fields_missing();
@@ -1112,6 +1115,9 @@ class CommandExecutor {
         {"hkeys", 2, &E::cmd_hkeys, "readonly", 1, 1, 1},
         {"hvals", 2, &E::cmd_hvals, "readonly", 1, 1, 1},
         {"hincrby", 4, &E::cmd_hincrby, "write denyoom fast", 1, 1, 1},
+        {"hincrbyfloat", 4, &E::cmd_hincrbyfloat, "write denyoom fast", 1, 1, 1},
+        {"hrandfield", -2, nullptr, "readonly", 1, 1, 1, &E::write_hrandfield},
+        {"hscan", -3, &E::cmd_hscan, "readonly", 1, 1, 1},
         {"hexpire", -6, &E::cmd_hexpire, "write denyoom fast", 1, 1, 1},
         {"hpexpire", -6, &E::cmd_hpexpire, "write denyoom fast", 1, 1, 1},
         {"hexpireat", -6, &E::cmd_hexpireat, "write denyoom fast", 1, 1, 1},

@@ -323,12 +323,16 @@ class OutputBuffer {
     allocated_ += b.capacity();
   }
   void append(std::string_view s) { append(s.data(), s.size()); }
+  void append(const OutputBuffer& o) {
+    for (std::size_t i = 0; i < o.blocks(); ++i) append(o.block(i));
+  }
 
   // A cap on allocated bytes (0: none, the default). Once reached, appends are dropped and
   // over_limit() is true: the server closes such a client, as Redis stops adding replies to a
   // client past its client-output-buffer-limit, so that one huge reply costs the limit, not
   // its size.
   void set_limit(std::size_t bytes) noexcept { limit_ = bytes; }
+  std::size_t limit() const noexcept { return limit_; }
   bool over_limit() const noexcept { return dropping_; }
 
   // Bytes waiting to be sent.
