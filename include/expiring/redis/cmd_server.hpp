@@ -401,6 +401,7 @@ auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> 
   for (const char* name : {"hash-max-listpack-value", "hash-max-ziplist-value"}) {
     v.push_back({name, std::to_string(options_.hash_max_listpack_value)});
   }
+  v.push_back({"sanitize-dump-payload", options_.sanitize_dump_payload});
   v.push_back({"save", ""});
   v.push_back({"appendonly", "no"});
   v.push_back({"databases", "1"});
@@ -526,7 +527,7 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
                                   std::string(detail::cstr(a[i])) + "'");
     }
     for (const Change& c : changes) {
-      if (c.spec == spec) {
+      if (c.spec->param == spec->param) {  // (a name and its alias are one setting)
         return detail::error_format("CONFIG SET failed (possibly related to argument '" +
                                     std::string(detail::cstr(a[i])) + "') - duplicate parameter");
       }
@@ -551,6 +552,10 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       if (!why.empty()) return config_set_failed(p.name, why);
     } else if (p.param == Param::requirepass) {
       // Any string, as Redis's default user password (a NUL included).
+    } else if (p.param == Param::sanitize_dump_payload) {
+      if (!detail::iequals(*c.arg, "no") && !detail::iequals(*c.arg, "yes") && !detail::iequals(*c.arg, "clients")) {
+        return config_set_failed(p.name, "argument(s) must be one of the following: no, yes, clients");
+      }
     } else if (p.param == Param::notify_keyspace_events) {
       c.number = parse_notify_flags(*c.arg);
       if (c.number < 0) return config_set_failed(p.name, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.");
@@ -611,6 +616,7 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       case Param::min_replicas_max_lag: options_.min_replicas_max_lag = c.number; break;
       case Param::hash_max_listpack_entries: options_.hash_max_listpack_entries = static_cast<std::size_t>(c.number); break;
       case Param::hash_max_listpack_value: options_.hash_max_listpack_value = static_cast<std::size_t>(c.bytes); break;
+      case Param::sanitize_dump_payload: options_.sanitize_dump_payload = detail::lowercase(*c.arg); break;
     }
   }
   if (maxmemory != nullptr) {
@@ -800,6 +806,47 @@ std::string CommandExecutor<Clock>::object_encoding(const Value& v) const {
   }
   if (!compact) return "hashtable";
   return h.has_deadline_column() ? "listpackex" : "listpack";
+}
+
+// MEMORY USAGE key [SAMPLES count]: the bytes the key costs as maxmemory counts it (the key
+// and its value, their heap buffers, the entry), and for a hash its fields' buffers, measured
+// on `count` fields (5; 0: all) and scaled to the hash, as Redis samples. MEMORY HELP.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_memory(const Args& a, Session&) {
+  const std::string sub = detail::lowercase(a[1]);
+  if (sub == "help" && a.size() == 2) {
+    return Reply::array({Reply::status("MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                         Reply::status("USAGE <key> [SAMPLES <count>]"),
+                         Reply::status("    Return memory in bytes used by <key> and its value. Nested values are"),
+                         Reply::status("    sampled up to <count> times (default: 5, 0 means sample all)."),
+                         Reply::status("HELP"), Reply::status("    Prints this help.")});
+  }
+  if (sub != "usage" || a.size() < 3) {
+    return Reply::error("ERR unknown subcommand or wrong number of arguments for '" +
+                        std::string(detail::cstr(a[1]).substr(0, 128)) + "'. Try MEMORY HELP.");
+  }
+  std::int64_t samples = 5;
+  for (std::size_t j = 3; j < a.size(); j += 2) {
+    if (!detail::is_opt(a[j], "samples") || j + 1 >= a.size()) return syntax_error();
+    if (!to_int(a[j + 1], samples)) return not_integer();
+    if (samples < 0) return syntax_error();
+  }
+  if (!store_->exists(a[2])) return Reply::nil();
+  const Value* v = store_->peek(a[2]);
+  if (v == nullptr) return Reply::nil();
+  const auto heap = [](const std::string& str) -> std::size_t {
+    const auto* data = reinterpret_cast<const char*>(str.data());
+    const auto* self = reinterpret_cast<const char*>(&str);
+    return data >= self && data < self + sizeof(str) ? 0 : str.capacity() + 1;
+  };
+  std::size_t bytes = sizeof(std::string) + sizeof(Value) + heap(a[2]) + v->heap_bytes();
+  if (const Hash* h = v->hash(); h != nullptr && h->size() != 0) {
+    const std::size_t n = samples == 0 ? h->size() : std::min<std::size_t>(h->size(), static_cast<std::size_t>(samples));
+    std::size_t sampled = 0;
+    for (std::uint32_t pos = 0; pos < n; ++pos) sampled += heap(h->at(pos).name) + heap(h->at(pos).value);
+    bytes += sampled / n * h->size();
+  }
+  return Reply::integer(static_cast<std::int64_t>(bytes));
 }
 
 // FUNCTION, answered as redis-server 7.0 answers with no library loaded: scripting is out of

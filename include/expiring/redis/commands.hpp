@@ -222,6 +222,9 @@ struct CommandOptions {
   // a hash here has one representation whatever its size).
   std::size_t hash_max_listpack_entries = 128;
   std::size_t hash_max_listpack_value = 64;
+  // Redis sanitize-dump-payload (no, yes, clients): shown as set; RESTORE here checks every
+  // payload whole before it changes anything, whatever it says (rdb.hpp restore()).
+  std::string sanitize_dump_payload = "no";
 };
 
 namespace detail {
@@ -823,7 +826,7 @@ class CommandExecutor {
     hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time,
     proto_max_bulk_len, query_buffer_limit, output_buffer_limit, requirepass, repl_timeout, repl_ping_period,
     repl_backlog_size, notify_keyspace_events, min_replicas_to_write, min_replicas_max_lag,
-    hash_max_listpack_entries, hash_max_listpack_value,
+    hash_max_listpack_entries, hash_max_listpack_value, sanitize_dump_payload,
   };
   struct ParamSpec {
     const char* name;
@@ -858,6 +861,7 @@ class CommandExecutor {
       {"hash-max-ziplist-entries", Param::hash_max_listpack_entries, 0, kInt64Max},
       {"hash-max-listpack-value", Param::hash_max_listpack_value, 0, kInt64Max},
       {"hash-max-ziplist-value", Param::hash_max_listpack_value, 0, kInt64Max},
+      {"sanitize-dump-payload", Param::sanitize_dump_payload, 0, 0},
   };
   static bool is_memory_param(Param p) noexcept;
   // The store takes at most 64 samples (Redis's 1..INT_MAX would only sample the whole
@@ -878,6 +882,7 @@ class CommandExecutor {
   Reply cmd_command_help(const Args&, Session&);
   // ---- OBJECT ----
   Reply cmd_object(const Args& a, Session&);
+  Reply cmd_memory(const Args& a, Session&);
   std::string object_encoding(const Value& v) const;
   Reply cmd_function(const Args& a, Session&);
 
@@ -1057,6 +1062,7 @@ class CommandExecutor {
         {"debug", -2, &E::cmd_debug, "admin", 0, 0, 0},
         {"command", -1, &E::cmd_command, "", 0, 0, 0},
         {"object", -2, &E::cmd_object, "", 0, 0, 0},
+        {"memory", -2, &E::cmd_memory, "", 0, 0, 0},
         {"function", -2, &E::cmd_function, "", 0, 0, 0},
         {"get", 2, nullptr, "readonly fast", 1, 1, 1, &E::write_get},
         {"set", -3, &E::cmd_set, "write denyoom", 1, 1, 1},
