@@ -185,6 +185,7 @@ bool Server::open() {
 // The event loop; returns when SHUTDOWN, SIGINT or SIGTERM asks it to.
 void Server::run() {
   std::vector<epoll_event> events(256);
+  last_replica_ping_ms_ = steady_ms();  // replicas are PINGed a period after the start, as Redis's cron
   auto period = std::chrono::milliseconds(1000 / db(0).options().hz);
   auto next_slow = SteadyClock::now() + period;
   while (!stop_) {

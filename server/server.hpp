@@ -269,7 +269,7 @@ class Server {
     std::int64_t last_ack_ms = 0;
     std::int64_t synced_offset = -2;  // the offset the last sync left (-2: none yet)
   } link_;
-  std::int64_t last_replica_ping_ms_ = 0;
+  std::int64_t last_replica_ping_ms_ = 0;  // (run() starts it at its start)
 };
 
 // The whole program: parses the command line, reads the config file, runs the server (or

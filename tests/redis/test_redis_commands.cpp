@@ -1467,3 +1467,84 @@ TEST_CASE("INCRBYFLOAT: Redis 7.0's parsing, checks and long double formatting",
   CHECK(f.R({"HSET", "h", "f", "1"}) == I(1));
   CHECK(f.R({"INCRBYFLOAT", "h", "x"}) == E("WRONGTYPE Operation against a key holding the wrong kind of value"));
 }
+
+TEST_CASE("setbit and getbit: Redis 7.0's checks, growth with zero bytes, the old bit", "[redis][string]") {
+  Fx f;
+  CHECK(f.R({"SETBIT", "k", "-1", "1"}) == E("ERR bit offset is not an integer or out of range"));
+  CHECK(f.R({"SETBIT", "k", "x", "1"}) == E("ERR bit offset is not an integer or out of range"));
+  CHECK(f.R({"SETBIT", "k", "4294967296", "1"}) == E("ERR bit offset is not an integer or out of range"));  // 512 MB
+  CHECK(f.R({"SETBIT", "k", "0", "2"}) == E("ERR bit is not an integer or out of range"));
+  CHECK(f.R({"SETBIT", "k", "0", "-1"}) == E("ERR bit is not an integer or out of range"));
+  CHECK(f.R({"SETBIT", "k", "0", "x"}) == E("ERR bit is not an integer or out of range"));
+  CHECK(f.R({"EXISTS", "k"}) == I(0));  // errors create nothing
+  CHECK(f.R({"SETBIT", "k", "1", "1"}) == I(0));
+  CHECK(f.R({"GET", "k"}) == B(std::string(1, '\x40')));
+  CHECK(f.R({"SETBIT", "k", "1", "1"}) == I(1));
+  CHECK(f.R({"SETBIT", "k", "1", "0"}) == I(1));
+  CHECK(f.R({"SETBIT", "k", "23", "1"}) == I(0));
+  CHECK(f.R({"GET", "k"}) == B(std::string("\x00\x00\x01", 3)));
+  CHECK(f.R({"SET", "n", "1"}) == OK);  // "1" is 0x31
+  CHECK(f.R({"GETBIT", "n", "2"}) == I(1));
+  CHECK(f.R({"GETBIT", "n", "4"}) == I(0));
+  CHECK(f.R({"SETBIT", "n", "6", "1"}) == I(0));
+  CHECK(f.R({"GET", "n"}) == B("3"));
+  CHECK(f.R({"GETBIT", "n", "8"}) == I(0));
+  CHECK(f.R({"GETBIT", "n", "4294967295"}) == I(0));
+  CHECK(f.R({"GETBIT", "nokey", "0"}) == I(0));
+  CHECK(f.R({"GETBIT", "n", "-1"}) == E("ERR bit offset is not an integer or out of range"));
+  CHECK(f.R({"HSET", "h", "f", "v"}) == I(1));
+  CHECK(f.R({"SETBIT", "h", "0", "1"}) == E("WRONGTYPE Operation against a key holding the wrong kind of value"));
+  CHECK(f.R({"GETBIT", "h", "0"}) == E("WRONGTYPE Operation against a key holding the wrong kind of value"));
+  // A TTL stays; a stale key is gone first.
+  CHECK(f.R({"SET", "t", "a", "PX", "100"}) == OK);
+  CHECK(f.R({"SETBIT", "t", "7", "1"}) == I(1));  // 'a' = 0x61
+  CHECK(f.R({"PTTL", "t"}) == I(100));
+  f.at(101);
+  CHECK(f.R({"SETBIT", "t", "7", "1"}) == I(0));
+  CHECK(f.R({"PTTL", "t"}) == I(-1));
+}
+
+TEST_CASE("debug: OBJECT, DIGEST and DIGEST-VALUE; memory: USAGE", "[redis][debug]") {
+  Fx f;
+  CHECK(f.R({"DEBUG", "OBJECT", "nokey"}) == E("ERR no such key"));
+  CHECK(f.R({"SET", "n", "20000"}) == OK);
+  const std::string before = f.run({"DEBUG", "OBJECT", "n"}).str();
+  CHECK(before.find(" refcount:1 encoding:int serializedlength:3 lru:") != std::string::npos);
+  CHECK(f.R({"INCR", "n"}) == I(20001));
+  const std::string after = f.run({"DEBUG", "OBJECT", "n"}).str();
+  CHECK(before.substr(0, before.find(' ')) == after.substr(0, after.find(' ')));  // modified in place
+  CHECK(f.run({"DEBUG", "OBJECT", "n"}).str().rfind("Value at:", 0) == 0);
+  // Equal values, equal digests; a missing key 40 zeros; the dataset's digest changes with it.
+  const std::string zeros(40, '0');
+  CHECK(f.R({"FLUSHALL"}) == OK);
+  CHECK(f.R({"DEBUG", "DIGEST"}) == "+" + zeros + "\r\n");
+  CHECK(f.R({"HSET", "h1", "a", "1", "b", "2"}) == I(2));
+  CHECK(f.R({"HSET", "h2", "b", "2", "a", "1"}) == I(2));  // other order
+  CHECK(f.R({"SET", "s", "x"}) == OK);
+  const Reply d = f.run({"DEBUG", "DIGEST-VALUE", "h1", "h2", "s", "nokey"});
+  REQUIRE(d.elements().size() == 4);
+  CHECK(d.elements()[0].str().size() == 40);
+  CHECK(d.elements()[0].str() == d.elements()[1].str());
+  CHECK(d.elements()[0].str() != d.elements()[2].str());
+  CHECK(d.elements()[3].str() == zeros);
+  const std::string all = f.run({"DEBUG", "DIGEST"}).str();
+  CHECK(f.R({"HPEXPIRE", "h1", "1000", "FIELDS", "1", "a"}) == "*1\r\n:1\r\n");
+  CHECK(f.run({"DEBUG", "DIGEST-VALUE", "h1"}).elements()[0].str() != d.elements()[0].str());
+  CHECK(f.run({"DEBUG", "DIGEST"}).str() != all);
+  // MEMORY USAGE: what the key costs as maxmemory weighs it.
+  CHECK(f.R({"MEMORY", "USAGE", "nokey"}) == NIL);
+  CHECK(f.R({"MEMORY", "USAGE"}) == E("ERR unknown subcommand or wrong number of arguments for 'USAGE'. Try MEMORY HELP."));
+  CHECK(f.R({"MEMORY", "USAGE", "s", "SAMPLES"}) == SYNTAX);
+  CHECK(f.R({"MEMORY", "USAGE", "s", "SAMPLES", "-1"}) == SYNTAX);
+  CHECK(f.R({"MEMORY", "USAGE", "s", "SAMPLES", "x"}) == NOT_INT);
+  CHECK(f.R({"SET", "big", std::string(1000, 'x')}) == OK);
+  const std::int64_t small = f.run({"MEMORY", "USAGE", "s"}).integer();
+  const std::int64_t large = f.run({"MEMORY", "USAGE", "big"}).integer();
+  CHECK(small > 0);
+  CHECK(large >= small + 1000);
+  CHECK(f.run({"MEMORY", "HELP"}).elements().size() == 6);
+  // sanitize-dump-payload: shown as set (RESTORE checks every payload whole anyway).
+  CHECK(f.R({"CONFIG", "SET", "sanitize-dump-payload", "clients"}) == OK);
+  CHECK(f.R({"CONFIG", "GET", "sanitize-dump-payload"}) == "*2\r\n" + B("sanitize-dump-payload") + B("clients"));
+  CHECK(f.R({"CONFIG", "SET", "sanitize-dump-payload", "maybe"}).rfind("-ERR CONFIG SET failed", 0) == 0);
+}

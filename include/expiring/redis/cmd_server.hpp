@@ -210,8 +210,25 @@ Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session&) {
     for (store_type* d : dbs_) d->set_active_expire_enabled(atoi_like(a[2]) != 0);
     return ok();
   }
+  if (a.size() == 3 && detail::is_opt(a[1], "object")) return debug_object(a[2]);
+  if (a.size() >= 2 && detail::is_opt(a[1], "digest-value")) {
+    Reply r = Reply::array();
+    for (std::size_t j = 2; j < a.size(); ++j) {
+      const Value* v = store_->peek(a[j]);
+      r.push(Reply::status(detail::hex(v == nullptr ? detail::Digest{} : detail::value_digest(*v))));
+    }
+    return r;
+  }
+  if (a.size() == 2 && detail::is_opt(a[1], "digest")) return Reply::status(detail::hex(dataset_digest()));
   if (a.size() == 2 && detail::is_opt(a[1], "help")) {
     return Reply::array({Reply::status("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
+                         Reply::status("DIGEST"),
+                         Reply::status("    Output a hex signature representing the current DB content."),
+                         Reply::status("DIGEST-VALUE <key> [<key> ...]"),
+                         Reply::status("    Output a hex signature of the values of all the specified keys."),
+                         Reply::status("OBJECT <key>"),
+                         Reply::status("    Show low level info about the value of the key: its address, the"),
+                         Reply::status("    encoding Redis would give it (OBJECT ENCODING), its RDB length."),
                          Reply::status("SET-ACTIVE-EXPIRE <0|1>"),
                          Reply::status("    Setting it to 0 disables expiring keys in background when they are not"),
                          Reply::status("    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the"),
@@ -221,6 +238,48 @@ Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session&) {
   }
   return detail::error_format("unknown subcommand or wrong number of arguments for '" +
                               std::string(detail::cstr(a[1])) + "'. Try DEBUG HELP.");
+}
+
+// DEBUG OBJECT key, in Redis 7.0's form: the value's address in the store (it stays while the
+// value is modified in place), OBJECT REFCOUNT and ENCODING's answers (semantics.md D38), the
+// length of its RDB serialization (its DUMP payload less the type byte and the footer), and
+// the LRU clock of its last access with the seconds since (0 while access is not tracked).
+template <class Clock>
+Reply CommandExecutor<Clock>::debug_object(const std::string& key) {
+  if (!store_->exists(key)) return Reply::error("ERR no such key");
+  const Value* v = store_->peek(key);
+  if (v == nullptr) return Reply::error("ERR no such key");
+  const std::string payload = expiring::dump_value(*v);
+  const std::int64_t idle_ms = store_->object_idletime_ms(key).value_or(0);
+  const std::int64_t now_s = store_->now_ms() / 1000;
+  char address[32];
+  std::snprintf(address, sizeof address, "%p", static_cast<const void*>(v));
+  return Reply::status(std::string("Value at:") + address + " refcount:" + std::to_string(object_refcount(*v)) +
+                       " encoding:" + object_encoding(*v) +
+                       " serializedlength:" + std::to_string(payload.size() > 11 ? payload.size() - 11 : 0) +
+                       " lru:" + std::to_string((now_s - idle_ms / 1000) & 0xFFFFFF) +
+                       " lru_seconds_idle:" + std::to_string(idle_ms / 1000));
+}
+
+// DEBUG DIGEST: every database's keys, values and deadlines, in no order (a XOR of one
+// digest per key), so that two servers holding the same data answer the same; 40 zeros for
+// none, as Redis.
+template <class Clock>
+detail::Digest CommandExecutor<Clock>::dataset_digest() const {
+  detail::Digest all;
+  for (std::size_t db = 0; db < dbs_.size(); ++db) {
+    for (const auto& e : *dbs_[db]) {
+      const detail::Digest value = detail::value_digest(e.value);
+      std::string bytes;
+      detail::put_u64(bytes, db);
+      detail::put_u64(bytes, e.key.size());
+      bytes += e.key;
+      bytes.append(reinterpret_cast<const char*>(value.b), sizeof value.b);
+      detail::put_u64(bytes, static_cast<std::uint64_t>(e.pexpiretime));
+      all ^= detail::digest_of(bytes);
+    }
+  }
+  return all;
 }
 
 // C's atoi(): blanks, an optional sign, digits; anything else ends the number.
@@ -754,17 +813,8 @@ Reply CommandExecutor<Clock>::cmd_object(const Args& a, Session&) {
     if (!store_->exists(a[2])) return Reply::nil();  // (a hit or a miss, as the others)
     const Value* v = store_->peek(a[2]);
     if (v == nullptr) return Reply::nil();
-    const std::string encoding = object_encoding(*v);
-    if (sub == "encoding") return Reply::bulk(encoding);
-    // Redis shares the integers 0..9999 (OBJ_SHARED_REFCOUNT) unless an LRU or LFU policy
-    // needs a clock in every object; any other value has one reference.
-    const EvictionPolicy policy = store_->options().maxmemory_policy;
-    const bool shares = store_->options().maxmemory == 0 || policy == EvictionPolicy::noeviction ||
-                        policy == EvictionPolicy::volatile_ttl || policy == EvictionPolicy::volatile_random ||
-                        policy == EvictionPolicy::allkeys_random;
-    std::int64_t n = 0;
-    const bool shared = shares && encoding == "int" && to_int(*v->string(), n) && n >= 0 && n < 10000;
-    return Reply::integer(shared ? std::numeric_limits<int>::max() : 1);
+    if (sub == "encoding") return Reply::bulk(object_encoding(*v));
+    return Reply::integer(object_refcount(*v));
   }
   if (!store_->exists(a[2])) return Reply::nil();
   const EvictionPolicy policy = store_->options().maxmemory_policy;
@@ -847,6 +897,19 @@ Reply CommandExecutor<Clock>::cmd_memory(const Args& a, Session&) {
     bytes += sampled / n * h->size();
   }
   return Reply::integer(static_cast<std::int64_t>(bytes));
+}
+
+// OBJECT REFCOUNT: Redis shares the integers 0..9999 (OBJ_SHARED_REFCOUNT, INT_MAX) unless an
+// LRU or LFU policy needs a clock in every object; any other value has one reference.
+template <class Clock>
+std::int64_t CommandExecutor<Clock>::object_refcount(const Value& v) const {
+  const EvictionPolicy policy = store_->options().maxmemory_policy;
+  const bool shares = store_->options().maxmemory == 0 || policy == EvictionPolicy::noeviction ||
+                      policy == EvictionPolicy::volatile_ttl || policy == EvictionPolicy::volatile_random ||
+                      policy == EvictionPolicy::allkeys_random;
+  std::int64_t n = 0;
+  const bool shared = shares && object_encoding(v) == "int" && to_int(*v.string(), n) && n >= 0 && n < 10000;
+  return shared ? std::numeric_limits<int>::max() : 1;
 }
 
 // FUNCTION, answered as redis-server 7.0 answers with no library loaded: scripting is out of

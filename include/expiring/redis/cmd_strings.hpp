@@ -1,5 +1,5 @@
 // expiring/redis/cmd_strings.hpp: the string commands: GET SET SETEX PSETEX SETNX GETSET GETDEL GETEX MGET MSET MSETNX
-// STRLEN APPEND GETRANGE SUBSTR SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT.
+// STRLEN APPEND GETRANGE SUBSTR SETRANGE SETBIT GETBIT INCR DECR INCRBY DECRBY INCRBYFLOAT.
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
 // and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
@@ -298,6 +298,70 @@ Reply CommandExecutor<Clock>::cmd_setrange(const Args& a, Session&) {
     if (!store_->set(a[1], std::move(v)).ok()) return oom_error();
   }
   return Reply::integer(static_cast<std::int64_t>(len));
+}
+
+// A bit offset as Redis's getBitOffsetFromArgument(): a non-negative integer whose byte is
+// below proto-max-bulk-len.
+template <class Clock>
+bool CommandExecutor<Clock>::bit_offset(const std::string& arg, std::uint64_t& offset) const {
+  std::int64_t v = 0;
+  if (!parse_int64(arg, v) || v < 0 || static_cast<std::uint64_t>(v >> 3) >= options_.proto_max_bulk_len) return false;
+  offset = static_cast<std::uint64_t>(v);
+  return true;
+}
+
+// SETBIT key offset 0|1: the bit's old value; the string grows with zero bytes to reach it.
+// Nothing is written (no event, no notification) when the bit already has the value and the
+// string need not grow, as in Redis.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_setbit(const Args& a, Session&) {
+  std::uint64_t offset = 0;
+  if (!bit_offset(a[2], offset)) return Reply::error("ERR bit offset is not an integer or out of range");
+  std::int64_t on = 0;
+  if (!to_int(a[3], on) || (on & ~std::int64_t{1}) != 0) return Reply::error("ERR bit is not an integer or out of range");
+  const auto byte = static_cast<std::size_t>(offset >> 3);
+  const int shift = 7 - static_cast<int>(offset & 7);
+  bool hash = false, exists = false;
+  std::size_t len = 0;
+  int old = 0;
+  (void)store_->compute(a[1], [&](const Value* v, std::int64_t) {  // a write lookup: a stale key goes
+    hash = v != nullptr && v->is_hash();
+    if (v != nullptr && !hash) {
+      exists = true;
+      len = v->string()->size();
+      if (byte < len) old = (static_cast<unsigned char>((*v->string())[byte]) >> shift) & 1;
+    }
+    return Computed<Value>::keep();
+  });
+  if (hash) return wrong_type();
+  if (!exists || len <= byte || old != on) {
+    const auto write = [&](std::string& v) {
+      if (v.size() <= byte) v.resize(byte + 1, '\0');
+      auto c = static_cast<unsigned char>(v[byte]);
+      c = static_cast<unsigned char>((c & ~(1u << shift)) | (static_cast<unsigned>(on) << shift));
+      v[byte] = static_cast<char>(c);
+    };
+    if (!store_->modify(a[1], [&](Value& value) { write(*value.string()); })) {
+      std::string v;
+      write(v);
+      if (!store_->set(a[1], std::move(v)).ok()) return oom_error();
+    }
+  }
+  return Reply::integer(old);
+}
+
+// GETBIT key offset: 0 past the end or for a missing key.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_getbit(const Args& a, Session&) {
+  std::uint64_t offset = 0;
+  if (!bit_offset(a[2], offset)) return Reply::error("ERR bit offset is not an integer or out of range");
+  const Value* v = store_->get(a[1]);
+  if (v == nullptr) return Reply::integer(0);
+  if (v->is_hash()) return wrong_type();
+  const auto byte = static_cast<std::size_t>(offset >> 3);
+  const std::string& str = *v->string();
+  if (byte >= str.size()) return Reply::integer(0);
+  return Reply::integer((static_cast<unsigned char>(str[byte]) >> (7 - static_cast<int>(offset & 7))) & 1);
 }
 
 template <class Clock>

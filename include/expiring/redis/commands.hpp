@@ -251,6 +251,55 @@ inline std::string lowercase(std::string_view s) {
   for (char& c : out) c = ascii_lower(c);
   return out;
 }
+
+// DEBUG DIGEST and DIGEST-VALUE: 20 bytes, printed as Redis prints its SHA1 digests (40 hex
+// digits). Built from XXH3 (128 + 32 bits), not SHA1: equal data gives equal digests, here and
+// on another expiring-server, which is what the digests are compared for.
+struct Digest {
+  unsigned char b[20] = {};
+  Digest& operator^=(const Digest& o) noexcept {
+    for (int i = 0; i < 20; ++i) b[i] ^= o.b[i];
+    return *this;
+  }
+};
+inline Digest digest_of(std::string_view bytes) {
+  const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+  const std::uint64_t t = XXH3_64bits_withSeed(bytes.data(), bytes.size(), 0x5EED);
+  Digest d;
+  for (int i = 0; i < 8; ++i) {
+    d.b[i] = static_cast<unsigned char>(h.low64 >> (8 * i));
+    d.b[8 + i] = static_cast<unsigned char>(h.high64 >> (8 * i));
+  }
+  for (int i = 0; i < 4; ++i) d.b[16 + i] = static_cast<unsigned char>(t >> (8 * i));
+  return d;
+}
+inline void put_u64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+// A value's digest: a string's bytes; a hash's fields with their deadlines in no order.
+inline Digest value_digest(const Value& v) {
+  if (const std::string* s = v.string()) return digest_of("s" + *s);
+  Digest fields;
+  const Hash& h = *v.hash();
+  for (std::uint32_t pos = 0; pos < h.size(); ++pos) {
+    std::string bytes;
+    put_u64(bytes, h.at(pos).name.size());
+    bytes += h.at(pos).name;
+    bytes += h.at(pos).value;
+    put_u64(bytes, static_cast<std::uint64_t>(h.deadline(pos)));
+    fields ^= digest_of(bytes);
+  }
+  return digest_of("h" + std::string(reinterpret_cast<const char*>(fields.b), sizeof fields.b));
+}
+inline std::string hex(const Digest& d) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : d.b) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
 inline std::string uppercase(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = ascii_upper(c);
@@ -884,6 +933,9 @@ class CommandExecutor {
   Reply cmd_object(const Args& a, Session&);
   Reply cmd_memory(const Args& a, Session&);
   std::string object_encoding(const Value& v) const;
+  std::int64_t object_refcount(const Value& v) const;
+  Reply debug_object(const std::string& key);
+  detail::Digest dataset_digest() const;
   Reply cmd_function(const Args& a, Session&);
 
   Reply cmd_config(const Args& a, Session& session);
@@ -931,6 +983,9 @@ class CommandExecutor {
   Reply cmd_append(const Args& a, Session&);
   Reply cmd_getrange(const Args& a, Session&);
   Reply cmd_setrange(const Args& a, Session&);
+  bool bit_offset(const std::string& arg, std::uint64_t& offset) const;
+  Reply cmd_setbit(const Args& a, Session&);
+  Reply cmd_getbit(const Args& a, Session&);
   Reply incr_by(const std::string& key, std::int64_t incr);
   Reply cmd_incr(const Args& a, Session&);
   Reply cmd_decr(const Args& a, Session&);
@@ -1080,6 +1135,8 @@ class CommandExecutor {
         {"getrange", 4, &E::cmd_getrange, "readonly", 1, 1, 1},
         {"substr", 4, &E::cmd_getrange, "readonly", 1, 1, 1},
         {"setrange", 4, &E::cmd_setrange, "write denyoom", 1, 1, 1},
+        {"setbit", 4, &E::cmd_setbit, "write denyoom", 1, 1, 1},
+        {"getbit", 3, &E::cmd_getbit, "readonly fast", 1, 1, 1},
         {"incr", 2, &E::cmd_incr, "write denyoom fast", 1, 1, 1},
         {"decr", 2, &E::cmd_decr, "write denyoom fast", 1, 1, 1},
         {"incrby", 3, &E::cmd_incrby, "write denyoom fast", 1, 1, 1},
