@@ -1548,3 +1548,34 @@ TEST_CASE("debug: OBJECT, DIGEST and DIGEST-VALUE; memory: USAGE", "[redis][debu
   CHECK(f.R({"CONFIG", "GET", "sanitize-dump-payload"}) == "*2\r\n" + B("sanitize-dump-payload") + B("clients"));
   CHECK(f.R({"CONFIG", "SET", "sanitize-dump-payload", "maybe"}).rfind("-ERR CONFIG SET failed", 0) == 0);
 }
+
+TEST_CASE("lcs: the string, LEN, IDX with MINMATCHLEN and WITHMATCHLEN, errors", "[redis][string]") {
+  Fx f;
+  CHECK(f.R({"SET", "a", "ohmytext"}) == OK);
+  CHECK(f.R({"SET", "b", "mynewtext"}) == OK);
+  CHECK(f.R({"LCS", "a", "b"}) == B("mytext"));
+  CHECK(f.R({"LCS", "a", "b", "LEN"}) == I(6));
+  CHECK(f.R({"LCS", "a", "nokey"}) == B(""));
+  CHECK(f.R({"LCS", "nokey", "nokey2", "LEN"}) == I(0));
+  // The ranges from the ends backwards: "text" (a 4..7, b 5..8), then "my" (a 2..3, b 0..1).
+  const std::string text = "*2\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n";
+  const std::string my = "*2\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n";
+  CHECK(f.R({"LCS", "a", "b", "IDX"}) == "*4\r\n" + B("matches") + "*2\r\n" + text + my + B("len") + I(6));
+  CHECK(f.R({"LCS", "a", "b", "IDX", "MINMATCHLEN", "3"}) == "*4\r\n" + B("matches") + "*1\r\n" + text + B("len") + I(6));
+  CHECK(f.R({"LCS", "a", "b", "IDX", "MINMATCHLEN", "-5", "WITHMATCHLEN"}) ==
+        "*4\r\n" + B("matches") + "*2\r\n" + "*3\r\n" + text.substr(4) + I(4) + "*3\r\n" + my.substr(4) + I(2) +
+            B("len") + I(6));
+  CHECK(f.R({"LCS", "a", "b", "LEN", "IDX"}) == E("ERR If you want both the length and indexes, please just use IDX."));
+  CHECK(f.R({"LCS", "a", "b", "MINMATCHLEN"}) == SYNTAX);
+  CHECK(f.R({"LCS", "a", "b", "MINMATCHLEN", "x"}) == NOT_INT);
+  CHECK(f.R({"LCS", "a", "b", "FOO"}) == SYNTAX);
+  CHECK(f.R({"HSET", "h", "f", "v"}) == I(1));
+  CHECK(f.R({"LCS", "a", "h", "FOO"}) == E("ERR The specified keys must contain string values"));  // before options
+  // The table is bounded by proto-max-bulk-len (4 bytes a cell).
+  CHECK(f.R({"SET", "big", std::string(500, 'x')}) == OK);
+  CHECK(f.R({"CONFIG", "SET", "proto-max-bulk-len", "1mb"}) == OK);
+  CHECK(f.R({"LCS", "big", "big", "LEN"}) == I(500));  // 501 x 501 x 4 bytes < 1 MB
+  CHECK(f.R({"SET", "big2", std::string(600, 'y')}) == OK);
+  CHECK(f.R({"LCS", "big2", "big2", "LEN"}) ==
+        E("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"));
+}

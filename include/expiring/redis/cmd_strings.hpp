@@ -1,5 +1,5 @@
 // expiring/redis/cmd_strings.hpp: the string commands: GET SET SETEX PSETEX SETNX GETSET GETDEL GETEX MGET MSET MSETNX
-// STRLEN APPEND GETRANGE SUBSTR SETRANGE SETBIT GETBIT INCR DECR INCRBY DECRBY INCRBYFLOAT.
+// STRLEN APPEND GETRANGE SUBSTR SETRANGE SETBIT GETBIT LCS INCR DECR INCRBY DECRBY INCRBYFLOAT.
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
 // and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <new>
 
 #include "../detail/decimal.hpp"
 #include "commands.hpp"
@@ -298,6 +299,107 @@ Reply CommandExecutor<Clock>::cmd_setrange(const Args& a, Session&) {
     if (!store_->set(a[1], std::move(v)).ok()) return oom_error();
   }
   return Reply::integer(static_cast<std::int64_t>(len));
+}
+
+// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]: the longest common subsequence of
+// two strings (a missing key is ""), by the dynamic-programming table of prefix lengths, which
+// Redis bounds by proto-max-bulk-len. IDX lists the matched ranges from the end of the strings
+// backwards, each as [[a_from, a_to], [b_from, b_to]] (and its length), as Redis walks them.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_lcs(const Args& a, Session&) {
+  const Value* va = store_->get(a[1]);
+  const bool a_string = va == nullptr || va->is_string();
+  const std::string x = va != nullptr && a_string ? *va->string() : std::string();
+  const Value* vb = store_->get(a[2]);
+  if (!a_string || (vb != nullptr && !vb->is_string())) {
+    return Reply::error("ERR The specified keys must contain string values");
+  }
+  const std::string y = vb != nullptr ? *vb->string() : std::string();
+  bool want_len = false, want_idx = false, with_len = false;
+  std::int64_t min_len = 0;
+  for (std::size_t j = 3; j < a.size(); ++j) {
+    if (detail::is_opt(a[j], "idx")) {
+      want_idx = true;
+    } else if (detail::is_opt(a[j], "len")) {
+      want_len = true;
+    } else if (detail::is_opt(a[j], "withmatchlen")) {
+      with_len = true;
+    } else if (detail::is_opt(a[j], "minmatchlen") && j + 1 < a.size()) {
+      if (!to_int(a[++j], min_len)) return not_integer();
+      if (min_len < 0) min_len = 0;
+    } else {
+      return syntax_error();
+    }
+  }
+  if (want_len && want_idx) return Reply::error("ERR If you want both the length and indexes, please just use IDX.");
+  constexpr std::size_t kMaxLen = std::numeric_limits<std::uint32_t>::max() - 1;
+  if (x.size() >= kMaxLen || y.size() >= kMaxLen) return Reply::error("ERR String too long for LCS");
+  const std::size_t rows = x.size() + 1, cols = y.size() + 1;
+  const std::uint64_t cells = static_cast<std::uint64_t>(rows) * cols;
+  if (cells * sizeof(std::uint32_t) > options_.proto_max_bulk_len) {
+    return Reply::error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+  }
+  std::vector<std::uint32_t> table;
+  try {
+    table.assign(static_cast<std::size_t>(cells), 0);
+  } catch (const std::bad_alloc&) {
+    return Reply::error("ERR Insufficient memory, failed allocating transient memory for LCS");
+  }
+  // table[i * cols + j]: the LCS length of x[0, i) and y[0, j).
+  const auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return table[i * cols + j]; };
+  for (std::size_t i = 1; i < rows; ++i) {
+    for (std::size_t j = 1; j < cols; ++j) {
+      at(i, j) = x[i - 1] == y[j - 1] ? at(i - 1, j - 1) + 1 : std::max(at(i - 1, j), at(i, j - 1));
+    }
+  }
+  const std::uint32_t total = at(rows - 1, cols - 1);
+  if (want_len) return Reply::integer(total);
+  // Walk back from the ends: a match extends the open range backwards; a step over an
+  // unmatched byte (towards the longer prefix LCS, y's on a tie) closes it, as does reaching
+  // the first byte of either string.
+  std::string common(total, '\0');
+  std::size_t k = total;
+  Reply matches = Reply::array();
+  bool open = false;
+  std::size_t a_from = 0, a_to = 0, b_from = 0, b_to = 0;
+  const auto close = [&] {
+    const std::size_t n = a_to - a_from + 1;
+    if (want_idx && (min_len == 0 || n >= static_cast<std::uint64_t>(min_len))) {
+      Reply m = Reply::array({Reply::array({Reply::integer(static_cast<std::int64_t>(a_from)),
+                                            Reply::integer(static_cast<std::int64_t>(a_to))}),
+                              Reply::array({Reply::integer(static_cast<std::int64_t>(b_from)),
+                                            Reply::integer(static_cast<std::int64_t>(b_to))})});
+      if (with_len) m.push(Reply::integer(static_cast<std::int64_t>(n)));
+      matches.push(std::move(m));
+    }
+    open = false;
+  };
+  std::size_t i = rows - 1, j = cols - 1;
+  while (i > 0 && j > 0) {
+    if (x[i - 1] == y[j - 1]) {
+      common[--k] = x[i - 1];
+      if (!open) {
+        open = true;
+        a_from = a_to = i - 1;
+        b_from = b_to = j - 1;
+      } else {
+        a_from = i - 1;
+        b_from = j - 1;
+      }
+      --i;
+      --j;
+      if (a_from == 0 || b_from == 0) close();
+    } else {
+      if (at(i - 1, j) > at(i, j - 1)) {
+        --i;
+      } else {
+        --j;
+      }
+      if (open) close();
+    }
+  }
+  if (!want_idx) return Reply::bulk(std::move(common));
+  return Reply::array({Reply::bulk("matches"), std::move(matches), Reply::bulk("len"), Reply::integer(total)});
 }
 
 // A bit offset as Redis's getBitOffsetFromArgument(): a non-negative integer whose byte is

@@ -986,6 +986,7 @@ class CommandExecutor {
   bool bit_offset(const std::string& arg, std::uint64_t& offset) const;
   Reply cmd_setbit(const Args& a, Session&);
   Reply cmd_getbit(const Args& a, Session&);
+  Reply cmd_lcs(const Args& a, Session&);
   Reply incr_by(const std::string& key, std::int64_t incr);
   Reply cmd_incr(const Args& a, Session&);
   Reply cmd_decr(const Args& a, Session&);
@@ -1137,6 +1138,7 @@ class CommandExecutor {
         {"setrange", 4, &E::cmd_setrange, "write denyoom", 1, 1, 1},
         {"setbit", 4, &E::cmd_setbit, "write denyoom", 1, 1, 1},
         {"getbit", 3, &E::cmd_getbit, "readonly fast", 1, 1, 1},
+        {"lcs", -3, &E::cmd_lcs, "readonly", 1, 2, 1},
         {"incr", 2, &E::cmd_incr, "write denyoom fast", 1, 1, 1},
         {"decr", 2, &E::cmd_decr, "write denyoom fast", 1, 1, 1},
         {"incrby", 3, &E::cmd_incrby, "write denyoom fast", 1, 1, 1},
