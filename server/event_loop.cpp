@@ -774,7 +774,7 @@ std::string Server::client_line(const Client& c) const {
                   " multi-mem=" + n(c.session.queued_bytes) + " rbs=" + n(kReadChunk) + " rbp=0 obl=0 oll=" + n(c.out.blocks()) +
                   " omem=" + n(c.out.allocated()) + " tot-mem=" + n(c.counted) + " events=" + (c.reading ? "r" : "") +
                   (c.want_write ? "w" : "") + " cmd=" + (c.last_command.empty() ? "NULL" : expiring::redis::detail::lowercase(c.last_command)) +
-                  " user=default redir=-1 resp=2\n";
+                  " user=default redir=-1 resp=" + n(static_cast<std::uint64_t>(c.session.resp)) + "\n";
   return l;
 }
 
@@ -812,9 +812,9 @@ void Server::add_client_command() {
         if (!type.empty() && client_type(*c) != (type == "slave" ? "replica" : type)) continue;
         out += client_line(*c);
       }
-      return Reply::bulk(std::move(out));
+      return Reply::verbatim(std::move(out));  // (RESP2: a bulk)
     }
-    if (iequals(a[1], "info") && a.size() == 2 && self != nullptr) return Reply::bulk(client_line(*self));
+    if (iequals(a[1], "info") && a.size() == 2 && self != nullptr) return Reply::verbatim(client_line(*self));
     if (iequals(a[1], "kill")) return client_kill(a, self);
     return exec_.run_builtin(a, s);
   });

@@ -193,20 +193,88 @@ TEST_CASE("quit and shutdown report their connection action", "[redis][server]")
   CHECK(u.action == Action::none);
 }
 
-TEST_CASE("hello: RESP2 only, the handshake fields of redis 7.0", "[redis][server]") {
+TEST_CASE("hello: RESP2 and RESP3, the handshake fields of redis 7.0", "[redis][server]") {
   Fx f;
   Session s;
   s.id = 7;
   const Reply r = f.ex.execute({"HELLO", "2"}, s);
   CHECK(r.to_resp() == "*14\r\n" + B("server") + B("redis") + B("version") + B("7.0.15") + B("proto") + I(2) + B("id") +
                            I(7) + B("mode") + B("standalone") + B("role") + B("master") + B("modules") + "*0\r\n");
-  CHECK(f.R({"HELLO", "3"}) == E("NOPROTO unsupported protocol version"));
   CHECK(f.R({"HELLO", "1"}) == E("NOPROTO unsupported protocol version"));
+  CHECK(f.R({"HELLO", "4"}) == E("NOPROTO unsupported protocol version"));
   CHECK(f.R({"HELLO", "x"}) == E("ERR Protocol version is not an integer or out of range"));
   CHECK(f.R({"HELLO", "2", "FOO"}) == E("ERR Syntax error in HELLO option 'FOO'"));
   CHECK(f.R({"HELLO", "2", "AUTH", "x"}) == E("ERR Syntax error in HELLO option 'AUTH'"));
   CHECK(f.R({"HELLO", "2", "AUTH", "foo", "bar"}) == E("WRONGPASS invalid username-password pair or user is disabled."));
-  CHECK(f.run({"HELLO", "2", "AUTH", "default", "x", "SETNAME", "me"}).type() == Reply::Type::array);
+  CHECK(f.ex.execute({"HELLO", "2", "AUTH", "default", "x", "SETNAME", "me"}, s).type() == Reply::Type::map);
+  CHECK(s.name == "me");
+  CHECK(f.ex.execute({"HELLO", "2", "SETNAME", "a b"}, s).to_resp() ==
+        E("ERR Client names cannot contain spaces, newlines or special characters."));
+  CHECK(s.resp == 2);
+  const Reply three = f.ex.execute({"HELLO", "3"}, s);
+  CHECK(s.resp == 3);
+  CHECK(three.to_resp(3) == "%7\r\n" + B("server") + B("redis") + B("version") + B("7.0.15") + B("proto") + I(3) +
+                                B("id") + I(7) + B("mode") + B("standalone") + B("role") + B("master") + B("modules") +
+                                "*0\r\n");
+  CHECK(f.ex.execute({"HELLO"}, s).to_resp(3).find(B("proto") + I(3)) != std::string::npos);  // no version: kept
+}
+
+TEST_CASE("resp3: nulls, maps, verbatim strings and DEBUG PROTOCOL's samples, each in its RESP2 form on RESP2",
+          "[redis][server][resp3]") {
+  Fx f;
+  Session s2, s3;
+  (void)f.ex.execute({"HELLO", "3"}, s3);
+  const auto on = [&](Session& s, std::initializer_list<std::string_view> argv) {
+    expiring::redis::OutputBuffer out;
+    f.ex.execute_into(std::vector<std::string>(argv.begin(), argv.end()), s, out);
+    return out.str();
+  };
+  // Nulls: a missing GET, MGET's holes, an aborted EXEC.
+  CHECK(on(s2, {"GET", "nokey"}) == NIL);
+  CHECK(on(s3, {"GET", "nokey"}) == "_\r\n");
+  CHECK(on(s3, {"SET", "a", "1"}) == OK);
+  CHECK(on(s3, {"MGET", "a", "nokey"}) == "*2\r\n" + B("1") + "_\r\n");
+  CHECK(on(s3, {"HRANDFIELD", "nokey"}) == "_\r\n");
+  // Maps: HGETALL, CONFIG GET, LCS IDX; HRANDFIELD WITHVALUES gives pairs.
+  CHECK(on(s3, {"HSET", "h", "f", "v"}) == I(1));
+  CHECK(on(s3, {"HGETALL", "h"}) == "%1\r\n" + B("f") + B("v"));
+  CHECK(on(s2, {"HGETALL", "h"}) == "*2\r\n" + B("f") + B("v"));
+  CHECK(on(s3, {"CONFIG", "GET", "hz"}) == "%1\r\n" + B("hz") + B("10"));
+  CHECK(on(s3, {"HRANDFIELD", "h", "-2", "WITHVALUES"}) ==
+        "*2\r\n*2\r\n" + B("f") + B("v") + "*2\r\n" + B("f") + B("v"));
+  CHECK(on(s2, {"HRANDFIELD", "h", "-2", "WITHVALUES"}) == "*4\r\n" + B("f") + B("v") + B("f") + B("v"));
+  CHECK(on(s3, {"LCS", "a", "a", "IDX"}).rfind("%2\r\n", 0) == 0);
+  // INFO: a verbatim string ("txt:").
+  CHECK(on(s3, {"INFO", "keyspace"}).rfind("=", 0) == 0);
+  CHECK(on(s3, {"INFO", "keyspace"}).find("txt:# Keyspace") != std::string::npos);
+  CHECK(on(s2, {"INFO", "keyspace"}).rfind("$", 0) == 0);
+  // DEBUG PROTOCOL, in both.
+  CHECK(on(s3, {"DEBUG", "PROTOCOL", "bignum"}) == "(1234567999999999999999999999999999999\r\n");
+  CHECK(on(s2, {"DEBUG", "PROTOCOL", "bignum"}) == B("1234567999999999999999999999999999999"));
+  CHECK(on(s3, {"DEBUG", "PROTOCOL", "true"}) == "#t\r\n");
+  CHECK(on(s2, {"DEBUG", "PROTOCOL", "false"}) == I(0));
+  CHECK(on(s3, {"DEBUG", "PROTOCOL", "double"}) == ",3.141\r\n");
+  CHECK(on(s2, {"DEBUG", "PROTOCOL", "double"}) == B("3.141"));
+  CHECK(on(s3, {"DEBUG", "PROTOCOL", "null"}) == "_\r\n");
+  CHECK(on(s3, {"DEBUG", "PROTOCOL", "set"}) == "~3\r\n:0\r\n:1\r\n:2\r\n");
+  CHECK(on(s3, {"DEBUG", "PROTOCOL", "map"}) == "%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n");
+  CHECK(on(s2, {"DEBUG", "PROTOCOL", "map"}) == "*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n");
+  CHECK(on(s3, {"DEBUG", "PROTOCOL", "verbatim"}) == "=29\r\ntxt:This is a verbatim\nstring\r\n");
+  CHECK(on(s3, {"DEBUG", "PROTOCOL", "attrib"}) == "|1\r\n" + B("key-popularity") + "*2\r\n" + B("key:123") +
+                                                     I(90) + B("Some real reply following the attribute"));
+  CHECK(on(s2, {"DEBUG", "PROTOCOL", "attrib"}) == B("Some real reply following the attribute"));
+  CHECK(on(s2, {"DEBUG", "PROTOCOL", "push"}) == E("ERR RESP2 is not supported by this command"));
+  CHECK(on(s2, {"DEBUG", "PROTOCOL", "nope"}).rfind("-ERR Wrong protocol type name.", 0) == 0);
+  // Every RESP3 reply decodes back (a client's parser, and the tests' from_resp).
+  for (const char* t : {"string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib", "true",
+                        "verbatim"}) {
+    const std::string bytes = on(s3, {"DEBUG", "PROTOCOL", t});
+    std::size_t pos = 0;
+    Reply back;
+    CHECK(Reply::from_resp(bytes, pos, back));
+    CHECK(pos == bytes.size());
+    CHECK(back.to_resp(3) == bytes);
+  }
 }
 
 TEST_CASE("command: count, info, list, no docs (enough for redis-cli)", "[redis][server]") {

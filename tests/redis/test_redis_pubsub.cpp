@@ -167,3 +167,18 @@ TEST_CASE("pubsub: CLIENT REPLY OFF and SKIP silence replies but not messages", 
   CHECK(f.S({"CLIENT", "SETNAME", "worker"}) == "+OK\r\n");
   CHECK(f.S({"CLIENT", "GETNAME"}) == "$6\r\nworker\r\n");
 }
+
+TEST_CASE("pubsub: over RESP3 the confirmations and messages are pushes, and any command runs while subscribed",
+          "[redis][pubsub][resp3]") {
+  Fx f;
+  CHECK(f.S({"HELLO", "3"}).rfind("%7\r\n", 0) == 0);
+  const auto b = [](std::string_view s) { return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n"; };
+  CHECK(f.S({"SUBSCRIBE", "ch"}) == ">3\r\n" + b("subscribe") + b("ch") + ":1\r\n");
+  CHECK(f.P({"PUBLISH", "ch", "hi"}) == ":1\r\n");
+  CHECK(f.take() == ">3\r\n" + b("message") + b("ch") + b("hi"));
+  CHECK(f.pushes == 1);
+  CHECK(f.S({"GET", "nokey"}) == "_\r\n");  // no subscribed mode in RESP3
+  CHECK(f.S({"PING"}) == "+PONG\r\n");
+  CHECK(f.S({"UNSUBSCRIBE"}) == ">3\r\n" + b("unsubscribe") + b("ch") + ":0\r\n");
+  CHECK(f.S({"UNSUBSCRIBE"}) == ">3\r\n" + b("unsubscribe") + "_\r\n:0\r\n");
+}

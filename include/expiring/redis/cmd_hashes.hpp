@@ -126,7 +126,7 @@ Reply CommandExecutor<Clock>::cmd_hexists(const Args& a, Session&) {
 // HGETALL (names and values), HKEYS, HVALS: one visit.
 template <class Clock>
 Reply CommandExecutor<Clock>::hash_listing(const Args& a, bool names, bool values) {
-  Reply list = Reply::array();
+  Reply list = names && values ? Reply::map() : Reply::array();  // HGETALL: a map in RESP3
   Result<std::size_t> r = store_->hvisit(a[1], [&](const std::string& f, const std::string& v) {
     if (names) list.push(Reply::bulk(f));
     if (values) list.push(Reply::bulk(v));
@@ -175,7 +175,7 @@ Reply CommandExecutor<Clock>::cmd_hincrbyfloat(const Args& a, Session&) {
 // into a buffer of the client's output limit first, so that a count of -2^62 stops at that
 // limit (the client is then closed, as Redis closes it) rather than run on.
 template <class Clock>
-void CommandExecutor<Clock>::write_hrandfield(const Args& a, Session&, OutputBuffer& out) {
+void CommandExecutor<Clock>::write_hrandfield(const Args& a, Session& s, OutputBuffer& out) {
   const bool with_count = a.size() >= 3;
   std::int64_t count = 1;
   bool values = false;
@@ -193,16 +193,18 @@ void CommandExecutor<Clock>::write_hrandfield(const Args& a, Session&, OutputBuf
   if (holds_string(a[1], false)) return wrong_type().write_resp(out);
   OutputBuffer body;
   body.set_limit(out.limit());
+  const bool pairs = values && s.resp >= 3;  // RESP3: an array of [field, value] arrays
   const Result<std::size_t> n = store_->hrandfield(a[1], count, [&](const std::string& f, const std::string& v) {
+    if (pairs) Reply::write_array_header(body, 2);
     Reply::write_bulk(body, f);
     if (values) Reply::write_bulk(body, v);
     return !body.over_limit();
   });
   const std::size_t calls = n.ok() ? *n : 0;
   if (!with_count) {
-    if (calls == 0) return Reply::write_nil(out);
+    if (calls == 0) return Reply::write_nil(out, s.resp);
   } else {
-    Reply::write_array_header(out, values ? calls * 2 : calls);
+    Reply::write_array_header(out, values && !pairs ? calls * 2 : calls);
   }
   out.append(body);
 }

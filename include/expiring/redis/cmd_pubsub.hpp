@@ -38,7 +38,7 @@ void CommandExecutor<Clock>::write_subscribe(const Args& a, Session& s, OutputBu
       mine.push_back(a[i]);
       registry[a[i]].push_back(&s);
     }
-    Reply::write_array_header(out, 3);
+    Reply::write_push_header(out, 3, s.resp);
     Reply::write_bulk(out, pattern ? "psubscribe" : "subscribe");
     Reply::write_bulk(out, a[i]);
     Reply::integer(static_cast<std::int64_t>(s.channels.size() + s.patterns.size())).write_resp(out);
@@ -54,15 +54,15 @@ void CommandExecutor<Clock>::write_unsubscribe(const Args& a, Session& s, Output
   std::vector<std::string> names(a.begin() + 1, a.end());
   if (names.empty()) names = mine;  // all of them
   if (names.empty()) {              // none: one reply, with a null name
-    Reply::write_array_header(out, 3);
+    Reply::write_push_header(out, 3, s.resp);
     Reply::write_bulk(out, kind);
-    Reply::nil().write_resp(out);
+    Reply::write_nil(out, s.resp);
     Reply::integer(static_cast<std::int64_t>(s.channels.size() + s.patterns.size())).write_resp(out);
     return;
   }
   for (const std::string& name : names) {
     unsubscribe(s, name, pattern);
-    Reply::write_array_header(out, 3);
+    Reply::write_push_header(out, 3, s.resp);
     Reply::write_bulk(out, kind);
     Reply::write_bulk(out, name);
     Reply::integer(static_cast<std::int64_t>(s.channels.size() + s.patterns.size())).write_resp(out);
@@ -97,7 +97,7 @@ std::size_t CommandExecutor<Clock>::publish(const std::string& channel, const st
   if (auto it = channels_.find(channel); it != channels_.end()) {
     for (Session* s : it->second) {
       if (s->push == nullptr) continue;
-      Reply::write_array_header(*s->push, 3);
+      Reply::write_push_header(*s->push, 3, s->resp);
       Reply::write_bulk(*s->push, "message");
       Reply::write_bulk(*s->push, channel);
       Reply::write_bulk(*s->push, message);
@@ -109,7 +109,7 @@ std::size_t CommandExecutor<Clock>::publish(const std::string& channel, const st
     if (!glob_match(pattern, channel)) continue;
     for (Session* s : sessions) {
       if (s->push == nullptr) continue;
-      Reply::write_array_header(*s->push, 4);
+      Reply::write_push_header(*s->push, 4, s->resp);
       Reply::write_bulk(*s->push, "pmessage");
       Reply::write_bulk(*s->push, pattern);
       Reply::write_bulk(*s->push, channel);

@@ -85,21 +85,23 @@ Reply CommandExecutor<Clock>::wrongpass() { return Reply::error("WRONGPASS inval
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hello(const Args& a, Session& s) {
   std::size_t next = 1;
+  int proto = s.resp;
   if (a.size() >= 2) {
     std::int64_t ver = 0;
     if (!to_int(a[1], ver)) return Reply::error("ERR Protocol version is not an integer or out of range");
-    // RESP3 is not offered: clients then stay on RESP2, as with an old server.
-    if (ver != 2) return Reply::error("NOPROTO unsupported protocol version");
+    if (ver != 2 && ver != 3) return Reply::error("NOPROTO unsupported protocol version");
+    proto = static_cast<int>(ver);
     next = 2;
   }
   std::size_t auth = 0;  // the index of an AUTH option
+  const std::string* name = nullptr;
   for (std::size_t j = next; j < a.size(); ++j) {
     const std::size_t more = a.size() - 1 - j;
     if (detail::is_opt(a[j], "auth") && more >= 2) {
       auth = j;
       j += 2;
     } else if (detail::is_opt(a[j], "setname") && more >= 1) {
-      ++j;
+      name = &a[++j];
     } else {
       return detail::error_format("Syntax error in HELLO option '" + std::string(detail::cstr(a[j])) + "'");
     }
@@ -114,10 +116,17 @@ Reply CommandExecutor<Clock>::cmd_hello(const Args& a, Session& s) {
         "<pass> option can be used to authenticate the client and select the RESP protocol version at the "
         "same time");
   }
-  Reply r = Reply::array();
+  if (name != nullptr) {
+    for (char c : *name) {
+      if (c < '!' || c > '~') return Reply::error("ERR Client names cannot contain spaces, newlines or special characters.");
+    }
+    s.name = *name;
+  }
+  s.resp = proto;  // this reply already in it
+  Reply r = Reply::map();
   r.push(Reply::bulk("server")).push(Reply::bulk("redis"));
   r.push(Reply::bulk("version")).push(Reply::bulk(options_.redis_version));
-  r.push(Reply::bulk("proto")).push(Reply::integer(2));
+  r.push(Reply::bulk("proto")).push(Reply::integer(proto));
   r.push(Reply::bulk("id")).push(Reply::integer(static_cast<std::int64_t>(s.id)));
   r.push(Reply::bulk("mode")).push(Reply::bulk("standalone"));
   r.push(Reply::bulk("role")).push(Reply::bulk("master"));
@@ -205,7 +214,7 @@ Reply CommandExecutor<Clock>::cmd_flush(const Args& a, Session& s) {
 }
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session&) {
+Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session& s) {
   if (a.size() == 3 && detail::is_opt(a[1], "set-active-expire")) {
     for (store_type* d : dbs_) d->set_active_expire_enabled(atoi_like(a[2]) != 0);
     return ok();
@@ -220,6 +229,7 @@ Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session&) {
     return r;
   }
   if (a.size() == 2 && detail::is_opt(a[1], "digest")) return Reply::status(detail::hex(dataset_digest()));
+  if (a.size() == 3 && detail::is_opt(a[1], "protocol")) return debug_protocol(a[2], s);
   if (a.size() == 2 && detail::is_opt(a[1], "help")) {
     return Reply::array({Reply::status("DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"),
                          Reply::status("DIGEST"),
@@ -229,6 +239,8 @@ Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session&) {
                          Reply::status("OBJECT <key>"),
                          Reply::status("    Show low level info about the value of the key: its address, the"),
                          Reply::status("    encoding Redis would give it (OBJECT ENCODING), its RDB length."),
+                         Reply::status("PROTOCOL <type>"),
+                         Reply::status("    Reply with a test value of the specified type (RESP3's types)."),
                          Reply::status("SET-ACTIVE-EXPIRE <0|1>"),
                          Reply::status("    Setting it to 0 disables expiring keys in background when they are not"),
                          Reply::status("    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the"),
@@ -238,6 +250,46 @@ Reply CommandExecutor<Clock>::cmd_debug(const Args& a, Session&) {
   }
   return detail::error_format("unknown subcommand or wrong number of arguments for '" +
                               std::string(detail::cstr(a[1])) + "'. Try DEBUG HELP.");
+}
+
+// DEBUG PROTOCOL type: one reply of each RESP3 type, Redis's samples (how a client tests its
+// parser); to a RESP2 client each in its RESP2 form.
+template <class Clock>
+Reply CommandExecutor<Clock>::debug_protocol(const std::string& type, Session& s) {
+  const std::string t = detail::lowercase(type);
+  if (t == "string") return Reply::bulk("Hello World");
+  if (t == "integer") return Reply::integer(12345);
+  if (t == "double") return Reply::double_value(3.141);
+  if (t == "bignum") return Reply::big_number("1234567999999999999999999999999999999");
+  if (t == "null") return Reply::nil();
+  if (t == "array" || t == "set") {
+    std::vector<Reply> v;
+    for (int j = 0; j < 3; ++j) v.push_back(Reply::integer(j));
+    return t == "set" ? Reply::set(std::move(v)) : Reply::array(std::move(v));
+  }
+  if (t == "map") {
+    Reply m = Reply::map();
+    for (int j = 0; j < 3; ++j) m.push(Reply::integer(j)).push(Reply::boolean(j == 1));
+    return m;
+  }
+  if (t == "attrib") {
+    return Reply::with_attribute(
+        Reply::map({Reply::bulk("key-popularity"), Reply::array({Reply::bulk("key:123"), Reply::integer(90)})}),
+        Reply::bulk("Some real reply following the attribute"));
+  }
+  if (t == "push") {
+    if (s.resp < 3) return Reply::error("ERR RESP2 is not supported by this command");
+    if (s.push != nullptr) {  // out of band, before the reply
+      Reply::push_message({Reply::bulk("server-cpu-usage"), Reply::integer(42)}).write_resp(*s.push, s.resp);
+      if (push_hook_) push_hook_(s);
+    }
+    return Reply::bulk("Some real reply following the push reply");
+  }
+  if (t == "true" || t == "false") return Reply::boolean(t == "true");
+  if (t == "verbatim") return Reply::verbatim("This is a verbatim\nstring");
+  return Reply::error(
+      "ERR Wrong protocol type name. Please use one of the following: "
+      "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false");
 }
 
 // DEBUG OBJECT key, in Redis 7.0's form: the value's address in the store (it stays while the
@@ -322,7 +374,7 @@ Reply CommandExecutor<Clock>::cmd_info(const Args& a, Session&) {
     if (!out.empty()) out += "\r\n";
     info_section(kSections[k], out);
   }
-  return Reply::bulk(std::move(out));
+  return Reply::verbatim(std::move(out));  // (RESP2: a bulk)
 }
 
 template <class Clock>
@@ -501,7 +553,7 @@ Reply CommandExecutor<Clock>::cmd_config_get(const Args& a, Session&) {
       if (!matched(e.name) && glob_match(pat, e.name, /*nocase=*/true)) matches.emplace_back(e.name, &e);
     }
   }
-  Reply r = Reply::array();
+  Reply r = Reply::map();
   for (const auto& m : matches) r.push(Reply::bulk(m.first)).push(Reply::bulk(m.second->value));
   return r;
 }

@@ -24,22 +24,22 @@ using expiring::detail::parse_long_double;
 // ==== Strings ===============================================================================
 
 template <class Clock>
-void CommandExecutor<Clock>::write_bulk_or_nil(OutputBuffer& out, const std::string* v) {
+void CommandExecutor<Clock>::write_bulk_or_nil(OutputBuffer& out, const std::string* v, int proto) {
   if (v != nullptr) {
     Reply::write_bulk(out, *v);
   } else {
-    Reply::write_nil(out);
+    Reply::write_nil(out, proto);
   }
 }
 
 template <class Clock>
-void CommandExecutor<Clock>::write_get(const Args& a, Session&, OutputBuffer& out) {
+void CommandExecutor<Clock>::write_get(const Args& a, Session& s, OutputBuffer& out) {
   const Value* v = store_->get(a[1]);
   if (v != nullptr && v->is_hash()) {
     wrong_type().write_resp(out);
     return;
   }
-  write_bulk_or_nil(out, v == nullptr ? nullptr : v->string());
+  write_bulk_or_nil(out, v == nullptr ? nullptr : v->string(), s.resp);
 }
 
 template <class Clock>
@@ -172,11 +172,11 @@ Reply CommandExecutor<Clock>::cmd_getex(const Args& a, Session&) {
 // Each value is copied once, from the store into the output buffer (a pointer from get()
 // is not kept past the next read).
 template <class Clock>
-void CommandExecutor<Clock>::write_mget(const Args& a, Session&, OutputBuffer& out) {
+void CommandExecutor<Clock>::write_mget(const Args& a, Session& s, OutputBuffer& out) {
   Reply::write_array_header(out, a.size() - 1);
   for (std::size_t i = 1; i < a.size(); ++i) {
     const Value* v = store_->get(a[i]);
-    write_bulk_or_nil(out, v == nullptr ? nullptr : v->string());  // a hash answers nil
+    write_bulk_or_nil(out, v == nullptr ? nullptr : v->string(), s.resp);  // a hash answers nil
   }
 }
 
@@ -399,7 +399,7 @@ Reply CommandExecutor<Clock>::cmd_lcs(const Args& a, Session&) {
     }
   }
   if (!want_idx) return Reply::bulk(std::move(common));
-  return Reply::array({Reply::bulk("matches"), std::move(matches), Reply::bulk("len"), Reply::integer(total)});
+  return Reply::map({Reply::bulk("matches"), std::move(matches), Reply::bulk("len"), Reply::integer(total)});
 }
 
 // A bit offset as Redis's getBitOffsetFromArgument(): a non-negative integer whose byte is

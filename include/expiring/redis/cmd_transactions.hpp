@@ -89,7 +89,7 @@ void CommandExecutor<Clock>::write_exec(const Args&, Session& s, OutputBuffer& o
     if (s.multi_dirty) {
       Reply::error("EXECABORT Transaction discarded because of previous errors.").write_resp(out);
     } else {
-      Reply::nil_array().write_resp(out);
+      Reply::nil_array().write_resp(out, s.resp);
     }
     end_transaction(s);
     return;

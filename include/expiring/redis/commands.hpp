@@ -138,6 +138,7 @@ struct Session {
   // with ParserLimits::authenticated false.
   bool authenticated = true;
   std::size_t db = 0;  // the database SELECT chose
+  int resp = 2;        // the protocol HELLO chose: 2 (RESP2) or 3 (RESP3)
 
   // MULTI ... EXEC (cmd_transactions.hpp): the queued commands and their bytes; whether one was
   // refused while queuing (EXEC answers EXECABORT) or a watched key changed (EXEC answers nil).
@@ -517,7 +518,7 @@ class CommandExecutor {
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) return std::move(*refused);
     }
-    if (session.subscribed()) {
+    if (session.subscribed() && session.resp == 2) {  // (RESP3 has no subscribed mode)
       if (std::optional<Reply> refused = subscribed_mode(argv, session)) return std::move(*refused);
     }
     if (session.in_multi) {
@@ -549,19 +550,19 @@ class CommandExecutor {
     select(session);
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) {
-        refused->write_resp(out);
+        refused->write_resp(out, session.resp);
         return;
       }
     }
-    if (session.subscribed()) {
+    if (session.subscribed() && session.resp == 2) {  // (RESP3 has no subscribed mode)
       if (std::optional<Reply> refused = subscribed_mode(argv, session)) {
-        refused->write_resp(out);
+        refused->write_resp(out, session.resp);
         return;
       }
     }
     if (session.in_multi) {
       if (std::optional<Reply> queued = queue_in_multi(argv, session)) {
-        queued->write_resp(out);
+        queued->write_resp(out, session.resp);
         return;
       }
     }
@@ -569,16 +570,16 @@ class CommandExecutor {
     const CommandName running{command_};  // (cleared after it: later events are not its)
     if (!server_commands_.empty()) {
       if (std::optional<Reply> r = run_server_command(argv, session)) {
-        r->write_resp(out);
+        r->write_resp(out, session.resp);
         return;
       }
     }
     Reply early;
     const Spec* spec = prepare(argv, early);
     if (spec == nullptr) {
-      early.write_resp(out);
+      early.write_resp(out, session.resp);
     } else if (spec->handler != nullptr) {
-      (this->*spec->handler)(argv, session).write_resp(out);
+      (this->*spec->handler)(argv, session).write_resp(out, session.resp);
     } else {
       (this->*spec->writer)(argv, session, out);
     }
@@ -935,6 +936,7 @@ class CommandExecutor {
   std::string object_encoding(const Value& v) const;
   std::int64_t object_refcount(const Value& v) const;
   Reply debug_object(const std::string& key);
+  Reply debug_protocol(const std::string& type, Session& s);
   detail::Digest dataset_digest() const;
   Reply cmd_function(const Args& a, Session&);
 
@@ -942,7 +944,7 @@ class CommandExecutor {
 
   // ==== Strings (cmd_strings.hpp) ==============================================
 
-  static void write_bulk_or_nil(OutputBuffer& out, const std::string* v);
+  static void write_bulk_or_nil(OutputBuffer& out, const std::string* v, int proto);
   void write_get(const Args& a, Session&, OutputBuffer& out);
 
   // Options of SET (get_mode false) and GETEX (get_mode true), semantics.md B §2.4 table.

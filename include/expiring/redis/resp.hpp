@@ -50,7 +50,9 @@
 
 #include <cstddef>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <limits>
 #include <ostream>
@@ -73,6 +75,16 @@ class Reply {
     nil,        // $-1 (null bulk string)
     array,      // *2 ...
     nil_array,  // *-1
+    // RESP3 (HELLO 3); to a RESP2 client each is written in its RESP2 form:
+    map,         // %2 key value key value (RESP2: *4 ...); elements() holds key, value, ...
+    set,         // ~2 ... (RESP2: *2 ...)
+    push,        // >3 ... out-of-band data, pub/sub's messages (RESP2: *3 ...)
+    double_,     // ,3.14 (RESP2: the bulk "3.14"); str() holds the text
+    boolean,     // #t / #f (RESP2: :1 / :0)
+    verbatim,    // =28 txt:... (RESP2: the bulk of the text); str() holds the text
+    big_number,  // (1234... (RESP2: the bulk of the digits)
+    attribute,   // |1 key value, then the reply it annotates (RESP2: that reply alone);
+                 // elements() holds {a map, the reply}
   };
 
   Reply() = default;  // a nil bulk
@@ -95,6 +107,40 @@ class Reply {
     return r;
   }
   static Reply nil_array() { return Reply(Type::nil_array, {}); }
+  static Reply map(std::vector<Reply> pairs = {}) {  // key, value, key, value, ...
+    Reply r = array(std::move(pairs));
+    r.type_ = Type::map;
+    return r;
+  }
+  static Reply set(std::vector<Reply> elements = {}) {
+    Reply r = array(std::move(elements));
+    r.type_ = Type::set;
+    return r;
+  }
+  static Reply push_message(std::vector<Reply> elements) {
+    Reply r = array(std::move(elements));
+    r.type_ = Type::push;
+    return r;
+  }
+  // Redis's addReplyDouble(): "%.17g", and "inf" / "-inf".
+  static Reply double_value(double d) {
+    char buf[64];
+    const int n = std::isinf(d) ? std::snprintf(buf, sizeof buf, "%s", d > 0 ? "inf" : "-inf")
+                                : std::snprintf(buf, sizeof buf, "%.17g", d);
+    return Reply(Type::double_, std::string(buf, static_cast<std::size_t>(n > 0 ? n : 0)));
+  }
+  static Reply boolean(bool b) {
+    Reply r(Type::boolean, {});
+    r.int_ = b ? 1 : 0;
+    return r;
+  }
+  static Reply verbatim(std::string text) { return Reply(Type::verbatim, std::move(text)); }
+  static Reply big_number(std::string digits) { return Reply(Type::big_number, std::move(digits)); }
+  static Reply with_attribute(Reply attributes_map, Reply reply) {
+    Reply r = array({std::move(attributes_map), std::move(reply)});
+    r.type_ = Type::attribute;
+    return r;
+  }
 
   Type type() const noexcept { return type_; }
   bool is_error() const noexcept { return type_ == Type::error; }
@@ -110,12 +156,12 @@ class Reply {
     return *this;
   }
 
-  // Appends the RESP2 encoding to `out`, a std::string or an OutputBuffer (anything with
-  // append(const char*, std::size_t)). A status or error text never contains CR or LF on the
-  // wire: any found are written as spaces (Redis does the same for messages that quote user
-  // input).
+  // Appends the encoding in protocol `proto` (2: RESP2, 3: RESP3) to `out`, a std::string or an
+  // OutputBuffer (anything with append(const char*, std::size_t)). A status or error text never
+  // contains CR or LF on the wire: any found are written as spaces (Redis does the same for
+  // messages that quote user input).
   template <class Sink>
-  void write_resp(Sink& out) const {
+  void write_resp(Sink& out, int proto = 2) const {
     switch (type_) {
       case Type::status:
       case Type::error: {
@@ -138,14 +184,62 @@ class Reply {
         write_bulk(out, str_);
         break;
       case Type::nil:
-        write_nil(out);
+        write_nil(out, proto);
         break;
       case Type::array:
         write_array_header(out, elements_.size());
-        for (const Reply& e : elements_) e.write_resp(out);
+        for (const Reply& e : elements_) e.write_resp(out, proto);
         break;
       case Type::nil_array:
-        out.append("*-1\r\n", 5);
+        if (proto >= 3) {
+          out.append("_\r\n", 3);
+        } else {
+          out.append("*-1\r\n", 5);
+        }
+        break;
+      case Type::map:
+        write_map_header(out, elements_.size() / 2, proto);
+        for (const Reply& e : elements_) e.write_resp(out, proto);
+        break;
+      case Type::set:
+      case Type::push:
+        write_header(out, proto < 3 ? '*' : type_ == Type::set ? '~' : '>', elements_.size());
+        for (const Reply& e : elements_) e.write_resp(out, proto);
+        break;
+      case Type::double_:
+      case Type::big_number:
+        if (proto < 3) {
+          write_bulk(out, str_);
+        } else {
+          out.append(type_ == Type::double_ ? "," : "(", 1);
+          out.append(str_.data(), str_.size());
+          out.append("\r\n", 2);
+        }
+        break;
+      case Type::boolean:
+        if (proto < 3) {
+          write_integer(out, int_);
+        } else {
+          out.append(int_ != 0 ? "#t\r\n" : "#f\r\n", 4);
+        }
+        break;
+      case Type::verbatim:
+        if (proto < 3) {
+          write_bulk(out, str_);
+        } else {
+          write_header(out, '=', str_.size() + 4);
+          out.append("txt:", 4);
+          out.append(str_.data(), str_.size());
+          out.append("\r\n", 2);
+        }
+        break;
+      case Type::attribute:
+        if (proto >= 3) {
+          const Reply& attrs = elements_[0];
+          write_header(out, '|', attrs.elements_.size() / 2);
+          for (const Reply& e : attrs.elements_) e.write_resp(out, proto);
+        }
+        elements_[1].write_resp(out, proto);
         break;
     }
   }
@@ -161,8 +255,22 @@ class Reply {
     out.append("\r\n", 2);
   }
   template <class Sink>
-  static void write_nil(Sink& out) {
-    out.append("$-1\r\n", 5);
+  static void write_nil(Sink& out, int proto = 2) {
+    if (proto >= 3) {
+      out.append("_\r\n", 3);
+    } else {
+      out.append("$-1\r\n", 5);
+    }
+  }
+  // A map of n pairs: %n in RESP3, a flat array of 2n in RESP2.
+  template <class Sink>
+  static void write_map_header(Sink& out, std::size_t n, int proto) {
+    write_header(out, proto >= 3 ? '%' : '*', proto >= 3 ? n : 2 * n);
+  }
+  // Out-of-band data (pub/sub messages): >n in RESP3, an array in RESP2.
+  template <class Sink>
+  static void write_push_header(Sink& out, std::size_t n, int proto) {
+    write_header(out, proto >= 3 ? '>' : '*', n);
   }
   template <class Sink>
   static void write_integer(Sink& out, std::int64_t v) {
@@ -172,13 +280,17 @@ class Reply {
   }
   template <class Sink>
   static void write_array_header(Sink& out, std::size_t n) {
-    out.append("*", 1);
+    write_header(out, '*', n);
+  }
+  template <class Sink>
+  static void write_header(Sink& out, char type, std::size_t n) {
+    out.append(&type, 1);
     append_int(out, static_cast<std::int64_t>(n));
     out.append("\r\n", 2);
   }
-  std::string to_resp() const {
+  std::string to_resp(int proto = 2) const {
     std::string out;
-    write_resp(out);
+    write_resp(out, proto);
     return out;
   }
 
@@ -207,19 +319,46 @@ class Reply {
         out = bulk(std::string(in.substr(pos, static_cast<std::size_t>(n))));
         pos += static_cast<std::size_t>(n) + 2;
         return true;
-      case '*': {
-        if (line == "-1") {
+      case '*':
+      case '~':
+      case '>':
+      case '%': {
+        if (t == '*' && line == "-1") {
           out = nil_array();
           return true;
         }
         if (!parse_length(line, n) || n < 0) return false;
+        if (t == '%') n *= 2;
         Reply a = array();
+        a.type_ = t == '*' ? Type::array : t == '~' ? Type::set : t == '>' ? Type::push : Type::map;
         for (std::int64_t i = 0; i < n; ++i) {
           Reply e;
           if (!from_resp(in, pos, e)) return false;
           a.push(std::move(e));
         }
         out = std::move(a);
+        return true;
+      }
+      case '_': out = nil(); return true;
+      case ',': out = Reply(Type::double_, std::string(line)); return true;
+      case '(': out = big_number(std::string(line)); return true;
+      case '#': out = boolean(line == "t"); return true;
+      case '=':
+        if (!parse_length(line, n) || n < 4 || in.size() - pos < static_cast<std::size_t>(n) + 2) return false;
+        out = verbatim(std::string(in.substr(pos + 4, static_cast<std::size_t>(n) - 4)));
+        pos += static_cast<std::size_t>(n) + 2;
+        return true;
+      case '|': {
+        if (!parse_length(line, n) || n < 0) return false;
+        Reply attrs = map();
+        for (std::int64_t i = 0; i < 2 * n; ++i) {
+          Reply e;
+          if (!from_resp(in, pos, e)) return false;
+          attrs.push(std::move(e));
+        }
+        Reply real;
+        if (!from_resp(in, pos, real)) return false;
+        out = with_attribute(std::move(attrs), std::move(real));
         return true;
       }
       default: return false;
@@ -240,11 +379,19 @@ class Reply {
       case Type::bulk: return os << '"' << r.str_ << '"';
       case Type::nil: return os << "(nil)";
       case Type::nil_array: return os << "(nil array)";
-      case Type::array: {
-        os << '[';
+      case Type::array:
+      case Type::map:
+      case Type::set:
+      case Type::push:
+      case Type::attribute: {
+        os << (r.type_ == Type::map ? "{" : r.type_ == Type::set ? "~[" : r.type_ == Type::push ? ">[" : "[");
         for (std::size_t i = 0; i < r.elements_.size(); ++i) os << (i ? ", " : "") << r.elements_[i];
-        return os << ']';
+        return os << (r.type_ == Type::map ? "}" : "]");
       }
+      case Type::double_: return os << "(double) " << r.str_;
+      case Type::big_number: return os << "(big number) " << r.str_;
+      case Type::boolean: return os << (r.int_ != 0 ? "(true)" : "(false)");
+      case Type::verbatim: return os << "(verbatim) \"" << r.str_ << '"';
     }
     return os;
   }
