@@ -1647,3 +1647,35 @@ TEST_CASE("lcs: the string, LEN, IDX with MINMATCHLEN and WITHMATCHLEN, errors",
   CHECK(f.R({"LCS", "big2", "big2", "LEN"}) ==
         E("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"));
 }
+
+TEST_CASE("info: commandstats, errorstats, total_error_replies and cpu; CONFIG RESETSTAT clears them", "[redis][info]") {
+  Fx f;
+  expiring::redis::Session s;
+  expiring::redis::OutputBuffer out;
+  const auto run = [&](std::initializer_list<std::string_view> argv) {
+    f.ex.execute_into(std::vector<std::string>(argv.begin(), argv.end()), s, out);
+  };
+  run({"SET", "a", "1"});
+  run({"GET", "a"});
+  run({"GET"});                // rejected: arity
+  run({"HGET", "a", "f"});     // failed: WRONGTYPE
+  run({"NOSUCHCOMMAND"});      // ERR, no command to count
+  run({"INCR", "a", "x"});     // rejected: arity
+  const std::string cmd = f.run({"INFO", "commandstats"}).str();
+  CHECK(cmd.find("cmdstat_set:calls=1,") != std::string::npos);
+  CHECK(cmd.find("cmdstat_get:calls=1,") != std::string::npos);
+  CHECK(cmd.find(",rejected_calls=1,failed_calls=0\r\n") != std::string::npos);
+  CHECK(cmd.find("cmdstat_hget:calls=1,") != std::string::npos);
+  CHECK(cmd.find("cmdstat_incr:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0") != std::string::npos);
+  const std::string err = f.run({"INFO", "errorstats"}).str();
+  CHECK(err == "# Errorstats\r\nerrorstat_ERR:count=3\r\nerrorstat_WRONGTYPE:count=1\r\n");
+  CHECK(redistext::info_field(f.run({"INFO", "stats"}).str(), "total_error_replies") == "4");
+  const std::string all = f.run({"INFO"}).str();
+  CHECK(all.find("# CPU\r\nused_cpu_sys:") != std::string::npos);
+  CHECK(all.find("# Errorstats") != std::string::npos);
+  CHECK(all.find("# Commandstats") == std::string::npos);  // only when asked, or with ALL
+  CHECK(f.run({"INFO", "all"}).str().find("# Commandstats") != std::string::npos);
+  CHECK(f.R({"CONFIG", "RESETSTAT"}) == OK);
+  CHECK(f.run({"INFO", "errorstats"}).str() == "# Errorstats\r\n");
+  CHECK(f.run({"INFO", "commandstats"}).str().find("cmdstat_set") == std::string::npos);
+}

@@ -352,15 +352,18 @@ long long CommandExecutor<Clock>::atoi_like(std::string_view s) {
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_info(const Args& a, Session&) {
-  // Redis's order; persistence and replication come from a server's hook only.
-  static constexpr const char* kSections[] = {"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"};
-  constexpr int kCount = 7;
+  // Redis's order; persistence and replication come from a server's hook only; commandstats
+  // only when named, or with "all" or "everything".
+  static constexpr const char* kSections[] = {"server", "clients", "memory",       "persistence", "stats",
+                                              "replication", "cpu", "commandstats", "errorstats",  "keyspace"};
+  constexpr int kCount = 10;
+  constexpr int kCommandStats = 7;
   bool want[kCount] = {};
-  for (bool& w : want) w = a.size() == 1;
+  for (int k = 0; k < kCount; ++k) want[k] = a.size() == 1 && k != kCommandStats;
   for (std::size_t i = 1; i < a.size(); ++i) {
     const std::string s = detail::lowercase(a[i]);
     if (s == "default" || s == "all" || s == "everything") {
-      for (bool& w : want) w = true;
+      for (int k = 0; k < kCount; ++k) want[k] = want[k] || s != "default" || k != kCommandStats;
     }
     for (int k = 0; k < kCount; ++k) {
       if (s == kSections[k]) want[k] = true;
@@ -443,6 +446,7 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
     line("evicted_keys", std::to_string(st.evicted_keys));
     line("keyspace_hits", std::to_string(st.keyspace_hits));
     line("keyspace_misses", std::to_string(st.keyspace_misses));
+    line("total_error_replies", std::to_string(total_error_replies_));
     // Not in Redis: how late expired keys were reclaimed (Stats::expired_lateness), in the
     // style of Redis 7's latencystats lines; the bounds are the histogram's log2 buckets.
     auto lateness = [&](const char* name, const std::array<std::uint64_t, LatenessHistogram::kBuckets>& h) {
@@ -455,6 +459,37 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
     };
     lateness("expired_lateness_ms_active", st.expired_lateness.active);
     lateness("expired_lateness_ms_lazy", st.expired_lateness.lazy);
+  } else if (section == "cpu") {
+    out += "# CPU\r\n";
+    const auto seconds = [](std::int64_t usec) {
+      char b[48];
+      std::snprintf(b, sizeof b, "%lld.%06lld", static_cast<long long>(usec / 1000000), static_cast<long long>(usec % 1000000));
+      return std::string(b);
+    };
+    const detail::CpuTimes self = detail::cpu_times(false), thread = detail::cpu_times(true);
+    line("used_cpu_sys", seconds(self.sys_us));
+    line("used_cpu_user", seconds(self.user_us));
+    line("used_cpu_sys_children", seconds(0));
+    line("used_cpu_user_children", seconds(0));
+    line("used_cpu_sys_main_thread", seconds(thread.sys_us));
+    line("used_cpu_user_main_thread", seconds(thread.user_us));
+  } else if (section == "commandstats") {
+    out += "# Commandstats\r\n";
+    std::vector<std::pair<std::string, CommandStat>> all;
+    for (std::size_t i = 0; i < table().size(); ++i) all.emplace_back(table()[i].name, cmd_stats_[i]);
+    for (const auto& [name, spec] : server_commands_) all.emplace_back(name, spec.stat);
+    std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (const auto& [name, c] : all) {
+      if (c.calls == 0 && c.failed == 0 && c.rejected == 0) continue;
+      char per[48];
+      std::snprintf(per, sizeof per, "%.2f", c.calls == 0 ? 0.0 : static_cast<double>(c.usec) / static_cast<double>(c.calls));
+      line("cmdstat_" + name, "calls=" + std::to_string(c.calls) + ",usec=" + std::to_string(c.usec) +
+                                  ",usec_per_call=" + per + ",rejected_calls=" + std::to_string(c.rejected) +
+                                  ",failed_calls=" + std::to_string(c.failed));
+    }
+  } else if (section == "errorstats") {
+    out += "# Errorstats\r\n";
+    for (const auto& [kind, count] : error_stats_) line("errorstat_" + kind, "count=" + std::to_string(count));
   } else if (section == "keyspace") {
     out += "# Keyspace\r\n";
     if (info_hook_) info_hook_(section, out);
@@ -740,6 +775,10 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_config_resetstat(const Args&, Session&) {
   for (store_type* d : dbs_) d->reset_stats();
+  for (CommandStat& c : cmd_stats_) c = CommandStat{};
+  for (auto& kv : server_commands_) kv.second.stat = CommandStat{};
+  error_stats_.clear();
+  total_error_replies_ = 0;
   return ok();
 }
 

@@ -96,6 +96,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__) || defined(__APPLE__)
+#include <sys/resource.h>
+#endif
+
 #include "../expiring_store.hpp"
 #include "../rdb.hpp"
 #include "../version.hpp"
@@ -251,6 +255,31 @@ inline std::string lowercase(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = ascii_lower(c);
   return out;
+}
+
+// INFO cpu: the process's (or the calling thread's) CPU time, getrusage()'s; zeros where
+// there is none.
+struct CpuTimes {
+  std::int64_t user_us = 0, sys_us = 0;
+};
+inline CpuTimes cpu_times(bool thread) {
+  CpuTimes t;
+#if defined(__linux__) || defined(__APPLE__)
+  rusage u{};
+#if defined(RUSAGE_THREAD)
+  const int who = thread ? RUSAGE_THREAD : RUSAGE_SELF;
+#else
+  const int who = RUSAGE_SELF;
+  (void)thread;
+#endif
+  if (::getrusage(who, &u) == 0) {
+    t.user_us = static_cast<std::int64_t>(u.ru_utime.tv_sec) * 1000000 + u.ru_utime.tv_usec;
+    t.sys_us = static_cast<std::int64_t>(u.ru_stime.tv_sec) * 1000000 + u.ru_stime.tv_usec;
+  }
+#else
+  (void)thread;
+#endif
+  return t;
 }
 
 // DEBUG DIGEST and DIGEST-VALUE: 20 bytes, printed as Redis prints its SHA1 digests (40 hex
@@ -449,6 +478,7 @@ class CommandExecutor {
       denyoom_.push_back(has_flag(table()[i].flags, "denyoom"));
       write_.push_back(has_flag(table()[i].flags, "write"));
     }
+    cmd_stats_.resize(table().size());
     start_ms_ = store_->now_ms();
   }
 
@@ -514,6 +544,21 @@ class CommandExecutor {
   // Runs one command and returns its reply. `argv` must not be empty (the parser never
   // yields an empty command).
   Reply execute(const Args& argv, Session& session) {
+    Reply r = dispatch(argv, session);
+    if (r.is_error()) note_error(r.str());
+    return r;
+  }
+  // Runs one command and appends its reply's RESP encoding to `out`, the client's output
+  // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
+  // write them straight from the store into `out`, so a large reply is never held twice.
+  void execute_into(const Args& argv, Session& session, OutputBuffer& into) {
+    const std::size_t before = into.size();
+    dispatch_into(argv, session, into);
+    if (into.size() > before && into.byte_at(before) == '-') note_error(into.text_at(before + 1, 64));
+  }
+
+ private:
+  Reply dispatch(const Args& argv, Session& session) {
     select(session);
     if (!session.authenticated) {
       if (std::optional<Reply> refused = check_auth(argv)) return std::move(*refused);
@@ -531,10 +576,7 @@ class CommandExecutor {
     }
     return run_selected(argv, session);
   }
-  // Runs one command and appends its reply's RESP encoding to `out`, the client's output
-  // buffer: what a server calls. The commands whose replies carry stored values (GET, MGET)
-  // write them straight from the store into `out`, so a large reply is never held twice.
-  void execute_into(const Args& argv, Session& session, OutputBuffer& into) {
+  void dispatch_into(const Args& argv, Session& session, OutputBuffer& into) {
     // CLIENT REPLY OFF or SKIP: the reply is written and dropped.
     const bool reply_command = argv.size() == 3 && detail::is_opt(argv[0], "client") && detail::is_opt(argv[1], "reply");
     bool silent = (session.reply_off || session.reply_skip) && !in_exec_;
@@ -578,12 +620,20 @@ class CommandExecutor {
     const Spec* spec = prepare(argv, early);
     if (spec == nullptr) {
       early.write_resp(out, session.resp);
-    } else if (spec->handler != nullptr) {
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t mark = out.size();
+    if (spec->handler != nullptr) {
       (this->*spec->handler)(argv, session).write_resp(out, session.resp);
     } else {
       (this->*spec->writer)(argv, session, out);
     }
+    count_call(cmd_stats_[static_cast<std::size_t>(spec - table().data())], start,
+               out.size() > mark && out.byte_at(mark) == '-');
   }
+
+ public:
   Reply execute(const Args& argv) {
     Session s;
     return execute(argv, s);
@@ -629,10 +679,15 @@ class CommandExecutor {
   std::uint64_t commands_processed() const noexcept { return commands_processed_; }
 
  private:
+  // INFO commandstats: a command's calls, their time, and those refused or failed.
+  struct CommandStat {
+    std::uint64_t calls = 0, usec = 0, rejected = 0, failed = 0;
+  };
   struct ServerSpec {
     int arity;
     std::string flags;
     ServerCommand handler;
+    CommandStat stat{};
   };
   // Redis processCommand()'s order for a connection that has not authenticated: an unknown
   // command and a wrong argument count are reported as such, then anything but AUTH, HELLO
@@ -658,24 +713,55 @@ class CommandExecutor {
     Reply early;
     const Spec* spec = prepare(argv, early);
     if (spec == nullptr) return early;
-    if (spec->handler != nullptr) return (this->*spec->handler)(argv, session);
-    // A streaming command: its encoding, decoded (tests compare Reply values).
-    OutputBuffer out;
-    (this->*spec->writer)(argv, session, out);
-    const std::string bytes = out.str();
-    std::size_t pos = 0;
+    const auto start = std::chrono::steady_clock::now();
     Reply r;
-    (void)Reply::from_resp(bytes, pos, r);
+    if (spec->handler != nullptr) {
+      r = (this->*spec->handler)(argv, session);
+    } else {  // a streaming command: its encoding, decoded (tests compare Reply values)
+      OutputBuffer out;
+      (this->*spec->writer)(argv, session, out);
+      const std::string bytes = out.str();
+      std::size_t pos = 0;
+      (void)Reply::from_resp(bytes, pos, r);
+    }
+    count_call(cmd_stats_[static_cast<std::size_t>(spec - table().data())], start, r.is_error());
     return r;
+  }
+
+  // ---- INFO commandstats and errorstats ----
+  static void count_call(CommandStat& st, std::chrono::steady_clock::time_point start, bool failed) {
+    ++st.calls;
+    st.usec += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    if (failed) ++st.failed;
+  }
+  // An error reply, by its first word (Redis's afterErrorReply(): "ERR" when the text has no
+  // space in its first 32 bytes); at most 128 kinds are kept, as Redis keeps.
+  void note_error(std::string_view text) {
+    ++total_error_replies_;
+    const std::size_t space = text.substr(0, 32).find(' ');
+    const std::string kind(space == std::string_view::npos ? std::string_view("ERR") : text.substr(0, space));
+    auto it = error_stats_.find(kind);
+    if (it != error_stats_.end()) {
+      ++it->second;
+    } else if (error_stats_.size() < 128) {
+      error_stats_.emplace(kind, 1);
+    }
   }
 
   std::optional<Reply> run_server_command(const Args& argv, Session& session) {
     if (argv.empty()) return std::nullopt;
     auto it = server_commands_.find(detail::lowercase(argv[0]));
     if (it == server_commands_.end()) return std::nullopt;
-    if (!arity_ok(it->second.arity, argv.size())) return arity_error(it->first);
+    if (!arity_ok(it->second.arity, argv.size())) {
+      ++it->second.stat.rejected;
+      return arity_error(it->first);
+    }
     ++commands_processed_;
-    return it->second.handler(argv, session);
+    const auto start = std::chrono::steady_clock::now();
+    Reply r = it->second.handler(argv, session);
+    count_call(it->second.stat, start, r.is_error());
+    return r;
   }
 
   using Handler = Reply (CommandExecutor::*)(const Args&, Session&);
@@ -706,18 +792,21 @@ class CommandExecutor {
     const Spec& spec = table()[it->second];
     if (!arity_ok(spec.arity, argv.size())) {
       early = arity_error(spec.name);
+      ++cmd_stats_[it->second].rejected;
       return nullptr;
     }
     if (store_->options().maxmemory != 0 && !in_exec_) {  // (EXEC checked for all its commands)
       const bool out_of_memory = !memory_check();
       if (out_of_memory && denyoom_[it->second]) {
         early = oom_error();
+        ++cmd_stats_[it->second].rejected;
         return nullptr;
       }
     }
     if (options_.min_replicas_to_write > 0 && write_gate_ && !in_exec_ && write_[it->second]) {
       if (std::optional<std::string> refused = write_gate_()) {
         early = Reply::error(std::move(*refused));
+        ++cmd_stats_[it->second].rejected;
         return nullptr;
       }
     }
@@ -1263,6 +1352,9 @@ class CommandExecutor {
   std::optional<std::int64_t> samples_config_;
   std::int64_t start_ms_ = 0;
   std::uint64_t commands_processed_ = 0;
+  std::vector<CommandStat> cmd_stats_;  // per table() entry
+  std::map<std::string, std::uint64_t, std::less<>> error_stats_;
+  std::uint64_t total_error_replies_ = 0;
 };
 
 }  // namespace expiring::redis

@@ -484,6 +484,27 @@ class OutputBuffer {
 
   // Bytes waiting to be sent.
   std::size_t size() const noexcept { return size_; }
+  // The unsent byte at `pos` (< size()), found from the end (a reply just written is in the
+  // last blocks), and up to n bytes from `pos` to the end of the line.
+  char byte_at(std::size_t pos) const noexcept {
+    if (pos >= size_) return '\0';
+    std::size_t from_end = size_ - pos;  // >= 1
+    for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b) {
+      const std::size_t usable = b + 1 == blocks_.rend() ? b->size() - head_ : b->size();
+      if (from_end <= usable) return (*b)[b->size() - from_end];
+      from_end -= usable;
+    }
+    return '\0';
+  }
+  std::string text_at(std::size_t pos, std::size_t n) const {
+    std::string t;
+    for (std::size_t i = pos; i < size_ && t.size() < n; ++i) {
+      const char c = byte_at(i);
+      if (c == '\r') break;
+      t.push_back(c);
+    }
+    return t;
+  }
   bool empty() const noexcept { return size_ == 0; }
   // Bytes the blocks hold allocated (what the buffer costs): client-output-buffer-limit
   // and used memory count this, as Redis counts its reply list's block sizes.
