@@ -176,6 +176,8 @@ bool Server::open() {
     if (good >= o.min_replicas_to_write) return std::nullopt;
     return std::string("NOREPLICAS Not enough good replicas to write.");
   });
+  // replica-serve-stale-data: a replica's link is up once it streams after a sync.
+  exec_.set_link_down_query([this] { return replica_ && !(link_.state == Link::connected && !link_.reader->syncing()); });
   add_persistence_commands();
   add_client_command();
   if (!cfg_.replicaof_host.empty()) start_replication(cfg_.replicaof_host, cfg_.replicaof_port);

@@ -302,3 +302,29 @@ TEST_CASE("transactions: a write gate (min-replicas-to-write) refuses writes and
   refuse = false;
   CHECK(f.A({"CONFIG", "GET", "min-replicas-*"}).find("min-replicas-max-lag") != std::string::npos);
 }
+
+TEST_CASE("replica-serve-stale-data no: MASTERDOWN while the link is down, EXEC aborted", "[redis][multi]") {
+  Fx f;
+  bool down = false;
+  f.ex->set_link_down_query([&] { return down; });
+  const std::string masterdown = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+  CHECK(f.A({"SET", "xx", "1"}) == OK);
+  down = true;
+  CHECK(f.A({"GET", "xx"}) == "$1\r\n1\r\n");  // yes (the default): served
+  CHECK(f.A({"CONFIG", "SET", "replica-serve-stale-data", "maybe"}).rfind("-ERR CONFIG SET failed", 0) == 0);
+  CHECK(f.A({"CONFIG", "SET", "slave-serve-stale-data", "no"}) == OK);
+  CHECK(f.A({"GET", "xx"}) == E(masterdown));
+  CHECK(f.A({"PING"}) == E(masterdown));
+  CHECK(f.A({"INFO", "keyspace"}).rfind("$", 0) == 0);  // flagged stale in Redis: served
+  CHECK(f.A({"CONFIG", "GET", "replica-serve-stale-data"}) == "*2\r\n$24\r\nreplica-serve-stale-data\r\n$2\r\nno\r\n");
+  // Queued while up, refused at EXEC once down; MULTI itself runs while down.
+  down = false;
+  CHECK(f.A({"MULTI"}) == OK);
+  CHECK(f.A({"GET", "xx"}) == QUEUED);
+  down = true;
+  CHECK(f.A({"EXEC"}) == E("EXECABORT Transaction discarded because of: " + masterdown));
+  CHECK(f.A({"MULTI"}) == OK);
+  down = false;
+  CHECK(f.A({"GET", "xx"}) == QUEUED);
+  CHECK(f.A({"EXEC"}) == "*1\r\n$1\r\n1\r\n");
+}

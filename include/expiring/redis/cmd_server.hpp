@@ -548,6 +548,9 @@ auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> 
     v.push_back({name, std::to_string(options_.hash_max_listpack_value)});
   }
   v.push_back({"sanitize-dump-payload", options_.sanitize_dump_payload});
+  for (const char* name : {"replica-serve-stale-data", "slave-serve-stale-data"}) {
+    v.push_back({name, options_.replica_serve_stale_data ? "yes" : "no"});
+  }
   v.push_back({"save", ""});
   v.push_back({"appendonly", "no"});
   v.push_back({"databases", "1"});
@@ -698,6 +701,10 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       if (!why.empty()) return config_set_failed(p.name, why);
     } else if (p.param == Param::requirepass) {
       // Any string, as Redis's default user password (a NUL included).
+    } else if (p.param == Param::replica_serve_stale_data) {
+      if (!detail::iequals(*c.arg, "yes") && !detail::iequals(*c.arg, "no")) {
+        return config_set_failed(p.name, "argument must be 'yes' or 'no'");
+      }
     } else if (p.param == Param::sanitize_dump_payload) {
       if (!detail::iequals(*c.arg, "no") && !detail::iequals(*c.arg, "yes") && !detail::iequals(*c.arg, "clients")) {
         return config_set_failed(p.name, "argument(s) must be one of the following: no, yes, clients");
@@ -763,6 +770,7 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
       case Param::hash_max_listpack_entries: options_.hash_max_listpack_entries = static_cast<std::size_t>(c.number); break;
       case Param::hash_max_listpack_value: options_.hash_max_listpack_value = static_cast<std::size_t>(c.bytes); break;
       case Param::sanitize_dump_payload: options_.sanitize_dump_payload = detail::lowercase(*c.arg); break;
+      case Param::replica_serve_stale_data: options_.replica_serve_stale_data = detail::iequals(*c.arg, "yes"); break;
     }
   }
   if (maxmemory != nullptr) {

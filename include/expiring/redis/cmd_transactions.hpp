@@ -84,6 +84,13 @@ void CommandExecutor<Clock>::write_exec(const Args&, Session& s, OutputBuffer& o
     Reply::error("ERR EXEC without MULTI").write_resp(out);
     return;
   }
+  for (const Args& q : s.queued) {  // (a replica whose link went down since they were queued)
+    if (refused_as_stale(q[0])) {
+      end_transaction(s);
+      Reply::error("EXECABORT Transaction discarded because of: " + masterdown_error().str()).write_resp(out);
+      return;
+    }
+  }
   if (watched_key_expired(s)) s.watch_dirty = true;
   if (s.multi_dirty || s.watch_dirty) {
     if (s.multi_dirty) {

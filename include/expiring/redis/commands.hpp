@@ -230,6 +230,9 @@ struct CommandOptions {
   // Redis sanitize-dump-payload (no, yes, clients): shown as set; RESTORE here checks every
   // payload whole before it changes anything, whatever it says (rdb.hpp restore()).
   std::string sanitize_dump_payload = "no";
+  // Redis replica-serve-stale-data: false refuses most commands with -MASTERDOWN while the
+  // server is a replica whose link to its primary is down (set_link_down_query()).
+  bool replica_serve_stale_data = true;
 };
 
 namespace detail {
@@ -511,6 +514,10 @@ class CommandExecutor {
   // -NOREPLICAS.
   using WriteGate = std::function<std::optional<std::string>()>;
   void set_write_gate(WriteGate gate) { write_gate_ = std::move(gate); }
+  // Asked, while replica-serve-stale-data is no, before a command Redis refuses on a replica
+  // whose link to its primary is down: true refuses it with -MASTERDOWN.
+  using LinkDownQuery = std::function<bool()>;
+  void set_link_down_query(LinkDownQuery q) { link_down_ = std::move(q); }
   // Publishes as PUBLISH does (a server's own messages); how many sessions received it.
   std::size_t publish(const std::string& channel, const std::string& message);
 
@@ -728,6 +735,26 @@ class CommandExecutor {
     return r;
   }
 
+  // replica-serve-stale-data no, on a replica whose link is down: the commands Redis 7.0
+  // does not flag `stale` are refused.
+  bool refused_as_stale(std::string_view name) const {
+    if (options_.replica_serve_stale_data || !link_down_) return false;
+    static constexpr std::string_view kStale[] = {
+        "acl",     "auth",     "client",    "cluster",   "command",     "config",    "debug",     "discard",
+        "echo",    "exec",     "failover",  "hello",     "info",        "lastsave",  "latency",   "monitor",
+        "multi",   "psubscribe", "publish", "pubsub",    "punsubscribe", "quit",     "replconf",  "replicaof",
+        "reset",   "role",     "select",    "shutdown",  "slaveof",     "spublish",  "ssubscribe", "subscribe",
+        "sunsubscribe", "time", "unsubscribe", "unwatch", "watch"};
+    const std::string lower = detail::lowercase(name);
+    for (std::string_view s : kStale) {
+      if (s == lower) return false;
+    }
+    return link_down_();
+  }
+  static Reply masterdown_error() {
+    return Reply::error("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.");
+  }
+
   // ---- INFO commandstats and errorstats ----
   static void count_call(CommandStat& st, std::chrono::steady_clock::time_point start, bool failed) {
     ++st.calls;
@@ -756,6 +783,10 @@ class CommandExecutor {
     if (!arity_ok(it->second.arity, argv.size())) {
       ++it->second.stat.rejected;
       return arity_error(it->first);
+    }
+    if (!in_exec_ && refused_as_stale(it->first)) {
+      ++it->second.stat.rejected;
+      return masterdown_error();
     }
     ++commands_processed_;
     const auto start = std::chrono::steady_clock::now();
@@ -792,6 +823,11 @@ class CommandExecutor {
     const Spec& spec = table()[it->second];
     if (!arity_ok(spec.arity, argv.size())) {
       early = arity_error(spec.name);
+      ++cmd_stats_[it->second].rejected;
+      return nullptr;
+    }
+    if (!in_exec_ && refused_as_stale(spec.name)) {
+      early = masterdown_error();
       ++cmd_stats_[it->second].rejected;
       return nullptr;
     }
@@ -965,7 +1001,7 @@ class CommandExecutor {
     hz, effort, maxmemory, policy, samples, lfu_log_factor, lfu_decay_time,
     proto_max_bulk_len, query_buffer_limit, output_buffer_limit, requirepass, repl_timeout, repl_ping_period,
     repl_backlog_size, notify_keyspace_events, min_replicas_to_write, min_replicas_max_lag,
-    hash_max_listpack_entries, hash_max_listpack_value, sanitize_dump_payload,
+    hash_max_listpack_entries, hash_max_listpack_value, sanitize_dump_payload, replica_serve_stale_data,
   };
   struct ParamSpec {
     const char* name;
@@ -1001,6 +1037,8 @@ class CommandExecutor {
       {"hash-max-listpack-value", Param::hash_max_listpack_value, 0, kInt64Max},
       {"hash-max-ziplist-value", Param::hash_max_listpack_value, 0, kInt64Max},
       {"sanitize-dump-payload", Param::sanitize_dump_payload, 0, 0},
+      {"replica-serve-stale-data", Param::replica_serve_stale_data, 0, 0},
+      {"slave-serve-stale-data", Param::replica_serve_stale_data, 0, 0},
   };
   static bool is_memory_param(Param p) noexcept;
   // The store takes at most 64 samples (Redis's 1..INT_MAX would only sample the whole
@@ -1347,6 +1385,7 @@ class CommandExecutor {
   std::vector<bool> denyoom_;  // per table() entry
   std::vector<bool> write_;    // per table() entry
   WriteGate write_gate_;
+  LinkDownQuery link_down_;
   // maxmemory-samples as last set by CONFIG SET (Redis accepts 1..INT_MAX; the store takes
   // at most 64, so a larger value is passed on as 64 and shown as set).
   std::optional<std::int64_t> samples_config_;
