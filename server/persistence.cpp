@@ -122,6 +122,9 @@ bool Server::load_data() {
     store->set_change_feed([this, store](const expiring::redis::ValueChange& c) { on_change(c, db_of(store)); });
   }
   exec_.set_transaction_hook([this](bool begin) { on_transaction(begin); });
+  exec_.set_publish_hook([this](const std::string& channel, const std::string& message, std::size_t db) {
+    propagate_publish(channel, message, static_cast<std::int64_t>(db));
+  });
   return true;
 }
 
@@ -143,6 +146,18 @@ void Server::on_change(const expiring::redis::ValueChange& c, std::size_t db) {
     expiring::redis::write_change(c, record_);
     emit(static_cast<std::int64_t>(db), record_);
   }
+}
+
+// PUBLISH, to the replicas only (Redis's PROPAGATE_REPL: not to the log), in the publisher's
+// database (-1: none to select).
+void Server::propagate_publish(const std::string& channel, const std::string& message, std::int64_t db) {
+  if (!streaming_) return;
+  std::string record;
+  expiring::redis::Reply::write_array_header(record, 3);
+  expiring::redis::detail::put_bulk(record, "PUBLISH");
+  expiring::redis::detail::put_bulk(record, channel);
+  expiring::redis::detail::put_bulk(record, message);
+  emit(db, record);
 }
 
 // EXEC's commands as one unit, as Redis 7 propagates a transaction: MULTI ... EXEC around
@@ -283,7 +298,7 @@ void Server::add_persistence_commands() {
       return Reply::ok();
     }
     std::int64_t port = 0;
-    if (!expiring::redis::parse_int64(a[2], port) || port <= 0 || port > 65535) {
+    if (!expiring::redis::parse_int64(a[2], port) || port < 0 || port > 65535) {  // (Redis takes 0 too)
       return Reply::error("ERR Invalid master port");
     }
     start_replication(a[1], static_cast<int>(port));

@@ -325,6 +325,11 @@ void Server::link_event(std::uint32_t ev) {
     start.offset = link_.offset;
     start.db = link_.db;
     link_.reader = std::make_unique<expiring::redis::ReplicaLink<Store>>(dbs(), link_limits(), start);
+    // The primary's PUBLISH reaches this replica's subscribers (and its own replicas), as Redis's.
+    link_.reader->set_publish_handler([this](const std::string& channel, const std::string& message) {
+      (void)exec_.publish(channel, message);
+      propagate_publish(channel, message, -1);
+    });
     link_.last_io_ms = steady_ms();
     link_.last_ack_ms = link_.last_io_ms;
     flush_link();

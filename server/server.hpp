@@ -175,6 +175,7 @@ class Server {
   std::optional<std::string> save_snapshot();
   bool load_data();
   void on_change(const expiring::redis::ValueChange& c, std::size_t db);
+  void propagate_publish(const std::string& channel, const std::string& message, std::int64_t db);
   void on_transaction(bool begin);
   void emit(std::int64_t db, const std::string& record);
   // A record of the stream to the replicas (a RESP command), after a SELECT of `db` if the

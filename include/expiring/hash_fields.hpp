@@ -309,26 +309,8 @@ class HashFieldOps<Engine, V, true>
     }
     std::int64_t sum = 0;
     if (!detail::checked_add(base, delta, sum) || !fits_value(sum)) return finish(Errc::overflow);
-    Result<Opened> r = create_or_open(key, now);
-    if (!r.ok()) return finish(r.error());
-    FieldDelta touched(*this);
-    change(*r, now, [&](hash_map_type& m) {
-      std::uint32_t pos = m.find(field);
-      if (pos != hash_map_type::npos) {
-        m.replace_value(pos, from_integer(sum));  // the TTL stays
-      } else {
-        pos = m.assign(field_type(field), from_integer(sum)).first;
-      }
-      touched.add(m, pos);
-    });
-    if (touched.timed()) {  // a field that keeps its deadline: HSET and HPEXPIREAT, one MULTI
-      const typename ChangeFeed<typename Engine::key_type, V>::Group unit(this->notify_.feed());
-      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
-      this->feed_change(KeyEventCause::hset, this->ks_.entry(r->i), FieldOp::hpexpireat, touched.get());
-    } else {
-      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
-    }
-    hash_changed(r->i, now);
+    const Result<void> written = write_keeping_ttl(key, field, from_integer(sum), now);
+    if (!written.ok()) return finish(written.error());
     return finish(sum);
   }
 
@@ -358,26 +340,8 @@ class HashFieldOps<Engine, V, true>
     const long double sum = base + delta;
     if (!std::isfinite(sum)) return finish(Errc::overflow);
     field_value_type text = detail::format_long_double(sum);
-    Result<Opened> r = create_or_open(key, now);
-    if (!r.ok()) return finish(r.error());
-    FieldDelta touched(*this);
-    change(*r, now, [&](hash_map_type& m) {
-      std::uint32_t pos = m.find(field);
-      if (pos != hash_map_type::npos) {
-        m.replace_value(pos, text);  // the TTL stays
-      } else {
-        pos = m.assign(field_type(field), text).first;
-      }
-      touched.add(m, pos);
-    });
-    if (touched.timed()) {  // a field that keeps its deadline: HSET and HPEXPIREAT, one MULTI
-      const typename ChangeFeed<typename Engine::key_type, V>::Group unit(this->notify_.feed());
-      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
-      this->feed_change(KeyEventCause::hset, this->ks_.entry(r->i), FieldOp::hpexpireat, touched.get());
-    } else {
-      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
-    }
-    hash_changed(r->i, now);
+    const Result<void> written = write_keeping_ttl(key, field, text, now);
+    if (!written.ok()) return finish(written.error());
     return finish(std::move(text));
   }
 
@@ -726,6 +690,34 @@ class HashFieldOps<Engine, V, true>
 
  private:
   hash_map_type& map_at(std::uint32_t i) noexcept { return *traits::map(this->ks_.entry(i).value); }
+
+  // HINCRBY and HINCRBYFLOAT's write: `value` into the field, a live field keeping its TTL
+  // (then HSET and HPEXPIREAT, one unit, in the feed), a new one created without; a missing key
+  // created (or refused as set() is). Cause `hset`.
+  template <class KK, class FF>
+  Result<void> write_keeping_ttl(const KK& key, const FF& field, const field_value_type& value, std::int64_t now) {
+    Result<Opened> r = create_or_open(key, now);
+    if (!r.ok()) return r.error();
+    FieldDelta touched(*this);
+    change(*r, now, [&](hash_map_type& m) {
+      std::uint32_t pos = m.find(field);
+      if (pos != hash_map_type::npos) {
+        m.replace_value(pos, value);  // the TTL stays
+      } else {
+        pos = m.assign(field_type(field), value).first;
+      }
+      touched.add(m, pos);
+    });
+    if (touched.timed()) {
+      const typename ChangeFeed<typename Engine::key_type, V>::Group unit(this->notify_.feed());
+      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
+      this->feed_change(KeyEventCause::hset, this->ks_.entry(r->i), FieldOp::hpexpireat, touched.get());
+    } else {
+      emit_change(KeyEventCause::hset, r->i, FieldOp::hset, touched);
+    }
+    hash_changed(r->i, now);
+    return {};
+  }
 
   // A field's hash by the store's field hasher, taken before the hash is opened, so that
   // hashing overlaps the key's lookup instead of waiting for the map (and its hasher) to be

@@ -271,3 +271,24 @@ TEST_CASE("replication stream: a primary's command lands on a key stale by the r
   CHECK(apply.apply({"FLUSHALL"}) == O::applied);
   CHECK(replica.size() == 0);
 }
+
+TEST_CASE("replication stream: PUBLISH goes to the replica's publish handler, inside MULTI too", "[redis][replication]") {
+  ManualClock clock{kT0};
+  expiring::Options ro;
+  ro.replica = true;
+  ValueStore<ManualClock&> replica{clock, ro};
+  expiring::redis::StreamApplier<ValueStore<ManualClock&>> apply(replica);
+  using O = expiring::redis::StreamOutcome;
+  CHECK(apply.apply({"PUBLISH", "ch", "lost"}) == O::ignored);  // no handler: nothing to deliver
+  Strs got;
+  apply.set_publish_handler([&](const std::string& c, const std::string& m) { got.push_back(c + "=" + m); });
+  CHECK(apply.apply({"PUBLISH", "ch", "one"}) == O::ignored);
+  CHECK(apply.apply({"MULTI"}) != O::failed);
+  CHECK(apply.apply({"SET", "k", "v"}) == O::applied);
+  CHECK(apply.apply({"PUBLISH", "ch", "two"}) == O::applied);  // held until EXEC
+  CHECK(got == Strs{"ch=one"});
+  CHECK(apply.apply({"EXEC"}) == O::applied);
+  CHECK(got == Strs{"ch=one", "ch=two"});
+  CHECK(*replica.get("k")->string() == "v");
+  CHECK(replica.size() == 1);  // a message is not a key
+}

@@ -37,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -138,6 +139,11 @@ class StreamApplier {
     selected_ = 0;
     retarget();
   }
+
+  // PUBLISH in the stream (Redis propagates it so that a replica's subscribers get the
+  // message too): the handler delivers it; without one it is ignored.
+  using PublishHandler = std::function<void(const std::string& channel, const std::string& message)>;
+  void set_publish_handler(PublishHandler h) { on_publish_ = std::move(h); }
 
   std::uint64_t applied() const noexcept { return applied_; }
   std::uint64_t skipped() const noexcept { return skipped_; }
@@ -274,6 +280,10 @@ class StreamApplier {
   StreamOutcome run(const std::vector<std::string>& a, const std::string& name) {
     const std::size_t n = a.size();
     // The commands that are not of one database first.
+    if (name == "PUBLISH" && n == 3) {
+      if (on_publish_) on_publish_(a[1], a[2]);
+      return StreamOutcome::ignored;
+    }
     if (name == "SELECT") return select(a);
     if (name == "FLUSHALL") return flush_all();
     if (name == "SWAPDB") return swapdb(a);
@@ -593,6 +603,7 @@ class StreamApplier {
   bool in_multi_ = false;
   std::vector<std::vector<std::string>> multi_;
   std::size_t multi_bytes_ = 0;
+  PublishHandler on_publish_;
   std::uint64_t applied_ = 0, skipped_ = 0, refused_ = 0;
   std::string problem_;
 };

@@ -215,32 +215,14 @@ Reply CommandExecutor<Clock>::cmd_hscan(const Args& a, Session&) {
   std::uint64_t cursor = 0;
   if (!detail::parse_scan_cursor(a[2], cursor)) return Reply::error("ERR invalid cursor");
   if (holds_string(a[1], false)) return wrong_type();
-  std::int64_t count = 10;
-  const std::string* pattern = nullptr;
-  bool novalues = false;
-  for (std::size_t i = 3; i < a.size();) {
-    const std::size_t left = a.size() - i;
-    if (detail::is_opt(a[i], "count") && left >= 2) {
-      if (!to_int(a[i + 1], count)) return not_integer();
-      if (count < 1) return syntax_error();
-      i += 2;
-    } else if (detail::is_opt(a[i], "match") && left >= 2) {
-      pattern = &a[i + 1];
-      i += 2;
-    } else if (detail::is_opt(a[i], "novalues")) {
-      novalues = true;
-      ++i;
-    } else {
-      return syntax_error();
-    }
-  }
-  const bool use_pattern = pattern != nullptr && !(pattern->size() == 1 && (*pattern)[0] == '*');
+  ScanOptions o;
+  if (std::optional<Reply> bad = parse_scan_options(a, 3, /*scan=*/false, o)) return std::move(*bad);
   Reply list = Reply::array();
   const Result<std::uint64_t> next =
-      store_->hscan(a[1], cursor, static_cast<std::size_t>(count), [&](const std::string& f, const std::string& v) {
-        if (use_pattern && !glob_match(*pattern, f)) return;
+      store_->hscan(a[1], cursor, static_cast<std::size_t>(o.count), [&](const std::string& f, const std::string& v) {
+        if (!o.matches(f)) return;
         list.push(Reply::bulk(f));
-        if (!novalues) list.push(Reply::bulk(v));
+        if (!o.novalues) list.push(Reply::bulk(v));
       });
   return Reply::array({Reply::bulk(std::to_string(next.ok() ? *next : 0)), std::move(list)});
 }

@@ -207,34 +207,43 @@ Reply CommandExecutor<Clock>::cmd_keys(const Args& a, Session&) {
   return r;
 }
 
+// SCAN's and HSCAN's options from a[from] on: COUNT n (>= 1), MATCH pattern, and TYPE t for
+// SCAN, NOVALUES for HSCAN (Redis 7.4); an error reply, or nullopt.
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_scan(const Args& a, Session&) {
-  std::uint64_t cursor = 0;
-  if (!detail::parse_scan_cursor(a[1], cursor)) return Reply::error("ERR invalid cursor");
-  std::int64_t count = 10;
-  const std::string* pattern = nullptr;
-  const std::string* type = nullptr;
-  for (std::size_t i = 2; i < a.size();) {
+std::optional<Reply> CommandExecutor<Clock>::parse_scan_options(const Args& a, std::size_t from, bool scan, ScanOptions& o) {
+  for (std::size_t i = from; i < a.size();) {
     const std::size_t left = a.size() - i;
     if (detail::is_opt(a[i], "count") && left >= 2) {
-      if (!to_int(a[i + 1], count)) return not_integer();
-      if (count < 1) return syntax_error();
+      if (!to_int(a[i + 1], o.count)) return not_integer();
+      if (o.count < 1) return syntax_error();
       i += 2;
     } else if (detail::is_opt(a[i], "match") && left >= 2) {
-      pattern = &a[i + 1];
+      o.pattern = &a[i + 1];
       i += 2;
-    } else if (detail::is_opt(a[i], "type") && left >= 2) {
-      type = &a[i + 1];
+    } else if (scan && detail::is_opt(a[i], "type") && left >= 2) {
+      o.type = &a[i + 1];
       i += 2;
+    } else if (!scan && detail::is_opt(a[i], "novalues")) {
+      o.novalues = true;
+      ++i;
     } else {
       return syntax_error();
     }
   }
-  const bool use_pattern = pattern != nullptr && !(pattern->size() == 1 && (*pattern)[0] == '*');
+  return std::nullopt;
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_scan(const Args& a, Session&) {
+  std::uint64_t cursor = 0;
+  if (!detail::parse_scan_cursor(a[1], cursor)) return Reply::error("ERR invalid cursor");
+  ScanOptions o;
+  if (std::optional<Reply> bad = parse_scan_options(a, 2, /*scan=*/true, o)) return std::move(*bad);
+  const std::string* type = o.type;
   std::vector<std::string> keys;
   const std::uint64_t next =
-      store_->scan(cursor, static_cast<std::size_t>(count), [&](const std::string& k, const Value&) {
-        if (!use_pattern || glob_match(*pattern, k)) keys.push_back(k);
+      store_->scan(cursor, static_cast<std::size_t>(o.count), [&](const std::string& k, const Value&) {
+        if (o.matches(k)) keys.push_back(k);
       });
   Reply list = Reply::array();
   for (std::string& k : keys) {

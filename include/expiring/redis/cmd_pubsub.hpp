@@ -85,8 +85,10 @@ void CommandExecutor<Clock>::unsubscribe(Session& s, const std::string& name, bo
 // ---- Publishing ----
 
 template <class Clock>
-Reply CommandExecutor<Clock>::cmd_publish(const Args& a, Session&) {
-  return Reply::integer(static_cast<std::int64_t>(publish(a[1], a[2])));
+Reply CommandExecutor<Clock>::cmd_publish(const Args& a, Session& s) {
+  const std::size_t n = publish(a[1], a[2]);
+  if (publish_hook_) publish_hook_(a[1], a[2], s.db);
+  return Reply::integer(static_cast<std::int64_t>(n));
 }
 
 // Delivers `message` to the subscribers of `channel` and of every pattern that matches it;

@@ -518,6 +518,10 @@ class CommandExecutor {
   // whose link to its primary is down: true refuses it with -MASTERDOWN.
   using LinkDownQuery = std::function<bool()>;
   void set_link_down_query(LinkDownQuery q) { link_down_ = std::move(q); }
+  // Called after PUBLISH delivered a message (with the publisher's database), for a server that
+  // propagates PUBLISH to its replicas, as Redis does.
+  using PublishHook = std::function<void(const std::string& channel, const std::string& message, std::size_t db)>;
+  void set_publish_hook(PublishHook hook) { publish_hook_ = std::move(hook); }
   // Publishes as PUBLISH does (a server's own messages); how many sessions received it.
   std::size_t publish(const std::string& channel, const std::string& message);
 
@@ -1150,6 +1154,16 @@ class CommandExecutor {
   Reply cmd_hincrbyfloat(const Args& a, Session&);
   void write_hrandfield(const Args& a, Session&, OutputBuffer& out);
   Reply cmd_hscan(const Args& a, Session&);
+  struct ScanOptions {
+    std::int64_t count = 10;
+    const std::string* pattern = nullptr;  // MATCH ("*" matches all: no test)
+    const std::string* type = nullptr;     // SCAN's TYPE
+    bool novalues = false;                 // HSCAN's NOVALUES
+    bool matches(const std::string& s) const {
+      return pattern == nullptr || (pattern->size() == 1 && (*pattern)[0] == '*') || glob_match(*pattern, s);
+    }
+  };
+  std::optional<Reply> parse_scan_options(const Args& a, std::size_t from, bool scan, ScanOptions& o);
 
   static bool field_count(const std::string& s, std::int64_t& n);
   static Reply fields_missing();
@@ -1386,6 +1400,7 @@ class CommandExecutor {
   std::vector<bool> write_;    // per table() entry
   WriteGate write_gate_;
   LinkDownQuery link_down_;
+  PublishHook publish_hook_;
   // maxmemory-samples as last set by CONFIG SET (Redis accepts 1..INT_MAX; the store takes
   // at most 64, so a larger value is passed on as 64 and shown as set).
   std::optional<std::int64_t> samples_config_;

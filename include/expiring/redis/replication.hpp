@@ -284,6 +284,8 @@ class ReplicaLink {
   const RdbInfo& synced() const noexcept { return synced_; }
   // The stream's commands: applied, not followed (other types or databases), refused.
   const StreamApplier<Store>& applier() const noexcept { return applier_; }
+  // Where the stream's PUBLISH messages go (StreamApplier::set_publish_handler()).
+  void set_publish_handler(typename StreamApplier<Store>::PublishHandler h) { applier_.set_publish_handler(std::move(h)); }
 
  private:
   static constexpr std::size_t kMaxLine = 64 * 1024;  // Redis PROTO_INLINE_MAX_SIZE
