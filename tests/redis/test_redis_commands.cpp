@@ -1572,7 +1572,7 @@ TEST_CASE("setbit and getbit: Redis 7.0's checks, growth with zero bytes, the ol
   CHECK(f.R({"PTTL", "t"}) == I(-1));
 }
 
-TEST_CASE("debug: OBJECT, DIGEST and DIGEST-VALUE; memory: USAGE", "[redis][debug]") {
+TEST_CASE("debug: OBJECT, DIGEST and DIGEST-VALUE, and memory: USAGE", "[redis][debug]") {
   Fx f;
   CHECK(f.R({"DEBUG", "OBJECT", "nokey"}) == E("ERR no such key"));
   CHECK(f.R({"SET", "n", "20000"}) == OK);
@@ -1648,7 +1648,7 @@ TEST_CASE("lcs: the string, LEN, IDX with MINMATCHLEN and WITHMATCHLEN, errors",
         E("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"));
 }
 
-TEST_CASE("info: commandstats, errorstats, total_error_replies and cpu; CONFIG RESETSTAT clears them", "[redis][info]") {
+TEST_CASE("info: commandstats, errorstats, total_error_replies and cpu, which CONFIG RESETSTAT clears", "[redis][info]") {
   Fx f;
   expiring::redis::Session s;
   expiring::redis::OutputBuffer out;
