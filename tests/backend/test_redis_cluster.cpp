@@ -192,7 +192,7 @@ TEST_CASE("redis cluster: a slot migration is followed through ASK, TRYAGAIN and
   CHECK(s.del_many(std::vector<std::string>{tag + "k2", tag + "k3", "elsewhere1", "elsewhere2"}) == 4);
 }
 
-TEST_CASE("redis cluster: examples/rate_limiter_anywhere runs against the cluster", "[cluster]") {
+TEST_CASE("redis cluster: examples/rate_limiter_anywhere runs against the cluster", "[cluster][example]") {
 #ifndef EXPIRING_RATE_LIMITER_EXAMPLE
   EXPIRING_SKIP("the examples are not built");
 #else
