@@ -983,11 +983,7 @@ Reply CommandExecutor<Clock>::cmd_memory(const Args& a, Session&) {
   if (!store_->exists(a[2])) return Reply::nil();
   const Value* v = store_->peek(a[2]);
   if (v == nullptr) return Reply::nil();
-  const auto heap = [](const std::string& str) -> std::size_t {
-    const auto* data = reinterpret_cast<const char*>(str.data());
-    const auto* self = reinterpret_cast<const char*>(&str);
-    return data >= self && data < self + sizeof(str) ? 0 : str.capacity() + 1;
-  };
+  const auto heap = [](const std::string& str) { return expiring::detail::heap_bytes(str); };
   std::size_t bytes = sizeof(std::string) + sizeof(Value) + heap(a[2]) + v->heap_bytes();
   if (const Hash* h = v->hash(); h != nullptr && h->size() != 0) {
     const std::size_t n = samples == 0 ? h->size() : std::min<std::size_t>(h->size(), static_cast<std::size_t>(samples));
@@ -1002,6 +998,7 @@ Reply CommandExecutor<Clock>::cmd_memory(const Args& a, Session&) {
 // LRU or LFU policy needs a clock in every object; any other value has one reference.
 template <class Clock>
 std::int64_t CommandExecutor<Clock>::object_refcount(const Value& v) const {
+  if (v.string() == nullptr) return 1;  // (a hash: no shared object)
   const EvictionPolicy policy = store_->options().maxmemory_policy;
   const bool shares = store_->options().maxmemory == 0 || policy == EvictionPolicy::noeviction ||
                       policy == EvictionPolicy::volatile_ttl || policy == EvictionPolicy::volatile_random ||
