@@ -435,6 +435,48 @@ TEST_CASE("change feed: a field change travels as its field command with the who
   CHECK(replay.size() == 1);
 }
 
+TEST_CASE("change feed: Redis 8's HGETEX, HGETDEL and HSETEX travel as field commands", "[feed][hash_fields]") {
+  ManualClock clock{T0};
+  HStore primary(clock);
+  std::vector<std::string> log;
+  std::vector<HRecord> records;
+  primary.set_change_feed([&](const HStore::change_type& c) {
+    log.push_back(hash_text(c));
+    records.push_back(HRecord::of(c));
+  });
+  using expiring::FieldTtl;
+  REQUIRE(*primary.hsetex("h", Pairs{{"a", "1"}, {"b", "2"}}));  // no TTL: HSET alone
+  REQUIRE(*primary.hsetex("h", Pairs{{"a", "1"}, {"c", "3"}}, FieldTtl::px(100)));  // HSET, HPEXPIREAT: one unit
+  REQUIRE(*primary.hsetex("h", Pairs{{"a", "9"}, {"d", "4"}}, FieldTtl::keep()));  // a kept TTL travels too
+  REQUIRE(*primary.hsetex("h", Pairs{{"b", "5"}}, FieldTtl::keep()));              // none kept: HSET alone
+  CHECK(log == std::vector<std::string>{"SET h <2 fields> HSET a b", "MULTI", "SET h <3 fields> HSET a@100 c@100",
+                                        "SET h <3 fields> HPEXPIREAT a@100 c@100", "EXEC", "MULTI",
+                                        "SET h <4 fields> HSET a@100 d", "SET h <4 fields> HPEXPIREAT a@100 d", "EXEC",
+                                        "SET h <4 fields> HSET b"});
+  log.clear();
+  REQUIRE(primary.hgetex("h", {"a"}).ok());  // a read: nothing
+  REQUIRE(primary.hgetex("h", {"b", "zz"}, FieldTtl::pxat(T0 + 50)).ok());
+  REQUIRE(primary.hgetex("h", {"a", "d"}, FieldTtl::persist()).ok());
+  REQUIRE(primary.hgetex("h", {"c"}, FieldTtl::px(0)).ok());  // a past time: HDEL
+  REQUIRE(primary.hgetdel("h", {"d", "zz"}).ok());
+  CHECK(log == std::vector<std::string>{"SET h <4 fields> HPEXPIREAT b@50", "SET h <4 fields> HPERSIST a",
+                                        "SET h <3 fields> HDEL c", "SET h <2 fields> HDEL d"});
+  log.clear();
+  REQUIRE(*primary.hsetex("g", Pairs{{"x", "1"}}, FieldTtl::px(0)));  // written, then deleted with its key
+  CHECK(log == std::vector<std::string>{"MULTI", "SET g <1 fields> HSET x", "DEL g", "EXEC"});
+  REQUIRE(*primary.hsetex("h", Pairs{{"x", "1"}}, FieldTtl::px(0)));  // the key stays
+  CHECK(log.back() == "EXEC");
+  CHECK(log[log.size() - 2] == "SET h <2 fields> HDEL x");
+
+  // Replayed later, on a store whose clock is ahead, the state is the primary's.
+  ManualClock later{T0 + 20};
+  HStore replay(later);
+  for (const HRecord& r : records) REQUIRE(replay.apply(r.view()).ok());
+  CHECK(*replay.hgetall("h") == *primary.hgetall("h"));
+  CHECK(*replay.hpexpiretime("h", {"a", "b"}) == std::vector<std::int64_t>{-1, T0 + 50});
+  CHECK(replay.size() == 1);
+}
+
 TEST_CASE("replica: a hash whose fields all went stale keeps its key until the primary's DEL", "[feed][replica][hash_fields]") {
   expiring::Options o;
   o.replica = true;

@@ -22,8 +22,9 @@
 // * Clock starts: 0, 1000 s, a seeded one inside the field range, one beyond the cap, one
 //   minute before INT64_MAX, and clocks before 1970.
 // * used_memory() with a memory limit (field TTL writes must be accounted).
-// * A model test (random operations against a reference model, on small hashes and on hashes
-//   above FieldMap's 128-field threshold) and a 20000-field hash drained by tick().
+// * A model test (random operations, Redis 8's HGETEX / HGETDEL / HSETEX among them, against
+//   a reference model, on small hashes and on hashes above FieldMap's 128-field threshold)
+//   and a 20000-field hash drained by tick().
 // Every store uses TestPolicy (the suite is built once per expiry policy), Options::seed and a
 // budget clock that always reads 0, so that no tick depends on real time.
 #include <algorithm>
@@ -31,6 +32,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <sstream>
@@ -266,6 +268,16 @@ expiring::Result<Codes> call(HStore& s, Cmd c, const std::string& k, std::int64_
     case Cmd::hpexpireat: return s.hpexpireat(k, arg, f, fl);
   }
   return Errc::out_of_range;
+}
+// HGETEX's / HSETEX's time argument in the form of command c.
+expiring::FieldTtl field_ttl(Cmd c, std::int64_t arg) {
+  switch (c) {
+    case Cmd::hexpire: return expiring::FieldTtl::ex(arg);
+    case Cmd::hpexpire: return expiring::FieldTtl::px(arg);
+    case Cmd::hexpireat: return expiring::FieldTtl::exat(arg);
+    case Cmd::hpexpireat: return expiring::FieldTtl::pxat(arg);
+  }
+  return expiring::FieldTtl::keep();
 }
 // The argument meaning "now" (relative 0, absolute `now` on the command's unit: for
 // HEXPIREAT the whole second at or before now).
@@ -1926,6 +1938,92 @@ struct Model {
     if (any) events.push_back(ev(KeyEventCause::hpersist, k));
     return out;
   }
+  // HGETEX (Redis 8): the values, then each found field's TTL as `kind` says (expire: `when`).
+  using Values = std::vector<std::optional<std::string>>;
+  Values hgetex(const std::string& k, const Names& fields, expiring::FieldTtl::Kind kind, std::int64_t when,
+                std::int64_t now) {
+    MHash* h = reclaim(k, now);
+    Values out;
+    std::size_t persisted = 0, set = 0, deleted = 0;
+    for (const auto& f : fields) {
+      auto it = h == nullptr ? MHash::iterator{} : h->find(f);
+      if (h == nullptr || it == h->end()) {
+        out.emplace_back(std::nullopt);
+        continue;
+      }
+      out.emplace_back(it->second.value);
+      if (kind == expiring::FieldTtl::Kind::persist && it->second.deadline != kNoDl) {
+        it->second.deadline = kNoDl;
+        ++persisted;
+      } else if (kind == expiring::FieldTtl::Kind::expire && when <= now) {
+        h->erase(it);
+        ++deleted;
+      } else if (kind == expiring::FieldTtl::Kind::expire) {
+        it->second.deadline = when;
+        ++set;
+      }
+    }
+    if (persisted != 0) events.push_back(ev(KeyEventCause::hpersist, k));
+    if (set != 0) events.push_back(ev(KeyEventCause::hexpire, k));
+    if (deleted != 0) {
+      expired_subkeys += deleted;
+      events.push_back(ev(KeyEventCause::hdel, k));
+      drop_if_empty(k);
+    }
+    return out;
+  }
+  // HGETDEL (Redis 8).
+  Values hgetdel(const std::string& k, const Names& fields, std::int64_t now) {
+    MHash* h = reclaim(k, now);
+    Values out;
+    std::size_t deleted = 0;
+    for (const auto& f : fields) {
+      auto it = h == nullptr ? MHash::iterator{} : h->find(f);
+      if (h == nullptr || it == h->end()) {
+        out.emplace_back(std::nullopt);
+        continue;
+      }
+      out.emplace_back(it->second.value);
+      h->erase(it);
+      ++deleted;
+    }
+    if (deleted != 0) {
+      events.push_back(ev(KeyEventCause::hdel, k));
+      drop_if_empty(k);
+    }
+    return out;
+  }
+  // HSETEX (Redis 8): whether it wrote.
+  bool hsetex(const std::string& k, const Pairs& pairs, expiring::FieldTtl::Kind kind, std::int64_t when,
+              expiring::FieldCondition cond, std::int64_t now) {
+    MHash* h = reclaim(k, now);
+    if (cond != expiring::FieldCondition::none) {
+      std::size_t present = 0;
+      for (const auto& p : pairs) present += h != nullptr && h->count(p.first) != 0 ? 1 : 0;
+      if (cond == expiring::FieldCondition::fxx ? present != pairs.size() : present != 0) return false;
+    }
+    if (h == nullptr) h = &create(k);
+    const bool timed = kind == expiring::FieldTtl::Kind::expire;
+    for (const auto& p : pairs) {
+      auto it = h->find(p.first);
+      if (kind == expiring::FieldTtl::Kind::keep && it != h->end()) {
+        it->second.value = p.second;
+      } else {
+        (*h)[p.first] = MField{p.second, kNoDl};
+      }
+      if (timed && when > now) (*h)[p.first].deadline = when;
+    }
+    events.push_back(ev(KeyEventCause::hset, k));
+    if (timed && when > now) events.push_back(ev(KeyEventCause::hexpire, k));
+    if (timed && when <= now) {
+      std::size_t deleted = 0;
+      for (const auto& p : pairs) deleted += h->erase(p.first);
+      expired_subkeys += deleted;
+      events.push_back(ev(KeyEventCause::hdel, k));
+      drop_if_empty(k);
+    }
+    return true;
+  }
   // hincrby: the sum, or the error.
   bool hincrby(const std::string& k, const std::string& f, std::int64_t delta, std::int64_t now, std::int64_t& sum,
                Errc& err) {
@@ -2035,8 +2133,92 @@ void run_model(const ModelConfig& cfg, std::uint64_t seed) {
     desc << "step " << step << " now " << now << ": ";
     bool tick_step = false;
     std::uint64_t tick_expected = 0, tick_got = 0;
-    const std::int64_t op = uniform(0, 99);
-    if (op < 18) {
+    const std::int64_t op = uniform(0, 114);
+    // A time argument of HGETEX or HSETEX: its form, its value (errors among them), and the
+    // deadline or errors it means.
+    const auto time_arg = [&](Cmd& c, std::int64_t& arg) {
+      c = kCmds[uniform(0, 3)];
+      const std::int64_t r = uniform(0, 99);
+      switch (c) {
+        case Cmd::hpexpire: arg = r < 4 ? -1 : r < 8 ? kCap - now + (r & 1) : r < 18 ? 0 : uniform(1, 3000); break;
+        case Cmd::hexpire: arg = r < 4 ? -1 : r < 7 ? 70368744178 : r < 18 ? 0 : uniform(1, 3); break;
+        case Cmd::hpexpireat:
+          arg = r < 4 ? -5 : r < 8 ? kCap + (r & 1) : std::max<std::int64_t>(0, now + uniform(-2000, 3000));
+          break;
+        case Cmd::hexpireat:
+          arg = r < 4 ? -1 : r < 7 ? 70368744178 : std::max<std::int64_t>(0, now / 1000 + uniform(-2, 3));
+          break;
+      }
+    };
+    const auto show_values = [](const Model::Values& v) {
+      std::string s;
+      for (const auto& x : v) s += (x ? *x : std::string("(nil)")) + ' ';
+      return s;
+    };
+    if (op >= 100 && op < 105) {
+      const std::string k = any_key();
+      const Names fs = some_fields();
+      const std::int64_t form = uniform(0, 3);  // keep, persist, or a time (twice as often)
+      const auto kind = form == 0   ? expiring::FieldTtl::Kind::keep
+                        : form == 1 ? expiring::FieldTtl::Kind::persist
+                                    : expiring::FieldTtl::Kind::expire;
+      Cmd c = Cmd::hpexpire;
+      std::int64_t arg = 0, when = 0;
+      std::vector<Errc> errs;
+      expiring::FieldTtl ttl = kind == expiring::FieldTtl::Kind::keep ? expiring::FieldTtl::keep() : expiring::FieldTtl::persist();
+      if (kind == expiring::FieldTtl::Kind::expire) {
+        time_arg(c, arg);
+        ttl = field_ttl(c, arg);
+        errs = Model::expire_errors(c, arg, kNone, now, when);
+      }
+      desc << "hgetex " << k << " form " << form << ' ' << name(c) << ' ' << arg << ' ' << show_names(fs);
+      INFO(desc.str());
+      const expiring::Result<Model::Values> got = fx.store.hgetex(k, fs, ttl);
+      if (!errs.empty()) {
+        REQUIRE_FALSE(got.ok());
+        REQUIRE(std::find(errs.begin(), errs.end(), got.error()) != errs.end());
+      } else {
+        const Model::Values want = model.hgetex(k, fs, kind, when, now);
+        REQUIRE(got.ok());
+        INFO("want " << show_values(want) << " got " << show_values(*got));
+        REQUIRE(*got == want);
+      }
+    } else if (op >= 100 && op < 109) {
+      const std::string k = any_key();
+      const Names fs = some_fields();
+      desc << "hgetdel " << k << ' ' << show_names(fs);
+      const Model::Values want = model.hgetdel(k, fs, now);
+      INFO(desc.str());
+      REQUIRE(ok(fx.store.hgetdel(k, fs)) == want);
+    } else if (op >= 100) {
+      const std::string k = any_key();
+      Pairs pairs;
+      for (const auto& f : some_fields()) pairs.emplace_back(f, values[static_cast<std::size_t>(uniform(0, 7))]);
+      const std::int64_t form = uniform(0, 3);
+      const auto kind = form == 0   ? expiring::FieldTtl::Kind::keep
+                        : form == 1 ? expiring::FieldTtl::Kind::persist
+                                    : expiring::FieldTtl::Kind::expire;
+      const auto cond = static_cast<expiring::FieldCondition>(uniform(0, 2));
+      Cmd c = Cmd::hpexpire;
+      std::int64_t arg = 0, when = 0;
+      std::vector<Errc> errs;
+      expiring::FieldTtl ttl = kind == expiring::FieldTtl::Kind::keep ? expiring::FieldTtl::keep() : expiring::FieldTtl::persist();
+      if (kind == expiring::FieldTtl::Kind::expire) {
+        time_arg(c, arg);
+        ttl = field_ttl(c, arg);
+        errs = Model::expire_errors(c, arg, kNone, now, when);
+      }
+      desc << "hsetex " << k << " form " << form << ' ' << name(c) << ' ' << arg << " cond " << static_cast<int>(cond)
+           << " x" << pairs.size();
+      INFO(desc.str());
+      const expiring::Result<bool> got = fx.store.hsetex(k, pairs, ttl, cond);
+      if (!errs.empty()) {
+        REQUIRE_FALSE(got.ok());
+        REQUIRE(std::find(errs.begin(), errs.end(), got.error()) != errs.end());
+      } else {
+        REQUIRE(got == model.hsetex(k, pairs, kind, when, cond, now));
+      }
+    } else if (op < 18) {
       const std::string k = any_key();
       Pairs pairs;
       for (const auto& f : some_fields()) pairs.emplace_back(f, values[static_cast<std::size_t>(uniform(0, 7))]);
@@ -2364,4 +2546,196 @@ TEST_CASE("hash fields: a 20000-field hash is reclaimed by tick in deadline orde
   CHECK(fx.subexpiry() == 0);
   CHECK(fx.hlen("big") == live.size());
   CHECK(fx.subkeys() == total);
+}
+
+// =============================================================================================
+// 11. Redis 8: HGETEX, HGETDEL, HSETEX
+// =============================================================================================
+
+namespace {
+using Values = std::vector<std::optional<std::string>>;
+using expiring::FieldCondition;
+using expiring::FieldTtl;
+}  // namespace
+
+TEST_CASE("hash fields: HGETEX reads the fields, then sets, keeps or removes their TTLs", "[hash_fields][redis8]") {
+  Hfx fx(kT0);
+  fx.hset_many("h", Pairs{{"a", "1"}, {"b", "2"}, {"c", "3"}});
+  fx.deadline("h", "b", kT0 + 5000);
+  fx.take();
+  // No TTL argument: a read (nothing changes, no event).
+  CHECK(ok(fx.store.hgetex("h", {"a", "zz", "b"})) == Values{"1", std::nullopt, "2"});
+  CHECK(fx.take().empty());
+  CHECK(ok(fx.store.hpexpiretime("h", {"a", "b"})) == Times{-1, kT0 + 5000});
+  // EX / PX / EXAT / PXAT: each field found gets the deadline; a missing one is untouched.
+  CHECK(ok(fx.store.hgetex("h", {"a", "zz"}, FieldTtl::ex(10))) == Values{"1", std::nullopt});
+  CHECK(ok(fx.store.hpexpiretime("h", {"a"})) == Times{kT0 + 10000});
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hexpire, "h")});
+  CHECK(ok(fx.store.hgetex("h", {"a"}, FieldTtl::px(20))) == Values{"1"});
+  CHECK(ok(fx.store.hpexpiretime("h", {"a"})) == Times{kT0 + 20});
+  CHECK(ok(fx.store.hgetex("h", {"a", "c"}, FieldTtl::exat(kT0 / 1000 + 7))) == Values{"1", "3"});
+  CHECK(ok(fx.store.hpexpiretime("h", {"a", "c"})) == Times{kT0 + 7000, kT0 + 7000});
+  CHECK(ok(fx.store.hgetex("h", {"c"}, FieldTtl::pxat(kT0 + 123))) == Values{"3"});
+  CHECK(ok(fx.store.hpexpiretime("h", {"c"})) == Times{kT0 + 123});
+  CHECK(ok(fx.store.hgetex("h", {"c"}, FieldTtl::after(std::chrono::seconds(3)))) == Values{"3"});
+  CHECK(ok(fx.store.hpexpiretime("h", {"c"})) == Times{kT0 + 3000});
+  fx.take();
+  // PERSIST: the TTLs go; a field without one is no change (no event when none had one).
+  CHECK(ok(fx.store.hgetex("h", {"a", "b"}, FieldTtl::persist())) == Values{"1", "2"});
+  CHECK(ok(fx.store.hpexpiretime("h", {"a", "b", "c"})) == Times{-1, -1, kT0 + 3000});
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hpersist, "h")});
+  CHECK(ok(fx.store.hgetex("h", {"a"}, FieldTtl::persist())) == Values{"1"});
+  CHECK(fx.take().empty());
+  // A time now or in the past: the values, then the fields deleted (counted as expired, as a
+  // past HEXPIRE time), and the key with its last field.
+  const std::uint64_t before = fx.subkeys();
+  CHECK(ok(fx.store.hgetex("h", {"a", "b"}, FieldTtl::px(0))) == Values{"1", "2"});
+  CHECK(fx.subkeys() == before + 2);
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hdel, "h")});
+  CHECK(ok(fx.store.hgetex("h", {"c", "c"}, FieldTtl::pxat(kT0 - 1))) == Values{"3", std::nullopt});
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hdel, "h"), ev(KeyEventCause::del, "h")});
+  CHECK_FALSE(fx.store.exists("h"));
+  // A missing key: every field nullopt, nothing created.
+  CHECK(ok(fx.store.hgetex("h", {"a", "b"}, FieldTtl::ex(10))) == Values{std::nullopt, std::nullopt});
+  CHECK_FALSE(fx.store.exists("h"));
+  CHECK(fx.take().empty());
+  // The caller's array form: the number found.
+  fx.hset("g", "x", "1");
+  std::optional<std::string> out[2];
+  CHECK(fx.store.hgetex("g", {"x", "y"}, FieldTtl::keep(), out) == std::size_t{1});
+  CHECK((out[0] == std::optional<std::string>("1") && out[1] == std::nullopt));
+}
+
+TEST_CASE("hash fields: HGETEX of a stale field answers nil and reclaims it", "[hash_fields][redis8]") {
+  Hfx fx(kT0);
+  fx.hset_many("h", Pairs{{"a", "1"}, {"b", "2"}});
+  fx.deadline("h", "a", kT0 + 10);
+  fx.clock.set(kT0 + 11);
+  fx.take();
+  CHECK(ok(fx.store.hgetex("h", {"a", "b"}, FieldTtl::ex(100))) == Values{std::nullopt, "2"});
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hexpired, "h", {{"a", "1"}}), ev(KeyEventCause::hexpire, "h")});
+  CHECK(ok(fx.store.hpexpiretime("h", {"a", "b"})) == Times{-2, kT0 + 11 + 100000});
+}
+
+TEST_CASE("hash fields: HGETEX's time errors change nothing", "[hash_fields][redis8]") {
+  Hfx fx(kT0);
+  fx.hset_many("h", Pairs{{"a", "1"}, {"b", "2"}});
+  fx.deadline("h", "a", kT0 + 10);
+  fx.clock.set(kT0 + 11);  // `a` is stale: an error must not reclaim it either
+  const std::string before = fx.state();
+  CHECK(fx.store.hgetex("h", {"b"}, FieldTtl::ex(-1)) == Errc::negative_expire_time);
+  CHECK(fx.store.hgetex("h", {"b"}, FieldTtl::px(kMin)) == Errc::negative_expire_time);
+  CHECK(fx.store.hgetex("h", {"b"}, FieldTtl::pxat(kCap + 1)) == Errc::invalid_expire_time);
+  CHECK(fx.store.hgetex("h", {"b"}, FieldTtl::exat(kCap / 1000 + 1)) == Errc::invalid_expire_time);
+  CHECK(fx.store.hgetex("h", {"b"}, FieldTtl::px(kCap - kT0 - 10)) == Errc::invalid_expire_time);
+  CHECK(fx.store.hgetex("h", {"b"}, FieldTtl::px(kMax)) == Errc::invalid_expire_time);
+  CHECK(fx.store.hgetex("h", {"b"}, FieldTtl::after(std::chrono::hours::max())) == Errc::invalid_expire_time);
+  CHECK(fx.state() == before);
+}
+
+TEST_CASE("hash fields: HGETDEL reads and deletes the fields, the key with its last", "[hash_fields][redis8]") {
+  Hfx fx(kT0);
+  fx.hset_many("h", Pairs{{"a", "1"}, {"b", "2"}, {"c", "3"}});
+  fx.deadline("h", "b", kT0 + 5000);
+  fx.take();
+  CHECK(ok(fx.store.hgetdel("h", {"b", "zz", "b"})) == Values{"2", std::nullopt, std::nullopt});
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hdel, "h")});
+  CHECK(fx.subexpiry() == 0);  // its only field with a TTL went
+  CHECK(ok(fx.store.hgetdel("h", {"zz"})) == Values{std::nullopt});
+  CHECK(fx.take().empty());
+  CHECK(fx.hlen("h") == 2);
+  CHECK(ok(fx.store.hgetdel("h", {"a", "c"})) == Values{"1", "3"});
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hdel, "h"), ev(KeyEventCause::del, "h")});
+  CHECK_FALSE(fx.store.exists("h"));
+  CHECK(ok(fx.store.hgetdel("h", {"a"})) == Values{std::nullopt});
+  CHECK(fx.subkeys() == 0);  // deletions, not expiry
+  CHECK(fx.store.check_invariants());
+}
+
+TEST_CASE("hash fields: HSETEX writes the fields with a TTL, KEEPTTL, or none", "[hash_fields][redis8]") {
+  Hfx fx(kT0);
+  // No TTL argument: as HSET, an overwrite clears the field's TTL.
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "1"}, {"b", "2"}})) == true);
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hset, "h")});
+  fx.deadline("h", "a", kT0 + 5000);
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "x"}})) == true);
+  CHECK(ok(fx.store.hpexpiretime("h", {"a"})) == Times{-1});
+  // A time: every field gets it (new and existing), events hset then hexpire.
+  fx.take();
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "y"}, {"n", "9"}}, FieldTtl::ex(10))) == true);
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hset, "h"), ev(KeyEventCause::hexpire, "h")});
+  CHECK(ok(fx.store.hpexpiretime("h", {"a", "n", "b"})) == Times{kT0 + 10000, kT0 + 10000, -1});
+  CHECK(fx.get("h", "a") == "y");
+  // KEEPTTL: an existing field keeps its TTL; a new one has none.
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "z"}, {"m", "8"}}, FieldTtl::keep())) == true);
+  CHECK(ok(fx.store.hpexpiretime("h", {"a", "m"})) == Times{kT0 + 10000, -1});
+  CHECK(fx.get("h", "a") == "z");
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hset, "h")});
+  // A new key is created.
+  CHECK(ok(fx.store.hsetex("g", Pairs{{"x", "1"}}, FieldTtl::pxat(kT0 + 100))) == true);
+  CHECK(ok(fx.store.hpexpiretime("g", {"x"})) == Times{kT0 + 100});
+  CHECK(fx.subexpiry() == 2);
+  CHECK(fx.store.check_invariants());
+}
+
+TEST_CASE("hash fields: HSETEX FNX and FXX, a stale field counting as missing", "[hash_fields][redis8]") {
+  Hfx fx(kT0);
+  // FXX on a missing key: nothing, and no key created.
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "1"}}, FieldTtl::persist(), FieldCondition::fxx)) == false);
+  CHECK_FALSE(fx.store.exists("h"));
+  CHECK(fx.take().empty());
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "1"}, {"b", "2"}}, FieldTtl::persist(), FieldCondition::fnx)) == true);
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "x"}, {"c", "3"}}, FieldTtl::ex(5), FieldCondition::fnx)) == false);
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "x"}, {"c", "3"}}, FieldTtl::ex(5), FieldCondition::fxx)) == false);
+  CHECK(fx.get("h", "a") == "1");
+  CHECK(fx.get("h", "c") == "(nil)");
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "x"}, {"b", "y"}}, FieldTtl::ex(5), FieldCondition::fxx)) == true);
+  CHECK(ok(fx.store.hpexpiretime("h", {"a", "b"})) == Times{kT0 + 5000, kT0 + 5000});
+  fx.take();
+  // `a` and `b` stale: FXX fails (they are gone), FNX succeeds.
+  fx.clock.set(kT0 + 5001);
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "2"}}, FieldTtl::keep(), FieldCondition::fxx)) == false);
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hexpired, "h", {{"a", "x"}, {"b", "y"}}), ev(KeyEventCause::del, "h")});
+  CHECK_FALSE(fx.store.exists("h"));
+  fx.hset_many("h", Pairs{{"a", "1"}, {"b", "2"}});
+  fx.deadline("h", "a", kT0 + 6000);
+  fx.clock.set(kT0 + 6001);
+  fx.take();
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "3"}}, FieldTtl::keep(), FieldCondition::fnx)) == true);
+  CHECK(ok(fx.store.hpexpiretime("h", {"a"})) == Times{-1});  // created anew: no TTL to keep
+  // A name given twice with FNX: both absent, both written (the last value stays).
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"d", "1"}, {"d", "2"}}, FieldTtl::persist(), FieldCondition::fnx)) == true);
+  CHECK(fx.get("h", "d") == "2");
+}
+
+TEST_CASE("hash fields: HSETEX with a past time writes, then deletes, the fields", "[hash_fields][redis8]") {
+  Hfx fx(kT0);
+  fx.hset_many("h", Pairs{{"a", "1"}, {"b", "2"}});
+  fx.take();
+  CHECK(ok(fx.store.hsetex("h", Pairs{{"a", "x"}, {"c", "y"}}, FieldTtl::px(0))) == true);
+  CHECK(fx.take() == Evs{ev(KeyEventCause::hset, "h"), ev(KeyEventCause::hdel, "h")});
+  CHECK(ok(fx.store.hgetall("h")) == Pairs{{"b", "2"}});
+  CHECK(fx.subkeys() == 2);
+  // On a missing key: created, written, deleted: nothing is left.
+  CHECK(ok(fx.store.hsetex("g", Pairs{{"a", "x"}}, FieldTtl::exat(1))) == true);
+  CHECK(fx.take() ==
+        Evs{ev(KeyEventCause::hset, "g"), ev(KeyEventCause::hdel, "g"), ev(KeyEventCause::del, "g")});
+  CHECK_FALSE(fx.store.exists("g"));
+  CHECK(fx.store.check_invariants());
+}
+
+TEST_CASE("hash fields: HSETEX's errors change nothing", "[hash_fields][redis8]") {
+  Hfx fx(kT0);
+  fx.hset_many("h", Pairs{{"a", "1"}, {"b", "2"}});
+  fx.deadline("h", "a", kT0 + 10);
+  fx.clock.set(kT0 + 11);
+  const std::string before = fx.state();
+  CHECK(fx.store.hsetex("h", Pairs{{"b", "x"}}, FieldTtl::ex(-1)) == Errc::negative_expire_time);
+  CHECK(fx.store.hsetex("h", Pairs{{"b", "x"}}, FieldTtl::pxat(kCap + 1), FieldCondition::fxx) ==
+        Errc::invalid_expire_time);
+  CHECK(fx.store.hsetex("new", Pairs{{"b", "x"}}, FieldTtl::ex(kCap)) == Errc::invalid_expire_time);
+  CHECK(fx.state() == before);
+  // No pair: nothing to write.
+  CHECK(ok(fx.store.hsetex("new", Pairs{})) == true);
+  CHECK_FALSE(fx.store.exists("new"));
 }

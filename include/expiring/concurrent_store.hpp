@@ -481,6 +481,19 @@ class BasicConcurrentStore
   Result<void> persist_fields(const KK& key, const Fields& fields, int* out) {
     return with_hash(key, [&](engine_type& e) { return e.persist_fields(key, fields, out); });
   }
+  template <class KK, class Fields>
+  Result<std::size_t> getex_fields(const KK& key, const Fields& fields, const FieldTtl& ttl,
+                                   std::optional<hash_value_type>* out) {
+    return with_hash(key, [&](engine_type& e) { return e.getex_fields(key, fields, ttl, out); });
+  }
+  template <class KK, class Fields>
+  Result<std::size_t> getdel_fields(const KK& key, const Fields& fields, std::optional<hash_value_type>* out) {
+    return with_hash(key, [&](engine_type& e) { return e.getdel_fields(key, fields, out); });
+  }
+  template <class KK, class It, class End>
+  Result<bool> setex_range(const KK& key, It first, End last, const FieldTtl& ttl, FieldCondition cond) {
+    return with_hash(key, [&](engine_type& e) { return e.setex_range(key, first, last, ttl, cond); });
+  }
 
   // ==== Several keys: their shards locked together, in shard order =====================
   // Each of these is atomic: no other call sees a state between its steps (all its shards

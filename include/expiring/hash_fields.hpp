@@ -12,6 +12,7 @@
 //
 //   hset hsetnx hget hmget hdel hlen hexists hgetall hvisit hkeys hvals hincrby hincrbyfloat hrandfield hscan
 //   hexpire hpexpire hexpireat hpexpireat httl hpttl hexpiretime hpexpiretime hpersist
+//   hgetex hgetdel hsetex (Redis 8)
 //
 // The contract (docs/semantics.md D20-D27), in one paragraph:
 //
@@ -629,6 +630,86 @@ class HashFieldOps<Engine, V, true>
     return finish(Result<void>());
   }
 
+  template <class KK, class Fields>
+  Result<std::size_t> getex_fields(const KK& key, const Fields& fields, const FieldTtl& ttl,
+                                   std::optional<field_value_type>* out) {
+    const std::int64_t now = this->now_ms();
+    if (ttl.kind == FieldTtl::Kind::keep) return take_fields(key, fields, Take::read, kNoDeadline, now, out);
+    if (ttl.kind == FieldTtl::Kind::persist) return take_fields(key, fields, Take::persist, kNoDeadline, now, out);
+    const Result<std::int64_t> when = field_deadline(ttl.time, now);
+    if (!when.ok()) return when.error();
+    return take_fields(key, fields, *when <= now ? Take::expire_past : Take::expire, *when, now, out);
+  }
+  template <class KK, class Fields>
+  Result<std::size_t> getdel_fields(const KK& key, const Fields& fields, std::optional<field_value_type>* out) {
+    return take_fields(key, fields, Take::del, kNoDeadline, this->now_ms(), out);
+  }
+  // HSETEX (`first`, `last`: a forward range of pairs, read twice under FNX and FXX).
+  template <class KK, class It, class End>
+  Result<bool> setex_range(const KK& key, It first, End last, const FieldTtl& ttl, FieldCondition cond) {
+    HashFieldOps& s = *this;
+    const std::int64_t now = s.now_ms();
+    std::int64_t when = kNoDeadline;
+    if (ttl.kind == FieldTtl::Kind::expire) {
+      const Result<std::int64_t> w = field_deadline(ttl.time, now);
+      if (!w.ok()) return w.error();
+      when = *w;
+    }
+    if (first == last) return true;
+    if (cond != FieldCondition::none) {  // on the hash as it is: a stale field counts as missing
+      Result<std::uint32_t> r = open(key, now, Access::write);
+      if (!r.ok()) return finish(Result<bool>(r.error()));
+      std::size_t n = 0, present = 0;
+      for (It it = first; it != last; ++it, ++n) {
+        if (*r != kNoPos && map_at(*r).find(it->first) != hash_map_type::npos) ++present;
+      }
+      if (cond == FieldCondition::fxx ? present != n : present != 0) return finish(false);
+    }
+    Result<Opened> r = open_for_write(key, now, first->first, first->second);
+    if (!r.ok()) return finish(Result<bool>(r.error()));
+    const std::uint32_t i = r->i;
+    const bool timed = ttl.kind == FieldTtl::Kind::expire;
+    const bool past = timed && when <= now;
+    FieldDelta touched(*this);
+    change(*r, now, [&](hash_map_type& m) {
+      for (It it = first; it != last; ++it) {
+        std::uint32_t pos = m.find(it->first);
+        if (ttl.kind == FieldTtl::Kind::keep && pos != hash_map_type::npos) {
+          m.replace_value(pos, it->second);  // the TTL stays
+        } else {
+          pos = m.assign(it->first, it->second).first;  // an overwrite clears the TTL
+        }
+        if (timed && !past) m.set_deadline(pos, when);
+        touched.add(m, pos);
+      }
+    });
+    // In the feed: HSET, then in the same unit the deadlines (set, or kept: HSET cleared them
+    // on a replica), or, for a past time, HDEL (Redis writes the fields, then deletes them).
+    std::optional<typename ChangeFeed<typename Engine::key_type, V>::Group> unit;
+    if (timed || (ttl.kind == FieldTtl::Kind::keep && touched.timed())) unit.emplace(s.notify_.feed());
+    emit_change(KeyEventCause::hset, i, FieldOp::hset, touched);
+    if (timed && !past) {
+      emit_change(KeyEventCause::hexpire, i, FieldOp::hpexpireat, touched);
+    } else if (ttl.kind == FieldTtl::Kind::keep && touched.timed()) {
+      s.feed_change(KeyEventCause::hset, s.ks_.entry(i), FieldOp::hpexpireat, touched.get());
+    }
+    if (past) {
+      std::size_t deleted = 0;
+      change(i, now, [&](hash_map_type& m) {
+        for (It it = first; it != last; ++it) {
+          const std::uint32_t pos = m.find(it->first);
+          if (pos == hash_map_type::npos) continue;  // a name given twice
+          m.erase(pos);
+          ++deleted;
+        }
+      });
+      s.stats_.expired_subkeys += deleted;  // as Redis counts a past field time (D24)
+      emit_change(KeyEventCause::hdel, i, FieldOp::hdel, touched);
+    }
+    hash_changed(i, now);
+    return finish(true);
+  }
+
   // The hasher every hash this store creates uses (keyed from Options::seed when given).
   const std::shared_ptr<const field_hasher>& field_hash_function() const noexcept { return field_hash_; }
 
@@ -717,6 +798,71 @@ class HashFieldOps<Engine, V, true>
     }
     hash_changed(r->i, now);
     return {};
+  }
+
+  // HGETEX and HGETDEL: out[j] = the value of fields[j] (nullopt if absent), then what `take`
+  // says done to each field found. Returns the number found.
+  enum class Take : std::uint8_t {
+    read,         // HGETEX with no TTL argument
+    persist,      // HGETEX PERSIST
+    expire,       // HGETEX EX ... (a future deadline, `when`)
+    expire_past,  // HGETEX EX ... (a past one: the fields are deleted, and counted as expired)
+    del,          // HGETDEL
+  };
+  template <class KK, class Fields>
+  Result<std::size_t> take_fields(const KK& key, const Fields& fields, Take take, std::int64_t when, std::int64_t now,
+                                  std::optional<field_value_type>* out) {
+    HashFieldOps& s = *this;
+    std::fill(out, out + field_count(fields), std::nullopt);
+    Result<std::uint32_t> r = open(key, now, Access::write);
+    if (!r.ok() || *r == kNoPos) return finish(r.ok() ? Result<std::size_t>(std::size_t{0}) : r.error());
+    const std::uint32_t i = *r;
+    std::size_t found = 0, changed = 0, j = 0;
+    FieldDelta touched(*this);
+    change(i, now, [&](hash_map_type& m) {
+      for (const auto& f : fields) {
+        const std::uint32_t pos = m.find(f);
+        if (pos == hash_map_type::npos) {
+          ++j;
+          continue;
+        }
+        out[j++] = m.at(pos).value;
+        ++found;
+        switch (take) {
+          case Take::read: break;
+          case Take::persist:
+            if (m.clear_deadline(pos)) {
+              touched.add_name(m, pos);
+              ++changed;
+            }
+            break;
+          case Take::expire:
+            m.set_deadline(pos, when);
+            touched.add(m, pos);
+            ++changed;
+            break;
+          case Take::expire_past:
+          case Take::del:
+            touched.add_name(m, pos);
+            m.erase(pos);
+            ++changed;
+            break;
+        }
+      }
+    });
+    if (changed == 0) return finish(found);
+    switch (take) {
+      case Take::read: break;
+      case Take::persist: emit_change(KeyEventCause::hpersist, i, FieldOp::hpersist, touched); break;
+      case Take::expire: emit_change(KeyEventCause::hexpire, i, FieldOp::hpexpireat, touched); break;
+      case Take::expire_past:
+        s.stats_.expired_subkeys += changed;  // as Redis counts a past field time (D24)
+        emit_change(KeyEventCause::hdel, i, FieldOp::hdel, touched);
+        break;
+      case Take::del: emit_change(KeyEventCause::hdel, i, FieldOp::hdel, touched); break;
+    }
+    hash_changed(i, now);
+    return finish(found);
   }
 
   // A field's hash by the store's field hasher, taken before the hash is opened, so that

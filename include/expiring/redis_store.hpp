@@ -708,6 +708,42 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
   Result<void> persist_fields(const KK& key, const Fields& fields, int* out) {
     return per_field(hash_cmd("HPERSIST", key), fields, /*idempotent=*/false, out);
   }
+  // HGETEX, HGETDEL, HSETEX: Redis 8's commands (an older server's "unknown command" is thrown
+  // as RedisError, naming the version needed). No field: answered here without a round trip.
+  template <class KK, class Fields>
+  Result<std::size_t> getex_fields(const KK& key, const Fields& fields, const FieldTtl& ttl,
+                                   std::optional<hash_value_type>* out) {
+    if (detail::field_count(fields) == 0) return std::size_t{0};
+    client::Cmd c = hash_cmd("HGETEX", key);
+    if (ttl.kind == FieldTtl::Kind::persist) c.arg("PERSIST");
+    if (ttl.kind == FieldTtl::Kind::expire) add_field_time(c, ttl.time);
+    return field_values(c, fields, /*idempotent=*/ttl.kind == FieldTtl::Kind::keep, out);
+  }
+  template <class KK, class Fields>
+  Result<std::size_t> getdel_fields(const KK& key, const Fields& fields, std::optional<hash_value_type>* out) {
+    if (detail::field_count(fields) == 0) return std::size_t{0};
+    return field_values(hash_cmd("HGETDEL", key), fields, /*idempotent=*/false, out);
+  }
+  template <class KK, class It, class End>
+  Result<bool> setex_range(const KK& key, It first, End last, const FieldTtl& ttl, FieldCondition cond) {
+    if (first == last) return true;
+    client::Cmd c = hash_cmd("HSETEX", key);
+    if (cond == FieldCondition::fnx) c.arg("FNX");
+    if (cond == FieldCondition::fxx) c.arg("FXX");
+    if (ttl.kind == FieldTtl::Kind::keep) c.arg("KEEPTTL");
+    if (ttl.kind == FieldTtl::Kind::expire) add_field_time(c, ttl.time);
+    c.arg("FIELDS").arg(static_cast<std::int64_t>(std::distance(first, last)));
+    for (; first != last; ++first) {
+      add_field(c, first->first);
+      add_field_value(c, first->second);
+    }
+    client::Reply r = run(c, /*idempotent=*/false);
+    throw_if_unknown(*r, c, "Redis 8.0");
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    const std::int64_t n = integer_of(*r, c);
+    if (n != 0 && n != 1) throw unexpected(*r, c);
+    return n == 1;
+  }
 
   // ==== Members with no server analogue, and the client's own ========================================
 
@@ -1082,14 +1118,45 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     c.arg("FIELDS").arg(static_cast<std::int64_t>(n));
     for (const auto& f : fields) add_field(c, f);
     client::Reply r = run(c, idempotent);
-    if (client::is_error(*r) && client::starts_with(client::text(*r), "ERR unknown command")) {
-      throw RedisError(Errc::server_error, std::string(c.name()) + ": this server (" + server_version() +
-                                               ") has no hash field TTLs: they need Redis 7.4 or later");
-    }
+    throw_if_unknown(*r, c, "Redis 7.4");
     if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != n) throw unexpected(*r, c);
     for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<T>(integer_of(*r->element[j], c));
     return {};
+  }
+  // The same for a command answering the fields' values (HGETEX, HGETDEL): the number found.
+  template <class Fields>
+  Result<std::size_t> field_values(client::Cmd c, const Fields& fields, bool idempotent,
+                                   std::optional<hash_value_type>* out) {
+    const std::size_t n = detail::field_count(fields);
+    c.arg("FIELDS").arg(static_cast<std::int64_t>(n));
+    for (const auto& f : fields) add_field(c, f);
+    client::Reply r = run(c, idempotent);
+    throw_if_unknown(*r, c, "Redis 8.0");
+    if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) throw unexpected(*r, c);
+    std::size_t found = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      out[j] = field_value_of(*r->element[j], c);
+      found += out[j] ? 1u : 0u;
+    }
+    return found;
+  }
+  // HGETEX's and HSETEX's EX / PX / EXAT / PXAT argument (beyond the int64 range of ms:
+  // INT64_MAX, which the server refuses as the in-process store refuses the overflow).
+  static void add_field_time(client::Cmd& c, const FieldExpireRequest& t) {
+    const bool seconds = t.unit == detail::TimeUnit::seconds;
+    const bool absolute = t.base == detail::TimeBase::absolute;
+    static constexpr const char* kNames[2][2] = {{"PX", "PXAT"}, {"EX", "EXAT"}};
+    c.arg(kNames[seconds ? 1 : 0][absolute ? 1 : 0]);
+    c.arg(t.overflowed ? std::numeric_limits<std::int64_t>::max() : t.amount);
+  }
+  // A field command the server does not have: RedisError naming the version it needs.
+  void throw_if_unknown(const redisReply& r, const client::Cmd& c, const char* needs) {
+    if (client::is_error(r) && client::starts_with(client::text(r), "ERR unknown command")) {
+      throw RedisError(Errc::server_error, std::string(c.name()) + ": this server (" + server_version() +
+                                               ") does not have it: it needs " + needs + " or later");
+    }
   }
   // "redis_version X" from INFO server of the first master, for an error message.
   std::string server_version() {

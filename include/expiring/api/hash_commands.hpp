@@ -23,6 +23,13 @@
 //   httl / hpttl / hexpiretime / hpexpiretime(k, fields)      -> std::vector<std::int64_t>;
 //       or (k, fields, std::int64_t* out)
 //   hpersist(k, fields)                                        -> std::vector<int>; or (k, fields, int* out)
+//   hgetex(k, fields [, FieldTtl])     HGETEX k [EX|PX|EXAT|PXAT t | PERSIST] FIELDS n f ...
+//   hgetdel(k, fields)                 HGETDEL k FIELDS n f ...
+//       -> std::vector<std::optional<V>>, the value of each field before the call (nullopt:
+//          no such field); or, with (..., std::optional<V>* out), the values written to
+//          out[0 .. size(fields)) and the number found returned
+//   hsetex(k, pairs [, FieldTtl [, FieldCondition]])  HSETEX k [FNX|FXX] [EX|PX|EXAT|PXAT t |
+//       KEEPTTL] FIELDS n f v ... -> bool: whether the fields were written (FNX, FXX)
 //
 // `fields` (and `pairs`) is any range, or a braced list: hdel(k, {"a", "b"}). std::chrono
 // values become ms rounded up; one beyond the int64 range of ms is Errc::invalid_expire_time
@@ -34,6 +41,9 @@
 //   Result<void> expire_fields(const KK&, const FieldExpireRequest&, const Fields&, int* out);
 //   Result<void> field_times(const KK&, const Fields&, FieldTimeQuery, std::int64_t* out);
 //   Result<void> persist_fields(const KK&, const Fields&, int* out);
+//   Result<std::size_t> getex_fields(const KK&, const Fields&, const FieldTtl&, std::optional<V>* out);
+//   Result<std::size_t> getdel_fields(const KK&, const Fields&, std::optional<V>* out);
+//   Result<bool> setex_range(const KK&, It first, End last, const FieldTtl&, FieldCondition);
 #pragma once
 
 #include <chrono>
@@ -41,6 +51,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -99,6 +110,38 @@ struct FieldExpireRequest {
     return {ms.ms, detail::TimeUnit::ms, detail::TimeBase::absolute, f, !ms.ok};
   }
 };
+
+// What HGETEX and HSETEX do to the TTLs of the fields they touch (Redis 8). keep(): HGETEX's
+// default (and HSETEX KEEPTTL); persist(): HSETEX's default, as HSET clears an overwritten
+// field's TTL (and HGETEX PERSIST); or a deadline, as the HEXPIRE family's time argument
+// (its limits and errors; a time now or in the past deletes the fields, after they are read
+// or written). Each command's default is its form without a TTL argument.
+struct FieldTtl {
+  enum class Kind : std::uint8_t { keep, persist, expire };
+  Kind kind = Kind::keep;
+  FieldExpireRequest time;  // Kind::expire: the time argument (flags unused)
+
+  static FieldTtl keep() { return {}; }
+  static FieldTtl persist() { return {Kind::persist, {}}; }
+  static FieldTtl ex(std::int64_t seconds) { return {Kind::expire, FieldExpireRequest::hexpire(seconds)}; }
+  static FieldTtl px(std::int64_t ms) { return {Kind::expire, FieldExpireRequest::hpexpire(ms)}; }
+  static FieldTtl exat(std::int64_t unix_seconds) { return {Kind::expire, FieldExpireRequest::hexpireat(unix_seconds)}; }
+  static FieldTtl pxat(std::int64_t unix_ms) { return {Kind::expire, FieldExpireRequest::hpexpireat(unix_ms)}; }
+  // A duration, or a system_clock time point (in ms rounded up, as the HEXPIRE family's).
+  template <class Rep, class Period>
+  static FieldTtl after(std::chrono::duration<Rep, Period> ttl) {
+    return {Kind::expire, FieldExpireRequest::after(ttl, ExpireFlags::None)};
+  }
+  template <class D>
+  static FieldTtl at(std::chrono::time_point<std::chrono::system_clock, D> when) {
+    return {Kind::expire, FieldExpireRequest::at(when, ExpireFlags::None)};
+  }
+};
+
+// HSETEX's condition on the fields as they are (a stale field counts as missing): none, FNX
+// (write only if none of them exists) or FXX (only if all of them exist; never creates the
+// key).
+enum class FieldCondition : std::uint8_t { none, fnx, fxx };
 
 // What the HTTL family asks of each field: the remaining time or the deadline, in s or ms.
 enum class FieldTimeQuery : std::uint8_t { ttl_s, ttl_ms, at_s, at_ms };
@@ -224,6 +267,41 @@ class HashCommands {
   template <class KK, class Fields = Names>
   Result<void> hpexpiretime(const KK& key, const Fields& fields, std::int64_t* out) {
     return self().field_times(key, fields, FieldTimeQuery::at_ms, out);
+  }
+
+  // ==== HGETEX / HGETDEL / HSETEX (Redis 8) ==============================================
+  // HGETEX: the fields' values, then their TTLs changed as `ttl` says (only fields that were
+  // there). Cause `hexpire`, `hpersist`, or `hdel` for a past time.
+  template <class KK, class Fields = Names>
+  Result<std::vector<std::optional<V>>> hgetex(const KK& key, const Fields& fields, const FieldTtl& ttl = FieldTtl::keep()) {
+    std::vector<std::optional<V>> out(detail::field_count(fields));
+    Result<std::size_t> r = self().getex_fields(key, fields, ttl, out.data());
+    if (!r.ok()) return r.error();
+    return out;
+  }
+  template <class KK, class Fields = Names>
+  Result<std::size_t> hgetex(const KK& key, const Fields& fields, const FieldTtl& ttl, std::optional<V>* out) {
+    return self().getex_fields(key, fields, ttl, out);
+  }
+  // HGETDEL: the fields' values, then the fields deleted (cause `hdel`; the key with its last).
+  template <class KK, class Fields = Names>
+  Result<std::vector<std::optional<V>>> hgetdel(const KK& key, const Fields& fields) {
+    std::vector<std::optional<V>> out(detail::field_count(fields));
+    Result<std::size_t> r = self().getdel_fields(key, fields, out.data());
+    if (!r.ok()) return r.error();
+    return out;
+  }
+  template <class KK, class Fields = Names>
+  Result<std::size_t> hgetdel(const KK& key, const Fields& fields, std::optional<V>* out) {
+    return self().getdel_fields(key, fields, out);
+  }
+  // HSETEX: writes every (field, value) pair with `ttl`, if `cond` holds (then true; false
+  // when it does not, and nothing changes). Causes `hset`, then `hexpire` (a future time) or
+  // `hdel` (a past one: the fields are written, then deleted).
+  template <class KK, class Range = Pairs>
+  Result<bool> hsetex(const KK& key, const Range& pairs, const FieldTtl& ttl = FieldTtl::persist(),
+                      FieldCondition cond = FieldCondition::none) {
+    return self().setex_range(key, std::begin(pairs), std::end(pairs), ttl, cond);
   }
 
   // ==== HPERSIST ========================================================================

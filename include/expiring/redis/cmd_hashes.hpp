@@ -1,6 +1,6 @@
 // expiring/redis/cmd_hashes.hpp: the hash commands and Redis 7.4's hash field expiry: HSET HMSET HSETNX HGET HMGET HDEL
 // HLEN HSTRLEN HEXISTS HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN HEXPIRE HPEXPIRE HEXPIREAT HPEXPIREAT HTTL HPTTL
-// HEXPIRETIME HPEXPIRETIME HPERSIST.
+// HEXPIRETIME HPEXPIRETIME HPERSIST, and Redis 8's HGETEX HGETDEL HSETEX.
 //
 // The implementations of CommandExecutor's members for this family; the class, its dispatch
 // and the command table (name, arity, flags, key positions, handler) are in commands.hpp, which
@@ -241,19 +241,30 @@ Reply CommandExecutor<Clock>::fields_mismatch() {
   return Reply::error("ERR The `numfields` parameter must match the number of arguments");
 }
 
+// A field time argument (HEXPIRE's family, HGETEX, HSETEX) as Redis checks it: an integer,
+// >= 0, and a deadline within the cap; the error to answer, or nothing.
+template <class Clock>
+std::optional<Reply> CommandExecutor<Clock>::field_time_arg(const std::string& arg, std::int64_t unit, bool absolute,
+                                                            const char* name) {
+  std::int64_t v = 0;
+  if (!to_int(arg, v)) return not_integer();
+  if (v < 0) return Reply::error("ERR invalid expire time, must be >= 0");
+  constexpr std::int64_t kCap = expiring::detail::kMaxFieldDeadline;
+  if (v > kCap / unit) return invalid_expire(name);
+  const std::int64_t base = absolute ? 0 : store_->now_ms();
+  if (v * unit > expiring::detail::saturating_sub(kCap, base)) return invalid_expire(name);
+  return std::nullopt;
+}
+
 // HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT key time [NX|XX|GT|LT] FIELDS numfields field...
 // in Redis 7.4's order (research §1.2): type, time (integer, >= 0, the cap), the condition,
 // FIELDS, numfields, the count, then the store.
 template <class Clock>
 Reply CommandExecutor<Clock>::hexpire_generic(const Args& a, const char* name, std::int64_t unit, bool absolute) {
   if (holds_string(a[1], false)) return wrong_type();
+  if (std::optional<Reply> bad = field_time_arg(a[2], unit, absolute, name)) return std::move(*bad);
   std::int64_t v = 0;
-  if (!to_int(a[2], v)) return not_integer();
-  if (v < 0) return Reply::error("ERR invalid expire time, must be >= 0");
-  constexpr std::int64_t kCap = expiring::detail::kMaxFieldDeadline;
-  if (v > kCap / unit) return invalid_expire(name);
-  const std::int64_t base = absolute ? 0 : store_->now_ms();
-  if (v * unit > expiring::detail::saturating_sub(kCap, base)) return invalid_expire(name);
+  (void)to_int(a[2], v);
   std::size_t at = 3;
   ExpireFlags flags = ExpireFlags::None;
   if (detail::is_opt(a[at], "nx")) {
@@ -332,5 +343,122 @@ Reply CommandExecutor<Clock>::cmd_hpexpiretime(const Args& a, Session&) { return
 
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hpersist(const Args& a, Session&) { return field_query(a, FieldQuery::persist); }
+
+// ==== Redis 8: HGETEX, HGETDEL, HSETEX ======================================================
+
+template <class Clock>
+FieldTtl CommandExecutor<Clock>::field_ttl(std::int64_t v, std::int64_t unit, bool absolute) {
+  if (unit == 1000) return absolute ? FieldTtl::exat(v) : FieldTtl::ex(v);
+  return absolute ? FieldTtl::pxat(v) : FieldTtl::px(v);
+}
+
+template <class Clock>
+Reply CommandExecutor<Clock>::field_values(const Result<std::vector<std::optional<std::string>>>& r, const char* name) {
+  if (!r.ok()) return hash_error(r.error(), name);
+  Reply list = Reply::array();
+  for (const std::optional<std::string>& v : *r) list.push(bulk_or_nil(v));
+  return list;
+}
+
+// HGETEX key [EX seconds | PX ms | EXAT unix-s | PXAT unix-ms | PERSIST] FIELDS numfields field...:
+// the type, the option and its time, FIELDS, numfields, the count, then the store.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hgetex(const Args& a, Session&) {
+  if (holds_string(a[1], false)) return wrong_type();
+  struct Opt {
+    const char* name;
+    std::int64_t unit;
+    bool absolute;
+  };
+  static constexpr Opt kTimes[] = {{"ex", 1000, false}, {"px", 1, false}, {"exat", 1000, true}, {"pxat", 1, true}};
+  FieldTtl ttl = FieldTtl::keep();
+  std::size_t at = 2;  // FIELDS
+  for (const Opt& o : kTimes) {
+    if (!detail::is_opt(a[2], o.name)) continue;
+    if (std::optional<Reply> bad = field_time_arg(a[3], o.unit, o.absolute, "hgetex")) return std::move(*bad);
+    std::int64_t v = 0;
+    (void)to_int(a[3], v);
+    ttl = field_ttl(v, o.unit, o.absolute);
+    at = 4;
+  }
+  if (detail::is_opt(a[2], "persist")) {
+    ttl = FieldTtl::persist();
+    at = 3;
+  }
+  if (at + 1 >= a.size()) return arity_error("hgetex");  // an option with nothing after FIELDS
+  if (!detail::is_opt(a[at], "fields")) return fields_missing();
+  std::int64_t n = 0;
+  if (!field_count(a[at + 1], n)) return Reply::error("ERR Number of fields must be a positive integer");
+  if (static_cast<std::uint64_t>(n) != a.size() - at - 2) return fields_mismatch();
+  return field_values(store_->hgetex(a[1], fields_of(a, at + 2), ttl), "hgetex");
+}
+
+// HGETDEL key FIELDS numfields field...
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hgetdel(const Args& a, Session&) {
+  if (holds_string(a[1], false)) return wrong_type();
+  if (!detail::is_opt(a[2], "fields")) return fields_missing();
+  std::int64_t n = 0;
+  if (!field_count(a[3], n)) return Reply::error("ERR Number of fields must be a positive integer");
+  if (static_cast<std::uint64_t>(n) != a.size() - 4) return fields_mismatch();
+  return field_values(store_->hgetdel(a[1], fields_of(a, 4)), "hgetdel");
+}
+
+// HSETEX key [FNX | FXX] [EX seconds | PX ms | EXAT unix-s | PXAT unix-ms | KEEPTTL]
+// FIELDS numfields field value ...: the arguments first (as Redis, before the type), in the
+// order given, up to FIELDS; then the type and the store. Replies 1 if the fields were
+// written, 0 if FNX or FXX did not hold.
+template <class Clock>
+Reply CommandExecutor<Clock>::cmd_hsetex(const Args& a, Session&) {
+  struct Opt {
+    const char* name;
+    std::int64_t unit;
+    bool absolute;
+  };
+  static constexpr Opt kTimes[] = {{"ex", 1000, false}, {"px", 1, false}, {"exat", 1000, true}, {"pxat", 1, true}};
+  const Reply one_ttl = Reply::error("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified");
+  FieldCondition cond = FieldCondition::none;
+  std::optional<FieldTtl> ttl;
+  for (std::size_t i = 2; i < a.size(); ++i) {
+    if (detail::is_opt(a[i], "fields")) {
+      if (i + 3 >= a.size()) return arity_error("hsetex");
+      std::int64_t n = 0;
+      if (!to_int(a[i + 1], n) || n < 1 || n > std::numeric_limits<int>::max()) {
+        return Reply::error("ERR invalid number of fields");
+      }
+      const std::size_t rest = a.size() - i - 2;
+      if (rest % 2 != 0 || static_cast<std::uint64_t>(n) != rest / 2) return arity_error("hsetex");
+      if (holds_string(a[1], false)) return wrong_type();
+      std::vector<std::pair<std::string_view, std::string_view>> pairs;
+      pairs.reserve(rest / 2);
+      for (std::size_t j = i + 2; j + 1 < a.size(); j += 2) pairs.emplace_back(a[j], a[j + 1]);
+      Result<bool> r = store_->hsetex(a[1], pairs, ttl.value_or(FieldTtl::persist()), cond);
+      if (!r.ok()) return hash_error(r.error(), "hsetex");
+      return Reply::integer(*r ? 1 : 0);
+    }
+    const Opt* time = nullptr;
+    for (const Opt& o : kTimes) {
+      if (detail::is_opt(a[i], o.name)) time = &o;
+    }
+    if (time != nullptr) {
+      if (ttl) return one_ttl;
+      if (i + 1 >= a.size()) return Reply::error("ERR missing expire time");
+      ++i;
+      if (std::optional<Reply> bad = field_time_arg(a[i], time->unit, time->absolute, "hsetex")) return std::move(*bad);
+      std::int64_t v = 0;
+      (void)to_int(a[i], v);
+      ttl = field_ttl(v, time->unit, time->absolute);
+    } else if (detail::is_opt(a[i], "keepttl")) {
+      if (ttl) return one_ttl;
+      ttl = FieldTtl::keep();
+    } else if (detail::is_opt(a[i], "fxx") || detail::is_opt(a[i], "fnx")) {
+      if (cond != FieldCondition::none) return Reply::error("ERR Only one of FXX or FNX arguments can be specified");
+      cond = detail::is_opt(a[i], "fxx") ? FieldCondition::fxx : FieldCondition::fnx;
+    } else {
+      return Reply::error("ERR unknown argument: " + a[i]);
+    }
+  }
+  return arity_error("hsetex");  // no FIELDS (Redis's syntax leaves none of these without an error above)
+}
 
 }  // namespace expiring::redis

@@ -1185,6 +1185,14 @@ class CommandExecutor {
   Reply cmd_hpexpiretime(const Args& a, Session&);
   Reply cmd_hpersist(const Args& a, Session&);
 
+  // Redis 8's HGETEX, HGETDEL, HSETEX, with its order of checks and its error texts.
+  std::optional<Reply> field_time_arg(const std::string& arg, std::int64_t unit, bool absolute, const char* name);
+  static FieldTtl field_ttl(std::int64_t v, std::int64_t unit, bool absolute);
+  Reply field_values(const Result<std::vector<std::optional<std::string>>>& r, const char* name);
+  Reply cmd_hgetex(const Args& a, Session&);
+  Reply cmd_hgetdel(const Args& a, Session&);
+  Reply cmd_hsetex(const Args& a, Session&);
+
   // ==== Keyspace (cmd_keyspace.hpp) ============================================
 
   Reply cmd_del(const Args& a, Session&);
@@ -1335,6 +1343,9 @@ class CommandExecutor {
         {"hexpiretime", -5, &E::cmd_hexpiretime, "readonly fast", 1, 1, 1},
         {"hpexpiretime", -5, &E::cmd_hpexpiretime, "readonly fast", 1, 1, 1},
         {"hpersist", -5, &E::cmd_hpersist, "write fast", 1, 1, 1},
+        {"hgetex", -5, &E::cmd_hgetex, "write fast", 1, 1, 1},
+        {"hgetdel", -5, &E::cmd_hgetdel, "write fast", 1, 1, 1},
+        {"hsetex", -6, &E::cmd_hsetex, "write denyoom fast", 1, 1, 1},
     };
     return t;
   }
