@@ -218,6 +218,10 @@ TEST_CASE("hash: COMMAND INFO gives each hash command Redis's arity and flags (r
       {"hexpiretime", -5, {"readonly", "fast"}},
       {"hpexpiretime", -5, {"readonly", "fast"}},
       {"hpersist", -5, {"write", "fast"}},
+      // Redis 8's commands.json: HGETEX and HGETDEL `write fast`, HSETEX `write denyoom fast`
+      {"hgetex", -5, {"write", "fast"}},
+      {"hgetdel", -5, {"write", "fast"}},
+      {"hsetex", -6, {"write", "denyoom", "fast"}},
   };
   for (const Want& w : want) {
     INFO(w.name);
@@ -1906,4 +1910,169 @@ TEST_CASE("hash: HSCAN's cursor, MATCH, COUNT, NOVALUES and errors", "[redis][ha
   std::sort(seen.begin(), seen.end());
   CHECK(std::unique(seen.begin(), seen.end()) == seen.end());
   CHECK(seen.size() == 500);
+}
+
+// ==== Redis 8: HGETEX, HGETDEL, HSETEX ===========================================================
+// Their checks in Redis 8's order and with its texts (t_hash.c hgetexCommand, hgetdelCommand,
+// hsetexParseArgs; its tests/unit/type/hash-field-expire.tcl, whose HGETEX / HGETDEL / HSETEX
+// tests pass against expiring-server, tests/redis/units/run_units.sh).
+
+TEST_CASE("hash: HGETEX's argument errors in Redis 8's order", "[redis][hash][redis8]") {
+  HashFx f;
+  CHECK(f.R({"HGETEX", "h"}) == ARITY("hgetex"));
+  CHECK(f.R({"HGETEX", "h", "FIELDS"}) == ARITY("hgetex"));
+  CHECK(f.R({"HGETEX", "h", "FIELDS", "1"}) == ARITY("hgetex"));
+  CHECK(f.R({"HGETEX", "h", "XFIELDX", "1", "a"}) == NO_FIELDS);
+  CHECK(f.R({"HGETEX", "h", "PXAT", "1", "1"}) == NO_FIELDS);
+  CHECK(f.R({"HGETEX", "h", "PERSIST", "1", "FIELDS", "1", "a"}) == NO_FIELDS);
+  CHECK(f.R({"HGETEX", "h", "EX", "10", "FIELDS"}) == ARITY("hgetex"));
+  CHECK(f.R({"HGETEX", "h", "FIELDS", "2", "a"}) == MISMATCH);
+  CHECK(f.R({"HGETEX", "h", "FIELDS", "0", "a"}) == NUMFIELDS_QUERY);
+  CHECK(f.R({"HGETEX", "h", "FIELDS", "-1", "a"}) == NUMFIELDS_QUERY);
+  CHECK(f.R({"HGETEX", "h", "FIELDS", "9223372036854775808", "a"}) == NUMFIELDS_QUERY);
+  // The time: an integer, >= 0, within the cap, checked before FIELDS.
+  CHECK(f.R({"HGETEX", "h", "EX", "bla", "FIELDS", "1", "a"}) == NOT_INT);
+  CHECK(f.R({"HGETEX", "h", "EX", "bla", "NOFIELDS", "1", "a"}) == NOT_INT);
+  CHECK(f.R({"HGETEX", "h", "EXAT", "9223372036854775808", "FIELDS", "1", "a"}) == NOT_INT);
+  CHECK(f.R({"HGETEX", "h", "PX", "-1", "FIELDS", "1", "a"}) == NEGATIVE);
+  CHECK(f.R({"HGETEX", "h", "PXAT", "-1", "FIELDS", "1", "a"}) == NEGATIVE);
+  CHECK(f.R({"HGETEX", "h", "EX", "70368744178", "FIELDS", "1", "a"}) == BAD_TIME("hgetex"));
+  CHECK(f.R({"HGETEX", "h", "PXAT", "70368744177664", "FIELDS", "1", "a"}) == BAD_TIME("hgetex"));
+  CHECK(f.R({"HGETEX", "h", "PX", std::to_string(70368744177663 - kT0 + 1), "FIELDS", "1", "a"}) ==
+        BAD_TIME("hgetex"));
+  // WRONGTYPE first, before any argument.
+  CHECK(f.R({"SET", "s", "x"}) == OK);
+  CHECK(f.R({"HGETEX", "s", "EX", "bla", "FIELDS", "1", "a"}) == WRONGTYPE);
+  CHECK(f.R({"HGETEX", "s", "FIELDS", "1", "a"}) == WRONGTYPE);
+  CHECK(f.R({"HGETDEL", "s", "BOGUS", "1", "a"}) == WRONGTYPE);
+  CHECK(f.R({"DBSIZE"}) == I(1));
+}
+
+TEST_CASE("hash: HGETEX's replies and the TTLs it sets", "[redis][hash][redis8]") {
+  HashFx f;
+  CHECK(f.R({"HGETEX", "h", "EX", "10", "FIELDS", "2", "a", "b"}) == ARR({NIL, NIL}));  // no key: nils
+  CHECK(f.R({"EXISTS", "h"}) == I(0));
+  CHECK(f.R({"HSET", "h", "a", "1", "b", "2", "c", "3"}) == I(3));
+  CHECK(f.R({"HGETEX", "h", "FIELDS", "2", "a", "zz"}) == ARR({B("1"), NIL}));
+  CHECK(f.R({"HTTL", "h", "FIELDS", "1", "a"}) == IA({-1}));
+  CHECK(f.R({"hgetex", "h", "ex", "10", "fields", "1", "a"}) == ARR({B("1")}));
+  CHECK(f.R({"HPEXPIRETIME", "h", "FIELDS", "1", "a"}) == IA({kT0 + 10000}));
+  CHECK(f.R({"HGETEX", "h", "PX", "500", "FIELDS", "1", "b"}) == ARR({B("2")}));
+  CHECK(f.R({"HGETEX", "h", "EXAT", "2000", "FIELDS", "1", "c"}) == ARR({B("3")}));
+  CHECK(f.R({"HPEXPIRETIME", "h", "FIELDS", "3", "a", "b", "c"}) == IA({kT0 + 10000, kT0 + 500, 2000000}));
+  CHECK(f.R({"HGETEX", "h", "PXAT", std::to_string(kT0 + 7), "FIELDS", "1", "c"}) == ARR({B("3")}));
+  CHECK(f.R({"HPEXPIRETIME", "h", "FIELDS", "1", "c"}) == IA({kT0 + 7}));
+  CHECK(f.R({"HGETEX", "h", "PERSIST", "FIELDS", "2", "a", "b"}) == ARR({B("1"), B("2")}));
+  CHECK(f.R({"HTTL", "h", "FIELDS", "3", "a", "b", "c"}) == IA({-1, -1, 1}));
+  // A stale field answers nil; a past time deletes the fields after reading them, and the
+  // key with its last field.
+  f.at(8);
+  CHECK(f.R({"HGETEX", "h", "FIELDS", "1", "c"}) == ARR({NIL}));
+  CHECK(f.subkeys() == "1");
+  CHECK(f.R({"HGETEX", "h", "PX", "0", "FIELDS", "1", "a"}) == ARR({B("1")}));
+  CHECK(f.subkeys() == "2");
+  CHECK(f.R({"HGETEX", "h", "EXAT", "1", "FIELDS", "2", "b", "b"}) == ARR({B("2"), NIL}));
+  CHECK(f.R({"EXISTS", "h"}) == I(0));
+}
+
+TEST_CASE("hash: HGETDEL's errors and replies", "[redis][hash][redis8]") {
+  HashFx f;
+  CHECK(f.R({"HGETDEL", "h", "FIELDS", "1"}) == ARITY("hgetdel"));
+  CHECK(f.R({"HGETDEL", "h", "XFIELDS", "1", "a"}) == NO_FIELDS);
+  CHECK(f.R({"HGETDEL", "h", "FIELDS", "0", "a"}) == NUMFIELDS_QUERY);
+  CHECK(f.R({"HGETDEL", "h", "FIELDS", "x", "a"}) == NUMFIELDS_QUERY);
+  CHECK(f.R({"HGETDEL", "h", "FIELDS", "2", "a"}) == MISMATCH);
+  CHECK(f.R({"HGETDEL", "h", "FIELDS", "1", "a"}) == ARR({NIL}));
+  CHECK(f.R({"HSET", "h", "a", "1", "b", "2", "c", "3"}) == I(3));
+  CHECK(f.R({"HPEXPIRE", "h", "100", "FIELDS", "1", "b"}) == IA({1}));
+  f.record();
+  CHECK(f.R({"HGETDEL", "h", "FIELDS", "3", "b", "zz", "b"}) == ARR({B("2"), NIL, NIL}));
+  CHECK(f.take() == Strs{"hdel h"});
+  CHECK(f.db0() == "keys=1,expires=0,avg_ttl=0,subexpiry=0");
+  CHECK(f.R({"HGETDEL", "h", "FIELDS", "2", "a", "c"}) == ARR({B("1"), B("3")}));
+  CHECK(f.take() == Strs{"hdel h", "del h"});
+  CHECK(f.R({"EXISTS", "h"}) == I(0));
+  CHECK(f.subkeys() == "0");
+}
+
+TEST_CASE("hash: HSETEX's argument errors, before the key's type", "[redis][hash][redis8]") {
+  HashFx f;
+  const std::string ONE_TTL = E("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified");
+  const std::string ONE_COND = E("ERR Only one of FXX or FNX arguments can be specified");
+  const std::string NFIELDS = E("ERR invalid number of fields");
+  CHECK(f.R({"SET", "s", "x"}) == OK);  // a string: the argument errors still come first
+  for (const char* k : {"h", "s"}) {
+    CAPTURE(k);
+    CHECK(f.R({"HSETEX", k, "FIELDS", "1", "a"}) == ARITY("hsetex"));
+    CHECK(f.R({"HSETEX", k, "FIELDS", "2", "a", "b"}) == ARITY("hsetex"));
+    CHECK(f.R({"HSETEX", k, "FIELDS", "2", "a", "b", "c"}) == ARITY("hsetex"));
+    CHECK(f.R({"HSETEX", k, "FIELDS", "2", "a", "b", "c", "d", "e"}) == ARITY("hsetex"));
+    CHECK(f.R({"HSETEX", k, "FIELDS", "1", "a", "b", "c"}) == ARITY("hsetex"));
+    CHECK(f.R({"HSETEX", k, "FIELDS", "0", "a", "b"}) == NFIELDS);
+    CHECK(f.R({"HSETEX", k, "FIELDS", "-1", "a", "b"}) == NFIELDS);
+    CHECK(f.R({"HSETEX", k, "FIELDS", "2147483648", "a", "b"}) == NFIELDS);
+    CHECK(f.R({"HSETEX", k, "FIELDS", "x", "a", "b"}) == NFIELDS);
+    CHECK(f.R({"HSETEX", k, "FNX", "FXX", "FIELDS", "1", "a", "b"}) == ONE_COND);
+    CHECK(f.R({"HSETEX", k, "FXX", "FXX", "FIELDS", "1", "a", "b"}) == ONE_COND);
+    CHECK(f.R({"HSETEX", k, "EX", "10", "PX", "10", "FIELDS", "1", "a", "b"}) == ONE_TTL);
+    CHECK(f.R({"HSETEX", k, "KEEPTTL", "EX", "10", "FIELDS", "1", "a", "b"}) == ONE_TTL);
+    CHECK(f.R({"HSETEX", k, "EX", "10", "KEEPTTL", "FIELDS", "1", "a", "b"}) == ONE_TTL);
+    CHECK(f.R({"HSETEX", k, "KEEPTTL", "KEEPTTL", "FIELDS", "1", "a", "b"}) == ONE_TTL);
+    CHECK(f.R({"HSETEX", k, "EX", "bla", "FIELDS", "1", "a", "b"}) == NOT_INT);
+    CHECK(f.R({"HSETEX", k, "PX", "-1", "FIELDS", "1", "a", "b"}) == NEGATIVE);
+    CHECK(f.R({"HSETEX", k, "EXAT", "70368744178", "FIELDS", "1", "a", "b"}) == BAD_TIME("hsetex"));
+    CHECK(f.R({"HSETEX", k, "PX", "70368744177663", "FIELDS", "1", "a", "b"}) == BAD_TIME("hsetex"));
+    CHECK(f.R({"HSETEX", k, "FNX", "FXX", "EX", "1"}) == ONE_COND);  // in the order given: FXX first
+    CHECK(f.R({"HSETEX", k, "FNX", "KEEPTTL", "EX", "1"}) == ONE_TTL);
+    CHECK(f.R({"HSETEX", k, "FNX", "KEEPTTL", "BOGUS", "1", "a"}) == E("ERR unknown argument: BOGUS"));
+    CHECK(f.R({"HSETEX", k, "FNX", "a", "b", "c"}) == E("ERR unknown argument: a"));
+    CHECK(f.R({"HSETEX", k, "FNX", "KEEPTTL", "FIELDS", "EX"}) == ARITY("hsetex"));
+  }
+  CHECK(f.R({"HSETEX", "s", "FIELDS", "1", "a", "b"}) == WRONGTYPE);
+  CHECK(f.R({"DBSIZE"}) == I(1));
+}
+
+TEST_CASE("hash: HSETEX's replies, FNX and FXX, and the TTLs it gives", "[redis][hash][redis8]") {
+  HashFx f;
+  f.record();
+  CHECK(f.R({"HSETEX", "h", "FXX", "FIELDS", "1", "a", "1"}) == I(0));  // no key: FXX fails, nothing created
+  CHECK(f.R({"EXISTS", "h"}) == I(0));
+  CHECK(f.R({"HSETEX", "h", "FIELDS", "2", "a", "1", "b", "2"}) == I(1));
+  CHECK(f.take() == Strs{"hset h"});
+  CHECK(f.R({"HSETEX", "h", "FNX", "FIELDS", "2", "a", "x", "c", "3"}) == I(0));
+  CHECK(f.R({"HSETEX", "h", "FXX", "FIELDS", "2", "a", "x", "c", "3"}) == I(0));
+  CHECK(f.take().empty());
+  CHECK(f.R({"HSETEX", "h", "FXX", "EX", "10", "FIELDS", "2", "a", "x", "b", "y"}) == I(1));
+  CHECK(f.take() == Strs{"hset h", "hexpire h"});
+  CHECK(f.R({"HPEXPIRETIME", "h", "FIELDS", "2", "a", "b"}) == IA({kT0 + 10000, kT0 + 10000}));
+  CHECK(f.R({"HSETEX", "h", "KEEPTTL", "FIELDS", "2", "a", "z", "n", "9"}) == I(1));
+  CHECK(f.R({"HPEXPIRETIME", "h", "FIELDS", "2", "a", "n"}) == IA({kT0 + 10000, -1}));
+  CHECK(f.R({"HSETEX", "h", "FIELDS", "1", "a", "w"}) == I(1));  // no TTL argument: cleared, as HSET
+  CHECK(f.R({"HPEXPIRETIME", "h", "FIELDS", "1", "a"}) == IA({-1}));
+  CHECK(f.R({"HSETEX", "h", "PXAT", std::to_string(kT0 + 50), "FIELDS", "1", "a", "v"}) == I(1));
+  CHECK(f.R({"HSETEX", "h", "EXAT", "3000", "FIELDS", "1", "b", "v"}) == I(1));
+  CHECK(f.R({"HSETEX", "h", "PX", "70", "FIELDS", "1", "n", "v"}) == I(1));
+  CHECK(f.R({"HPEXPIRETIME", "h", "FIELDS", "3", "a", "b", "n"}) == IA({kT0 + 50, 3000000, kT0 + 70}));
+  f.take();
+  // A past time: written, then deleted (counted as expired), the key with its last field.
+  CHECK(f.R({"HSETEX", "h", "PX", "0", "FIELDS", "1", "a", "v"}) == I(1));
+  CHECK(f.take() == Strs{"hset h", "hdel h"});
+  CHECK(f.R({"HEXISTS", "h", "a"}) == I(0));
+  CHECK(f.subkeys() == "1");
+  CHECK(f.R({"HSETEX", "g", "EXAT", "1", "FIELDS", "1", "a", "v"}) == I(1));
+  CHECK(f.take() == Strs{"hset g", "hdel g", "del g"});
+  CHECK(f.R({"EXISTS", "g"}) == I(0));
+  // A stale field counts as missing for FXX and FNX.
+  f.at(51);
+  CHECK(f.R({"HSETEX", "h", "FXX", "FIELDS", "1", "a", "x"}) == I(0));
+  CHECK(f.R({"HSETEX", "h", "FNX", "FIELDS", "1", "a", "x"}) == I(1));
+}
+
+TEST_CASE("hash: HSETEX is refused over maxmemory, HGETEX and HGETDEL are not", "[redis][hash][redis8]") {
+  HashFx f;
+  CHECK(f.R({"HSET", "h", "a", "1"}) == I(1));
+  CHECK(f.R({"CONFIG", "SET", "maxmemory", "1"}) == OK);
+  CHECK(f.R({"HSETEX", "h", "FIELDS", "1", "b", "2"}) == OOM);
+  CHECK(f.R({"HGETEX", "h", "EX", "10", "FIELDS", "1", "a"}) == ARR({B("1")}));
+  CHECK(f.R({"HGETDEL", "h", "FIELDS", "1", "a"}) == ARR({B("1")}));
 }

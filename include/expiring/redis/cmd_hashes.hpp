@@ -385,8 +385,8 @@ Reply CommandExecutor<Clock>::cmd_hgetex(const Args& a, Session&) {
     ttl = FieldTtl::persist();
     at = 3;
   }
-  if (at + 1 >= a.size()) return arity_error("hgetex");  // an option with nothing after FIELDS
-  if (!detail::is_opt(a[at], "fields")) return fields_missing();
+  if (!detail::is_opt(a[at], "fields")) return fields_missing();  // (at < 5 <= a.size(): the arity)
+  if (at + 1 >= a.size()) return arity_error("hgetex");           // EX t FIELDS, and nothing after
   std::int64_t n = 0;
   if (!field_count(a[at + 1], n)) return Reply::error("ERR Number of fields must be a positive integer");
   if (static_cast<std::uint64_t>(n) != a.size() - at - 2) return fields_mismatch();
