@@ -188,6 +188,15 @@ TEMPLATE_TEST_CASE("conformance hashes: a server without field TTLs names its ve
     CHECK(what.find("Redis 7.4 or later") != Str::npos);
   }
   CHECK_THROWS_AS(s.httl("h", {"a"}), expiring::RedisError);
+  try {
+    (void)s.hgetex("h", {"a"}, expiring::FieldTtl::ex(10));
+    FAIL("HGETEX did not fail on redis-server 7.0");
+  } catch (const expiring::RedisError& e) {
+    CHECK(e.code() == Errc::server_error);
+    CHECK(Str(e.what()).find("Redis 8.0 or later") != Str::npos);
+  }
+  CHECK_THROWS_AS(s.hgetdel("h", {"a"}), expiring::RedisError);
+  CHECK_THROWS_AS(s.hsetex("h", Pairs{{"a", "1"}}), expiring::RedisError);
 }
 
 TEMPLATE_TEST_CASE("conformance hashes: HEXPIRE's flag sets on RedisStore", "[conformance][hashes]",
@@ -309,4 +318,57 @@ TEMPLATE_TEST_CASE("conformance hashes: HSCAN reports every field present for th
   std::size_t n = 0;
   CHECK(s.hscan("small", 0, 1, [&](const Str&, const Str&) { ++n; }) == std::uint64_t{0});
   CHECK(n == 3);
+}
+
+TEMPLATE_TEST_CASE("conformance hashes: Redis 8's HGETEX, HGETDEL and HSETEX", "[conformance][hashes]", HASH_BACKENDS) {
+  BACKEND_SETUP();
+  using expiring::FieldCondition;
+  using expiring::FieldTtl;
+  using Values = std::vector<std::optional<Str>>;
+  const std::int64_t far = std::int64_t{4'000'000'000'000};  // a Unix time in ms, year 2096
+  // HSETEX: the condition, then the fields with the TTL asked for.
+  CHECK(s.hsetex("h", Pairs{{"a", "1"}}, FieldTtl::persist(), FieldCondition::fxx) == false);
+  CHECK_FALSE(s.exists("h"));
+  CHECK(s.hsetex("h", Pairs{{"a", "1"}, {"b", "2"}}) == true);
+  CHECK(s.hsetex("h", Pairs{{"a", "x"}, {"c", "3"}}, FieldTtl::persist(), FieldCondition::fnx) == false);
+  CHECK(s.hsetex("h", Pairs{{"a", "x"}, {"c", "3"}}, FieldTtl::persist(), FieldCondition::fxx) == false);
+  CHECK(s.hsetex("h", Pairs{{"a", "x"}, {"b", "y"}}, FieldTtl::pxat(far), FieldCondition::fxx) == true);
+  CHECK(s.hpexpiretime("h", {"a", "b"}) == Times{far, far});
+  CHECK(s.hsetex("h", Pairs{{"a", "z"}, {"n", "9"}}, FieldTtl::keep()) == true);
+  CHECK(s.hpexpiretime("h", {"a", "n"}) == Times{far, -1});
+  CHECK(s.hsetex("h", Pairs{{"a", "w"}}) == true);  // no TTL argument: cleared, as HSET
+  CHECK(s.hpexpiretime("h", {"a"}) == Times{-1});
+  CHECK(s.hsetex("h", Pairs{{"n", "8"}}, FieldTtl::ex(100)) == true);
+  CHECK_NEAR_BELOW(s.hpttl("h", {"n"}).value()[0], 100'000, TestType::kSlackMs);
+  // HGETEX: the values, then the TTLs.
+  CHECK(s.hgetex("h", {"a", "zz"}) == Values{Str("w"), std::nullopt});
+  CHECK(s.hgetex("h", {"a"}, FieldTtl::exat(far / 1000)) == Values{Str("w")});
+  CHECK(s.hpexpiretime("h", {"a"}) == Times{far});
+  CHECK(s.hgetex("h", {"a"}, FieldTtl::px(5000)) == Values{Str("w")});
+  CHECK_NEAR_BELOW(s.hpttl("h", {"a"}).value()[0], 5000, TestType::kSlackMs);
+  CHECK(s.hgetex("h", {"a", "b"}, FieldTtl::persist()) == Values{Str("w"), Str("y")});
+  CHECK(s.hpexpiretime("h", {"a", "b"}) == Times{-1, -1});
+  CHECK(s.hgetex("h", {"a"}, FieldTtl::after(std::chrono::seconds(0))) == Values{Str("w")});  // now: deleted
+  CHECK(s.hexists("h", "a") == false);
+  CHECK(s.hgetex("nokey", {"a"}, FieldTtl::ex(5)) == Values{std::nullopt});
+  // HGETDEL: the values, then the fields gone, the key with its last.
+  CHECK(s.hgetdel("h", {"b", "zz", "b"}) == Values{Str("y"), std::nullopt, std::nullopt});
+  CHECK(s.hgetdel("h", {"n"}) == Values{Str("8")});
+  CHECK_FALSE(s.exists("h"));
+  // A past time on HSETEX writes nothing that stays; the errors change nothing.
+  CHECK(s.hsetex("g", Pairs{{"a", "1"}}, FieldTtl::px(0)) == true);
+  CHECK_FALSE(s.exists("g"));
+  CHECK(s.hset("g", "a", "1") == std::size_t{1});
+  CHECK(s.hsetex("g", Pairs{{"a", "2"}}, FieldTtl::ex(-1)) == Errc::negative_expire_time);
+  CHECK(s.hsetex("g", Pairs{{"a", "2"}}, FieldTtl::pxat(kCap + 1)) == Errc::invalid_expire_time);
+  CHECK(s.hgetex("g", {"a"}, FieldTtl::px(-1)) == Errc::negative_expire_time);
+  CHECK(s.hgetex("g", {"a"}, FieldTtl::after(std::chrono::hours::max())) == Errc::invalid_expire_time);
+  CHECK(hget(s, "g", "a") == std::optional<Str>("1"));
+  CHECK(s.hpexpiretime("g", {"a"}) == Times{-1});
+  // The caller's array forms.
+  std::optional<Str> out[2];
+  CHECK(s.hgetex("g", {"a", "zz"}, FieldTtl::keep(), out) == std::size_t{1});
+  CHECK((out[0] == std::optional<Str>("1") && out[1] == std::nullopt));
+  CHECK(s.hgetdel("g", {"zz", "a"}, out) == std::size_t{1});
+  CHECK((out[0] == std::nullopt && out[1] == std::optional<Str>("1")));
 }
