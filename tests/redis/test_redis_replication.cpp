@@ -188,7 +188,7 @@ TEST_CASE("replication stream: a replica applying the stream stores what the pri
   auto field = [&] { return "f" + std::to_string(rng() % 5); };
   for (int step = 0; step < 4000; ++step) {
     Strs cmd;
-    switch (rng() % 22) {
+    switch (rng() % 25) {
       case 0: cmd = {"SET", key(), "v" + std::to_string(step)}; break;
       case 1: cmd = {"SET", key(), "t", "PX", std::to_string(1 + rng() % 40)}; break;
       case 2: cmd = {"SET", key(), "k", "KEEPTTL"}; break;
@@ -217,6 +217,20 @@ TEST_CASE("replication stream: a replica applying the stream stores what the pri
         (void)rex.execute({"GET", key()});
         continue;
       case 21: rclock.set(clock.now_ms() + static_cast<std::int64_t>(rng() % 20)); continue;
+      case 22: {  // Redis 8's HSETEX, every form
+        static const char* const kForms[] = {"", "KEEPTTL", "PX", "FNX", "FXX"};
+        cmd = {"HSETEX", key()};
+        const char* form = kForms[rng() % 5];
+        if (*form != '\0') cmd.emplace_back(form);
+        if (std::string(form) == "PX") cmd.push_back(num(40));
+        cmd.insert(cmd.end(), {"FIELDS", "2", field(), "s", field(), "t"});
+        break;
+      }
+      case 23:
+        cmd = {"HGETEX", key(), rng() % 2 ? "PERSIST" : "PX", "FIELDS", "1", field()};
+        if (cmd[2] == "PX") cmd.insert(cmd.begin() + 3, num(40));
+        break;
+      case 24: cmd = {"HGETDEL", key(), "FIELDS", "2", field(), field()}; break;
     }
     if (!cmd.empty()) (void)ex.execute(cmd);
     parser.feed(wire.data(), wire.size());
@@ -270,6 +284,31 @@ TEST_CASE("replication stream: a primary's command lands on a key stale by the r
   CHECK(apply.apply({"SET", "other", "x"}) == O::skipped);
   CHECK(apply.apply({"FLUSHALL"}) == O::applied);
   CHECK(replica.size() == 0);
+}
+
+// What a Redis 8 primary sends for HSETEX (its time as PXAT) and HINCRBYFLOAT (HSETEX KEEPTTL).
+TEST_CASE("replication stream: a Redis 8 primary's HSETEX", "[redis][replication]") {
+  ManualClock clock{kT0};
+  ValueStore<ManualClock&> replica{clock};
+  expiring::redis::StreamApplier<ValueStore<ManualClock&>> apply(replica);
+  CommandExecutor<ManualClock&> rex{replica};
+  using O = expiring::redis::StreamOutcome;
+  const std::string at = std::to_string(kT0 + 5000);
+  REQUIRE(apply.apply({"HSETEX", "h", "FIELDS", "2", "a", "1", "b", "2"}) == O::applied);
+  REQUIRE(apply.apply({"HSETEX", "h", "FNX", "PXAT", at, "FIELDS", "1", "c", "3"}) == O::applied);
+  REQUIRE(apply.apply({"HSETEX", "h", "PXAT", at, "FIELDS", "1", "a", "x"}) == O::applied);
+  REQUIRE(apply.apply({"hsetex", "h", "keepttl", "fields", "2", "a", "1.5", "b", "y"}) == O::applied);
+  CHECK(rex.execute({"HPEXPIRETIME", "h", "FIELDS", "3", "a", "b", "c"}).to_resp() ==
+        "*3\r\n:" + at + "\r\n:-1\r\n:" + at + "\r\n");
+  CHECK(rex.execute({"HMGET", "h", "a", "b", "c"}).to_resp() == "*3\r\n$3\r\n1.5\r\n$1\r\ny\r\n$1\r\n3\r\n");
+  REQUIRE(apply.apply({"HSETEX", "h", "FXX", "FIELDS", "1", "c", "4"}) == O::applied);  // no TTL option: cleared
+  CHECK(rex.execute({"HPEXPIRETIME", "h", "FIELDS", "1", "c"}).to_resp() == "*1\r\n:-1\r\n");
+  // What it cannot read is refused, and changes nothing.
+  CHECK(apply.apply({"HSETEX", "h", "FIELDS", "2", "a", "1"}) == O::refused);
+  CHECK(apply.apply({"HSETEX", "h", "BOGUS", "FIELDS", "1", "a", "1"}) == O::refused);
+  CHECK(apply.apply({"HSETEX", "h", "PXAT", "-1", "FIELDS", "1", "a", "1"}) == O::refused);
+  CHECK(apply.apply({"HSETEX", "h", "PXAT", "70368744177664", "FIELDS", "1", "a", "1"}) == O::refused);
+  CHECK(rex.execute({"HGET", "h", "a"}).to_resp() == "$3\r\n1.5\r\n");
 }
 
 TEST_CASE("replication stream: PUBLISH goes to the replica's publish handler, inside MULTI too", "[redis][replication]") {

@@ -17,8 +17,8 @@
 //   (PERSIST / PXAT ...); RENAME, RENAMENX; COPY; MOVE (out of the database: del; into
 //   another the applier holds: set); RESTORE;
 //   HSET, HMSET, HSETNX, HDEL, HINCRBY, and Redis 7.4's HPEXPIREAT / HEXPIREAT / HPEXPIRE /
-//   HEXPIRE ... FIELDS and HPERSIST ... FIELDS -> the hash's new whole value, KEEPTTL (a hash
-//   left without fields is deleted); FLUSHALL, FLUSHDB; SELECT; SWAPDB; MULTI ... EXEC as one
+//   HEXPIRE ... FIELDS, HPERSIST ... FIELDS and Redis 8's HSETEX -> the hash's new whole
+//   value, KEEPTTL (a hash left without fields is deleted); FLUSHALL, FLUSHDB; SELECT; SWAPDB; MULTI ... EXEC as one
 //   unit of the store's own feed.
 // An applier follows one database (one store), or every database (a vector of stores, one per
 // SELECT number, as an expiring-server replica holds them).
@@ -401,6 +401,7 @@ class StreamApplier {
         return true;
       });
     }
+    if (name == "HSETEX" && n >= 6) return hsetex(a);
     if (name == "HPERSIST" && n >= 5) {
       return field_command(a, 2, [](auto& m, std::uint32_t pos) {
         (void)m.clear_deadline(pos);
@@ -436,6 +437,50 @@ class StreamApplier {
       return refuse("a SET option it does not know: " + a[i]);
     }
     return put_string(a[1], a[2], ttl, at);
+  }
+
+  // HSETEX key [FNX|FXX] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL] FIELDS n field value ...: what a
+  // Redis 8 primary sends for HSETEX (its time as PXAT) and HINCRBYFLOAT (KEEPTTL). The
+  // primary ran FNX / FXX; the replica writes the fields as the options say.
+  StreamOutcome hsetex(const std::vector<std::string>& a) {
+    bool keep = false;
+    std::int64_t at = -1;
+    std::size_t i = 2;
+    for (; i < a.size() && !detail::iequals(a[i], "FIELDS"); ++i) {
+      const std::string o = detail::uppercase(a[i]);
+      if (o == "FNX" || o == "FXX") continue;
+      if (o == "KEEPTTL") {
+        keep = true;
+        continue;
+      }
+      if ((o == "EX" || o == "PX" || o == "EXAT" || o == "PXAT") && i + 1 < a.size()) {
+        if (!deadline(a[++i], o == "EX" || o == "PX", o == "EX" || o == "EXAT" ? 1000 : 1, at) || at < 0) {
+          return refuse("a bad HSETEX time");
+        }
+        continue;
+      }
+      return refuse("an HSETEX option it does not know: " + a[i]);
+    }
+    std::int64_t count = 0;
+    if (i + 1 >= a.size() || !parse_int64(a[i + 1], count) || count < 1 ||
+        static_cast<std::uint64_t>(count) * 2 != a.size() - i - 2) {
+      return refuse("an HSETEX FIELDS list it cannot read");
+    }
+    return modify_hash(a[1], true, [&](auto& m) {
+      using Map = std::remove_reference_t<decltype(m)>;
+      if (at > Map::kMaxDeadline) return false;
+      for (std::size_t j = i + 2; j + 1 < a.size(); j += 2) {
+        auto pos = m.find(a[j]);
+        if (keep && pos != m.npos) {
+          m.replace_value(pos, std::string(a[j + 1]));  // KEEPTTL: the field's TTL stays
+        } else {
+          assign(m, a[j], a[j + 1]);  // an overwrite clears it, as HSET
+          pos = m.find(a[j]);
+        }
+        if (at >= 0) m.set_deadline(pos, at);
+      }
+      return true;
+    });
   }
 
   // GETEX key [PERSIST | EX s | PX ms | EXAT s | PXAT ms] (Redis 7 sends PEXPIREAT/PERSIST).
