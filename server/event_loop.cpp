@@ -157,8 +157,7 @@ bool Server::open() {
   exec_.add_config("maxclients", std::to_string(cfg_.maxclients));
   exec_.add_config("dir", cfg_.dir);
   exec_.add_config("dbfilename", cfg_.dbfilename);
-  exec_.add_config("appendonly", cfg_.appendonly ? "yes" : "no");
-  exec_.add_config("appendfsync", expiring::to_string(cfg_.appendfsync));
+  // (appendonly and appendfsync: add_persistence_commands(), which CONFIG SET changes)
   exec_.add_config("appendfilename", cfg_.appendfilename);
   exec_.set_info_hook([this](std::string_view section, std::string& out) { info(section, out); });
   exec_.set_push_hook([this](expiring::redis::Session& s) { on_push(*static_cast<Client*>(s.owner)); });

@@ -101,31 +101,47 @@ bool Server::load_data() {
     lastsave_s_ = unix_seconds();
   }
   if (cfg_.appendonly) {
-    expiring::AppendLogOptions o;
-    o.fsync = cfg_.appendfsync;
-    o.name = cfg_.appendfilename;
-    o.attach = false;  // the server's own feed (below) calls it
-    auto r = expiring::AppendLog<Store>::open(dbs(), cfg_.dir, o);
-    if (!r.ok()) {
-      std::fprintf(stderr, "expiring-server: cannot open the append-only log in %s: %s\n", cfg_.dir.c_str(),
-                   r.error().message.c_str());
+    if (const auto why = open_log(/*start_over=*/false)) {
+      std::fprintf(stderr, "expiring-server: cannot open the append-only log in %s: %s\n", cfg_.dir.c_str(), why->c_str());
       return false;
     }
-    aof_ = std::move(*r);
     std::fprintf(stderr, "expiring-server: append-only log: %llu records replayed, %llu bytes cut off a torn end\n",
                  static_cast<unsigned long long>(aof_->replayed().records),
                  static_cast<unsigned long long>(aof_->replayed().truncated_bytes));
   }
-  // One feed per database for the log, the replicas and the change counter.
-  for (const auto& s : stores_) {
-    Store* const store = s.get();
-    store->set_change_feed([this, store](const expiring::redis::ValueChange& c) { on_change(c, db_of(store)); });
-  }
+  install_feeds(true);
   exec_.set_transaction_hook([this](bool begin) { on_transaction(begin); });
   exec_.set_publish_hook([this](const std::string& channel, const std::string& message, std::size_t db) {
     propagate_publish(channel, message, static_cast<std::int64_t>(db));
   });
   return true;
+}
+
+// One feed per database for the log, the replicas and the change counter (off while DEBUG
+// LOADAOF replays the log: what it loads is not a change to send anywhere, as Redis's).
+void Server::install_feeds(bool on) {
+  for (const auto& s : stores_) {
+    Store* const store = s.get();
+    if (on) {
+      store->set_change_feed([this, store](const expiring::redis::ValueChange& c) { on_change(c, db_of(store)); });
+    } else {
+      store->set_change_feed({});
+    }
+  }
+}
+
+// The append-only log in dir: replayed into the databases (at start, DEBUG LOADAOF), or
+// started over from what they hold (CONFIG SET appendonly yes). Why it failed, or nothing.
+std::optional<std::string> Server::open_log(bool start_over) {
+  expiring::AppendLogOptions o;
+  o.fsync = cfg_.appendfsync;
+  o.name = cfg_.appendfilename;
+  o.attach = false;  // the server's own feed (load_data()) calls it
+  o.start_over = start_over;
+  auto r = expiring::AppendLog<Store>::open(dbs(), cfg_.dir, o);
+  if (!r.ok()) return r.error().message;
+  aof_ = std::move(*r);
+  return std::nullopt;
 }
 
 void Server::on_change(const expiring::redis::ValueChange& c, std::size_t db) {
@@ -254,6 +270,39 @@ void Server::add_persistence_commands() {
     return Reply::status("Background saving started");
   });
   exec_.add_command("lastsave", 1, "fast", [this](const Args&, Session&) { return Reply::integer(lastsave_s_); });
+  // CONFIG SET appendonly yes starts a log whose base is what the databases hold now (written
+  // before the reply: Redis forks a rewrite instead), replacing a log left in dir; no closes
+  // it (written and synced). appendfsync applies to the open log at once.
+  exec_.add_config(
+      "appendonly", [this] { return std::string(aof_ ? "yes" : "no"); },
+      [this](const std::string& v) -> std::string {
+        const bool on = expiring::redis::detail::iequals(v, "yes");
+        if (!on && !expiring::redis::detail::iequals(v, "no")) return "argument must be 'yes' or 'no'";
+        if (on == (aof_ != nullptr)) return "";
+        if (in_transaction_) return "not inside a transaction";
+        if (!on) {
+          aof_.reset();
+          return "";
+        }
+        if (const auto why = open_log(/*start_over=*/true)) return *why;
+        return "";
+      });
+  exec_.add_config(
+      "appendfsync", [this] { return std::string(expiring::to_string(cfg_.appendfsync)); },
+      [this](const std::string& v) -> std::string {
+        const std::string f = expiring::redis::detail::lowercase(v);
+        expiring::Fsync fsync = expiring::Fsync::everysec;
+        if (f == "always") {
+          fsync = expiring::Fsync::always;
+        } else if (f == "no") {
+          fsync = expiring::Fsync::no;
+        } else if (f != "everysec") {
+          return "argument(s) must be one of the following: always, everysec, no";
+        }
+        cfg_.appendfsync = fsync;
+        if (aof_) aof_->set_fsync(fsync);
+        return "";
+      });
   exec_.add_command("bgrewriteaof", 1, "admin", [this](const Args&, Session&) {
     if (!aof_) return Reply::error("ERR the append-only log is off (start with --appendonly yes)");
     if (aof_->rewriting()) return Reply::error("ERR Background append only file rewriting already in progress");
@@ -270,6 +319,7 @@ void Server::add_persistence_commands() {
       std::vector<Reply>& lines = help.elements();
       const std::vector<Reply> ours = {
           Reply::status("RELOAD"), Reply::status("    Save the RDB on disk and reload it back to memory."),
+          Reply::status("LOADAOF"), Reply::status("    Flush the AOF buffers on disk and reload the AOF in memory."),
           Reply::status("SET-TIME <unix-time-ms>"),
           Reply::status("    Set the keys' clock (--clock manual only; not in Redis). Replies the time."),
           Reply::status("ADVANCE-TIME <milliseconds>"),
@@ -277,6 +327,26 @@ void Server::add_persistence_commands() {
       lines.insert(lines.end() - std::min<std::ptrdiff_t>(2, static_cast<std::ptrdiff_t>(lines.size())), ours.begin(),
                    ours.end());
       return help;
+    }
+    // LOADAOF: the log written and synced, the databases emptied and the log replayed into
+    // them, as Redis's.
+    if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "loadaof")) {
+      if (!aof_) return Reply::error("ERR the append-only log is off (CONFIG SET appendonly yes)");
+      if (in_transaction_) return Reply::error("ERR DEBUG LOADAOF is not allowed inside a transaction");
+      if (!aof_->flush()) return Reply::error("ERR the append-only log failed: it cannot be read back");
+      aof_.reset();
+      install_feeds(false);
+      const auto why = open_log(/*start_over=*/false);
+      install_feeds(true);
+      if (why) {
+        // The databases are as they were (a replay that fails changes nothing): logged again
+        // from them, as a log that cannot be read must not stay the one in dir.
+        const auto again = open_log(/*start_over=*/true);
+        return Reply::error("ERR Error trying to load the append-only log: " + *why +
+                            (again ? " (and the log is off: " + *again + ")" : ""));
+      }
+      dirty_ = 0;
+      return Reply::ok();
     }
     if (a.size() == 2 && expiring::redis::detail::iequals(a[1], "reload")) {
       if (bgsave_pid_ > 0) return Reply::error("ERR Background save already in progress");

@@ -174,6 +174,8 @@ class Server {
   // Writes the store to the snapshot file as RDB; the error.
   std::optional<std::string> save_snapshot();
   bool load_data();
+  std::optional<std::string> open_log(bool start_over);
+  void install_feeds(bool on);
   void on_change(const expiring::redis::ValueChange& c, std::size_t db);
   void propagate_publish(const std::string& channel, const std::string& message, std::int64_t db);
   void on_transaction(bool begin);

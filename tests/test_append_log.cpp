@@ -407,6 +407,60 @@ TEST_CASE("append log: a store with content starts its log with a base of it", "
   CHECK(stored(r) == expected);
 }
 
+TEST_CASE("append log: start_over keeps the store and replaces a log already there", "[aof]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  {
+    Store s(clock);
+    auto log = open_log(s, dir, always());
+    REQUIRE(s.set("old", "1").ok());
+  }
+  // Files a log without its manifest would refuse: start_over replaces them too.
+  dir.write("appendonly.7.incr.log", "left by something");
+  Stored expected;
+  {
+    Store s(clock);  // not the log's content: what start_over keeps
+    REQUIRE(s.set("new", "2", Px{5000}).ok());
+    AppendLogOptions o = always();
+    o.start_over = true;
+    auto log = open_log(s, dir, o);
+    CHECK(log->replayed().created);
+    CHECK(show(s.get("new")) == "2");
+    CHECK(s.get("old") == nullptr);
+    REQUIRE(s.set("after", "3").ok());
+    expected = stored(s);
+  }
+  const std::vector<std::string> files = dir.files();
+  CHECK(std::find(files.begin(), files.end(), "appendonly.7.incr.log") == files.end());
+  CHECK(std::find(files.begin(), files.end(), "appendonly.1.incr.log") == files.end());
+  CHECK(files.size() == 3);  // the manifest, a base, an incr file
+  Store r(clock);
+  auto log = open_log(r, dir, always());
+  CHECK(stored(r) == expected);
+}
+
+TEST_CASE("append log: set_fsync changes the policy of an open log", "[aof][fsync]") {
+  TempDir dir;
+  ManualClock clock{T0};
+  Store s(clock);
+  AppendLogOptions o;
+  o.fsync = Fsync::no;
+  auto log = open_log(s, dir, o);
+  const std::size_t empty = dir.read("appendonly.1.incr.log").size();
+  REQUIRE(s.set("a", "1").ok());
+  log->set_fsync(Fsync::always);  // what was buffered is written now
+  const std::size_t one = dir.read("appendonly.1.incr.log").size();
+  CHECK(one > empty);
+  REQUIRE(s.set("b", "2").ok());  // written before set() returns
+  CHECK(dir.read("appendonly.1.incr.log").size() > one);
+  log->set_fsync(Fsync::everysec);
+  REQUIRE(s.set("c", "3").ok());
+  log.reset();
+  Store r(clock);
+  auto again = open_log(r, dir, always());
+  CHECK(r.size() == 3);
+}
+
 TEST_CASE("append log: everysec and no write within a second or two without being asked", "[aof][fsync]") {
   for (const Fsync policy : {Fsync::everysec, Fsync::no}) {
     CAPTURE(expiring::to_string(policy));

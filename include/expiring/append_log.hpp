@@ -153,6 +153,10 @@ struct AppendLogOptions {
   // open() makes the log the store's change feed (and the destructor removes it). Off: you
   // install a feed of your own that calls on_change(), and remove it before the log goes.
   bool attach = true;
+  // Start over (Redis's CONFIG SET appendonly yes at run time): the store's content is kept
+  // and becomes the base of a new log, and the files of a log already in `dir` are replaced
+  // (read by nothing; removed once the new manifest is in place).
+  bool start_over = false;
 };
 
 // Why `name` cannot be an AppendLogOptions::name (Redis's appendfilename), or "" when it can:
@@ -237,6 +241,9 @@ class AppendLog {
 
   // Writes and fdatasyncs everything buffered now, whatever the policy. False on a failure.
   bool flush();
+  // CONFIG SET appendfsync: what is buffered is written and fdatasynced, then `f` applies.
+  // Call it where the store's writes are made, not while other threads write to it.
+  void set_fsync(Fsync f);
   // A store of many threads (ConcurrentStore) calls this after each call that sent records,
   // once the call's locks are released (set_change_feed()'s on_return; open() passes it, and
   // with attach off you pass it yourself). Under appendfsync always it returns once every
@@ -807,7 +814,23 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::finish_open(std:
   const std::string manifest_name = log->options_.name + ".manifest";
   std::string manifest;
   int err = 0;
-  if (std::optional<FileError> e = aof::read_file(log->dir_, manifest_name, manifest, aof::kMaxManifestBytes, err)) {
+  std::uint64_t first = 1;                    // a new log's first file number
+  bool fresh = log->options_.start_over;  // a new log (else the one the manifest names)
+  if (log->options_.start_over) {
+    // After every file of the log already there (a manifest left over, files without one):
+    // the new ones never take their names, and replace them once the new manifest is in place.
+    if (DIR* d = ::opendir(log->dir_.c_str())) {
+      while (const dirent* ent = ::readdir(d)) {
+        std::uint64_t n = 0;
+        if ((aof::log_file_seq(ent->d_name, log->options_.name, ".base.log", n) ||
+             aof::log_file_seq(ent->d_name, log->options_.name, ".incr.log", n)) &&
+            n < std::numeric_limits<std::uint64_t>::max() - 2) {
+          first = std::max(first, n + 1);
+        }
+      }
+      ::closedir(d);
+    }
+  } else if (std::optional<FileError> e = aof::read_file(log->dir_, manifest_name, manifest, aof::kMaxManifestBytes, err)) {
     if (err != ENOENT) return *e;
     // Files of a log without their manifest: what they held cannot be known; nothing is
     // overwritten.
@@ -821,16 +844,19 @@ FileResult<std::unique_ptr<AppendLog<Store>>> AppendLog<Store>::finish_open(std:
         return aof::error(Errc::corrupt_file, manifest_name, 0, "missing, but " + orphan + " is there (restore the manifest, or move the files away)");
       }
     }
+    fresh = true;
+  }
+  if (fresh) {
     // A new log: the store's content becomes its first base.
     log->info_.created = true;
-    log->seq_ = 1;
-    log->base_ = log->file_name(1, true);
+    log->seq_ = first;
+    log->base_ = log->file_name(first, true);
     int bfd = -1;
     std::uint64_t size = 0;
     if (!log->create_file(log->base_, true, bfd, size)) return *log->failure();
     ::close(bfd);
-    if (!log->create_file(log->file_name(1, false), false, log->fd_, size)) return *log->failure();
-    log->incrs_.push_back(log->file_name(1, false));
+    if (!log->create_file(log->file_name(first, false), false, log->fd_, size)) return *log->failure();
+    log->incrs_.push_back(log->file_name(first, false));
     if (!log->write_manifest(log->base_, log->incrs_)) return *log->failure();
     // What the store already holds becomes the next base, as a rewrite writes it.
     bool empty = true;
@@ -1360,6 +1386,25 @@ void AppendLog<Store>::background() {
 template <class Store>
 bool AppendLog<Store>::flush() {
   return write_out(true);
+}
+
+template <class Store>
+void AppendLog<Store>::set_fsync(Fsync f) {
+  // The thread stops (it reads the policy), the buffer goes to the disk, and the thread starts
+  // again under the new policy if it has one.
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  (void)write_out(true);
+  options_.fsync = f;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = false;
+  }
+  if (f != Fsync::always) thread_ = detail::quiet_thread([this] { background(); });
 }
 
 template <class Store>

@@ -3,7 +3,8 @@
 // the snapshot; the append-only log under appendfsync always surviving SIGKILL, and
 // BGREWRITEAOF; a primary and a replica on loopback (TTLs equal to the millisecond, stale keys
 // read as missing until the primary's DEL, DBSIZE converging, READONLY, reconnection after
-// the primary restarts, REPLICAOF NO ONE). Every server runs in a temporary directory removed
+// the primary restarts, REPLICAOF NO ONE); CONFIG SET appendonly / appendfsync at run time and
+// DEBUG LOADAOF. Every server runs in a temporary directory removed
 // at the end; every wait is bounded.
 #include <dirent.h>
 #include <stdlib.h>
@@ -124,6 +125,66 @@ TEST_CASE("expiring-server persistence: the append-only log under appendfsync al
   Conn c(s.port());
   CHECK(integer(c.call({"DBSIZE"})) == 201);
   CHECK(integer(c.call({"PEXPIRETIME", "k3"})) == at);
+}
+
+TEST_CASE("expiring-server persistence: CONFIG SET appendonly at run time, appendfsync, and DEBUG LOADAOF",
+          "[redis][live][persistence][aof]") {
+  TempDir dir;
+  const Argv args{"--dir", dir.path};
+  std::int64_t at = 0;
+  {
+    RespServer s(args);
+    Conn c(s.port());
+    CHECK(c.call({"DEBUG", "LOADAOF"}).is_error());  // no log
+    CHECK(c.call({"SET", "a", "1", "EX", "1000"}).str() == "OK");
+    CHECK(c.call({"HSET", "h", "f", "x", "g", "y"}) == Reply::integer(2));
+    CHECK(c.call({"HPEXPIRE", "h", "100000", "FIELDS", "1", "f"}) == Reply::array({Reply::integer(1)}));
+    at = integer(c.call({"PEXPIRETIME", "a"}));
+    CHECK(c.call({"CONFIG", "SET", "appendonly", "maybe"}).str() ==
+          "ERR CONFIG SET failed (possibly related to argument 'appendonly') - argument must be 'yes' or 'no'");
+    // On: what the databases hold becomes the log's base.
+    CHECK(c.call({"CONFIG", "SET", "appendonly", "yes"}).str() == "OK");
+    CHECK(c.call({"CONFIG", "GET", "appendonly"}) == Reply::array({Reply::bulk("appendonly"), Reply::bulk("yes")}));
+    CHECK(info(c, "persistence", "aof_enabled") == "1");
+    CHECK(c.call({"SET", "a", "2", "KEEPTTL"}).str() == "OK");
+    CHECK(c.call({"SELECT", "3"}).str() == "OK");
+    CHECK(c.call({"SET", "in3", "v"}).str() == "OK");
+    // LOADAOF: emptied and replayed, the same data and deadlines.
+    CHECK(c.call({"DEBUG", "LOADAOF"}).str() == "OK");
+    CHECK(c.call({"GET", "in3"}).str() == "v");
+    CHECK(c.call({"SELECT", "0"}).str() == "OK");
+    CHECK(c.call({"GET", "a"}).str() == "2");
+    CHECK(integer(c.call({"PEXPIRETIME", "a"})) == at);
+    CHECK(c.call({"HGET", "h", "g"}).str() == "y");
+    CHECK(integer(c.call({"HTTL", "h", "FIELDS", "1", "f"}).elements().at(0)) > 90);
+    // appendfsync changes the open log's policy; a bad one is refused.
+    CHECK(c.call({"CONFIG", "SET", "appendfsync", "sometimes"}).is_error());
+    CHECK(c.call({"CONFIG", "SET", "appendfsync", "always"}).str() == "OK");
+    CHECK(c.call({"CONFIG", "GET", "appendfsync"}) == Reply::array({Reply::bulk("appendfsync"), Reply::bulk("always")}));
+    CHECK(c.call({"SET", "b", "3"}).str() == "OK");
+    // Off, then on again: the log starts over from the data, replacing the old files.
+    CHECK(c.call({"CONFIG", "SET", "appendonly", "no"}).str() == "OK");
+    CHECK(info(c, "persistence", "aof_enabled") == "0");
+    CHECK(c.call({"DEL", "b"}) == Reply::integer(1));
+    CHECK(c.call({"CONFIG", "SET", "appendonly", "yes"}).str() == "OK");
+    CHECK(c.call({"SET", "c", "4"}).str() == "OK");
+  }
+  // The restart replays the log: b went while the log was off, and stays gone.
+  RespServer s(Argv{"--dir", dir.path, "--appendonly", "yes"});
+  Conn c(s.port());
+  CHECK(c.call({"EXISTS", "b"}) == Reply::integer(0));
+  CHECK(c.call({"GET", "c"}).str() == "4");
+  CHECK(integer(c.call({"PEXPIRETIME", "a"})) == at);
+  // Only the new log's files are left.
+  std::vector<std::string> files;
+  if (DIR* d = ::opendir(dir.path.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string f = e->d_name;
+      if (f.rfind("appendonly.", 0) == 0) files.push_back(f);
+    }
+    ::closedir(d);
+  }
+  CHECK(files.size() == 3);  // manifest, base, incr
 }
 
 TEST_CASE("expiring-server replication: a replica agrees to the millisecond, hides stale keys until the primary's DEL, "

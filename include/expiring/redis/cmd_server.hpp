@@ -554,7 +554,9 @@ auto CommandExecutor<Clock>::config_entries() const -> std::vector<ConfigEntry> 
   v.push_back({"save", ""});
   v.push_back({"appendonly", "no"});
   v.push_back({"databases", "1"});
-  for (const auto& kv : extra_configs_) {  // a server's value replaces a default of the same name
+  std::vector<std::pair<std::string, std::string>> server_values = extra_configs_;
+  for (const ServerConfig& c : server_configs_) server_values.emplace_back(c.name, c.get());
+  for (const auto& kv : server_values) {  // a server's value replaces a default of the same name
     auto same = std::find_if(v.begin(), v.end(), [&](const ConfigEntry& e) { return e.name == kv.first; });
     if (same != v.end()) {
       same->value = kv.second;
@@ -666,10 +668,25 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
     OutputBufferLimit limits[3] = {};  // client-output-buffer-limit
   };
   std::vector<Change> changes;
+  std::vector<std::pair<const ServerConfig*, const std::string*>> server_changes;  // the server's settings
   for (std::size_t i = 2; i < a.size(); i += 2) {
     const ParamSpec* spec = nullptr;
     for (const ParamSpec& p : kParams) {
       if (detail::iequals(a[i], p.name)) spec = &p;
+    }
+    const ServerConfig* own = nullptr;
+    for (const ServerConfig& c : server_configs_) {
+      if (detail::iequals(a[i], c.name)) own = &c;
+    }
+    if (own != nullptr) {
+      for (const auto& c : server_changes) {
+        if (c.first == own) {
+          return detail::error_format("CONFIG SET failed (possibly related to argument '" +
+                                      std::string(detail::cstr(a[i])) + "') - duplicate parameter");
+        }
+      }
+      server_changes.emplace_back(own, &a[i + 1]);
+      continue;
     }
     if (spec == nullptr) {
       return detail::error_format("Unknown option or number of arguments for CONFIG SET - '" +
@@ -731,6 +748,12 @@ Reply CommandExecutor<Clock>::cmd_config_set(const Args& a, Session&) {
                                              std::to_string(p.hi) + " inclusive");
       }
     }
+  }
+  // The server's settings first: one may refuse (a file it cannot open) before anything of
+  // this command is applied.
+  for (const auto& c : server_changes) {
+    const std::string why = c.first->set(*c.second);
+    if (!why.empty()) return config_set_failed(c.first->name.c_str(), why);
   }
   // Apply; maxmemory last, so that the evictions it triggers (as Redis's updateMaxmemory)
   // use the policy and settings of the same command.

@@ -685,6 +685,13 @@ class CommandExecutor {
   // A read-only setting CONFIG GET reports (e.g. "port", "maxclients"; "appendonly" replaces
   // the default "no").
   void add_config(std::string name, std::string value) { extra_configs_.emplace_back(std::move(name), std::move(value)); }
+  // A setting the embedding server owns and CONFIG SET changes (e.g. "appendonly"): CONFIG GET
+  // shows get(); CONFIG SET calls set(value) once the command's other values are checked and
+  // before any is applied, and set() answers "" or why it refused (then it changed nothing,
+  // and neither does the command; a setting of the same command set before it stays set).
+  void add_config(std::string name, std::function<std::string()> get, std::function<std::string(const std::string&)> set) {
+    server_configs_.push_back({std::move(name), std::move(get), std::move(set)});
+  }
   // Commands this executor knows (COMMAND COUNT).
   std::size_t command_count() const noexcept { return table().size(); }
   std::uint64_t commands_processed() const noexcept { return commands_processed_; }
@@ -1405,6 +1412,12 @@ class CommandExecutor {
   CommandOptions options_;
   InfoHook info_hook_;
   std::vector<std::pair<std::string, std::string>> extra_configs_;
+  struct ServerConfig {
+    std::string name;
+    std::function<std::string()> get;
+    std::function<std::string(const std::string&)> set;
+  };
+  std::vector<ServerConfig> server_configs_;
   std::unordered_map<std::string, std::size_t> index_;
   std::unordered_map<std::string, ServerSpec> server_commands_;
   std::vector<bool> denyoom_;  // per table() entry
