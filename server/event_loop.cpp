@@ -92,6 +92,7 @@ void Server::tick_all(expiring::CycleKind kind) {
 }
 
 Server::~Server() {
+  close_migrate_sockets();
   for (auto& kv : clients_) ::close(kv.first);
   if (listen_fd_ >= 0) ::close(listen_fd_);
   if (signal_fd_ >= 0) ::close(signal_fd_);
@@ -178,6 +179,7 @@ bool Server::open() {
   // replica-serve-stale-data: a replica's link is up once it streams after a sync.
   exec_.set_link_down_query([this] { return replica_ && !(link_.state == Link::connected && !link_.reader->syncing()); });
   add_persistence_commands();
+  add_migrate_command();
   add_client_command();
   if (!cfg_.replicaof_host.empty()) start_replication(cfg_.replicaof_host, cfg_.replicaof_port);
   return true;
@@ -243,6 +245,7 @@ void Server::run() {
       tick_all(expiring::CycleKind::Slow);
       client_cron();
       replication_cron();
+      migrate_cron();
       period = std::chrono::milliseconds(1000 / db(0).options().hz);
       next_slow = SteadyClock::now() + period;
     }
@@ -746,6 +749,7 @@ void Server::info(std::string_view section, std::string& out) {
     // Redis 7.2's names; Redis 7.0.15 prints neither.
     line("client_query_buffer_limit_disconnections", std::to_string(query_limit_disconnections_));
     line("client_output_buffer_limit_disconnections", std::to_string(output_limit_disconnections_));
+    line("migrate_cached_sockets", std::to_string(migrate_sockets_.size()));
   }
 }
 

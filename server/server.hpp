@@ -186,6 +186,23 @@ class Server {
   void persistence_before_sleep();
   void add_persistence_commands();
 
+  // ---- migrate.cpp ----
+  // A connection MIGRATE keeps to a target: the database it last selected, when it was last
+  // used (steady ms), and bytes read past the last reply line.
+  struct MigrateSocket {
+    int fd = -1;
+    std::int64_t last_db = -1;
+    std::int64_t last_use_ms = 0;
+    std::string in;
+    bool read_line(std::string& line, std::int64_t timeout_ms, bool& timed_out);
+  };
+  void add_migrate_command();
+  expiring::redis::Reply migrate(const std::vector<std::string>& a, expiring::redis::Session& session);
+  MigrateSocket* migrate_socket(const std::string& host, const std::string& port, std::int64_t timeout_ms);
+  void close_migrate_socket(const std::string& host, const std::string& port);
+  void close_migrate_sockets();
+  void migrate_cron();
+
   // ---- replication.cpp ----
   // SYNC, PSYNC and REPLCONF, which write raw replies (an RDB) or none (a replica's ACK):
   // true when `c.argv` was one of them and is done.
@@ -223,6 +240,7 @@ class Server {
   std::uint64_t next_client_id_ = 0, total_connections_ = 0, rejected_connections_ = 0;
   std::uint64_t query_limit_disconnections_ = 0, output_limit_disconnections_ = 0, fd_shortage_logged_ = 0;
   std::uint64_t net_in_ = 0, net_out_ = 0;
+  std::unordered_map<std::string, MigrateSocket> migrate_sockets_;  // by "host:port"
 
   // Persistence.
   std::uint64_t dirty_ = 0;          // changes since the last save

@@ -7,7 +7,8 @@
 // small enough for a listpack and large enough for a hashtable, keys with and without a TTL,
 // and a list, a set and a sorted set; SAVE writes the file, which is loaded here and compared
 // key by key with what the server answers (GET, HGETALL, PEXPIRETIME). Skipped when
-// redis-server is not installed.
+// redis-server is not installed. MIGRATE (server/migrate.cpp) between two expiring-servers and
+// both ways with redis-server.
 #include <unistd.h>
 
 #include <algorithm>
@@ -426,4 +427,106 @@ TEST_CASE("rdb live: expiring-server starts on redis-server's dump.rdb, and redi
     CHECK(r.call({"PEXPIRETIME", keys[i]}).integer() == deadlines[i]);
   }
   check_databases(r, keys[0]);
+}
+
+// ---- MIGRATE (server/migrate.cpp) ---------------------------------------------------------------
+
+namespace {
+std::int64_t int_of(const Reply& r) {
+  REQUIRE(r.type() == Reply::Type::integer);
+  return r.integer();
+}
+std::string info_stat(Conn& c, const std::string& name) {
+  const std::string text = c.call({"INFO", "stats"}).str();
+  const std::size_t at = text.find(name + ":");
+  if (at == std::string::npos) return "";
+  return text.substr(at + name.size() + 1, text.find('\r', at) - at - name.size() - 1);
+}
+}  // namespace
+
+TEST_CASE("migrate live: keys move between two expiring-servers with their TTLs, COPY, REPLACE, KEYS, AUTH",
+          "[redis][live][migrate]") {
+  live::RespServer source;
+  live::RespServer target(Argv{"--requirepass", "sesame"});
+  Conn s(source.port());
+  Conn t(target.port());
+  REQUIRE(t.call({"AUTH", "sesame"}).str() == "OK");
+  const std::string port = std::to_string(target.port());
+  REQUIRE(s.call({"SET", "k", "v", "PX", "100000"}).str() == "OK");
+  REQUIRE(s.call({"HSET", "h", "a", "1", "b", "2"}) == Reply::integer(2));
+  REQUIRE(s.call({"HPEXPIRE", "h", "50000", "FIELDS", "1", "a"}) == Reply::array({Reply::integer(1)}));
+  // Without AUTH the target refuses, and the keys stay here.
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "0", "5000"}).str() ==
+        "ERR Target instance replied with error: NOAUTH Authentication required.");
+  CHECK(s.call({"EXISTS", "k"}) == Reply::integer(1));
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "0", "5000", "AUTH", "wrong"}).str().rfind(
+            "ERR Target instance replied with error: WRONGPASS", 0) == 0);
+  // Moved: gone here, there with its value and TTL (the remaining time, give or take the trip).
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "0", "5000", "AUTH", "sesame"}).str() == "OK");
+  CHECK(s.call({"EXISTS", "k"}) == Reply::integer(0));
+  CHECK(t.call({"GET", "k"}).str() == "v");
+  const std::int64_t left = int_of(t.call({"PTTL", "k"}));
+  CHECK(left > 90000);
+  CHECK(left <= 100000);
+  CHECK(info_stat(s, "migrate_cached_sockets") == "1");
+  // COPY keeps it here; a key that exists there needs REPLACE.
+  REQUIRE(s.call({"SET", "k", "w"}).str() == "OK");
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "0", "5000", "COPY", "AUTH", "sesame"}).str() ==
+        "ERR Target instance replied with error: BUSYKEY Target key name already exists.");
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "0", "5000", "COPY", "REPLACE", "AUTH", "sesame"}).str() == "OK");
+  CHECK(s.call({"GET", "k"}).str() == "w");
+  CHECK(t.call({"GET", "k"}).str() == "w");
+  CHECK(t.call({"PTTL", "k"}) == Reply::integer(-1));
+  // KEYS, into another database: the missing keys are left out; none at all is NOKEY.
+  REQUIRE(s.call({"SET", "x", "1"}).str() == "OK");
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "", "3", "5000", "AUTH2", "default", "sesame", "KEYS", "h", "nope", "x"})
+            .str() == "OK");
+  CHECK(s.call({"EXISTS", "h", "x"}) == Reply::integer(0));
+  REQUIRE(t.call({"SELECT", "3"}).str() == "OK");
+  CHECK(t.call({"HGET", "h", "b"}).str() == "2");
+  const std::int64_t field_left = int_of(t.call({"HPTTL", "h", "FIELDS", "1", "a"}).elements().at(0));
+  CHECK(field_left > 40000);
+  CHECK(field_left <= 50000);
+  CHECK(t.call({"GET", "x"}).str() == "1");
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "", "3", "5000", "KEYS", "nope"}).str() == "NOKEY");
+  // The arguments, as Redis checks them.
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "0", "5000", "KEYS", "k"}).str() ==
+        "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string");
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "0", "5000", "BOGUS"}).str() == "ERR syntax error");
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "0", "5000", "AUTH"}).str() == "ERR syntax error");
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "zero", "5000"}).str() ==
+        "ERR value is not an integer or out of range");
+  CHECK(s.call({"MIGRATE", "127.0.0.1", port, "k", "99", "5000", "AUTH", "sesame"}).str() ==
+        "ERR Target instance replied with error: ERR DB index is out of range");
+  CHECK(s.call({"GET", "k"}).str() == "w");
+  // Nobody listening: IOERR, and nothing changed.
+  const int closed_port = live::free_port();
+  CHECK(s.call({"MIGRATE", "127.0.0.1", std::to_string(closed_port), "k", "0", "1000"}).str() ==
+        "IOERR error or timeout connecting to the client");
+  CHECK(s.call({"GET", "k"}).str() == "w");
+}
+
+TEST_CASE("migrate live: between expiring-server and redis-server, both ways", "[redis][live][migrate]") {
+  const auto server = live::redis_server_path();
+  if (!server) EXPIRING_SKIP("redis-server is not installed");
+  live::RedisServer redis(*server);
+  live::RespServer ours;
+  Conn r(redis.port());
+  Conn o(ours.port());
+  REQUIRE(o.call({"SET", "s", "text", "EX", "1000"}).str() == "OK");
+  REQUIRE(o.call({"SET", "n", "12345"}).str() == "OK");
+  REQUIRE(o.call({"HSET", "h", "f", "v", "g", "w"}) == Reply::integer(2));
+  CHECK(o.call({"MIGRATE", "127.0.0.1", std::to_string(redis.port()), "", "0", "5000", "KEYS", "s", "n", "h"}).str() ==
+        "OK");
+  CHECK(o.call({"DBSIZE"}) == Reply::integer(0));
+  CHECK(r.call({"GET", "s"}).str() == "text");
+  CHECK(int_of(r.call({"TTL", "s"})) > 990);
+  CHECK(r.call({"GET", "n"}).str() == "12345");
+  CHECK(r.call({"HGET", "h", "g"}).str() == "w");
+  // And back: redis-server's MIGRATE into expiring-server.
+  CHECK(r.call({"MIGRATE", "127.0.0.1", std::to_string(ours.port()), "", "0", "5000", "KEYS", "s", "h"}).str() == "OK");
+  CHECK(o.call({"GET", "s"}).str() == "text");
+  CHECK(int_of(o.call({"TTL", "s"})) > 990);
+  CHECK(o.call({"HGETALL", "h"}).elements().size() == 4);
+  CHECK(r.call({"EXISTS", "s", "h"}) == Reply::integer(0));
 }
