@@ -533,13 +533,7 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     for (const auto& f : fields) add_field(c, f);
     client::Reply r = read(c);
     if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) throw unexpected(*r, c);
-    std::size_t found = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      out[j] = field_value_of(*r->element[j], c);
-      found += out[j] ? 1u : 0u;
-    }
-    return found;
+    return values_of(*r, c, n, out);
   }
   template <class KK>
   Result<std::size_t> hlen(const KK& key) {
@@ -1134,10 +1128,16 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     client::Reply r = run(c, idempotent);
     throw_if_unknown(*r, c, "Redis 8.0");
     if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) throw unexpected(*r, c);
+    return values_of(*r, c, n, out);
+  }
+  // An array reply of n field values (HMGET, HGETEX, HGETDEL) into out[0 .. n): the number
+  // found.
+  static std::size_t values_of(const redisReply& r, const client::Cmd& c, std::size_t n,
+                               std::optional<hash_value_type>* out) {
+    if (r.type != REDIS_REPLY_ARRAY || r.elements != n) throw unexpected(r, c);
     std::size_t found = 0;
     for (std::size_t j = 0; j < n; ++j) {
-      out[j] = field_value_of(*r->element[j], c);
+      out[j] = field_value_of(*r.element[j], c);
       found += out[j] ? 1u : 0u;
     }
     return found;
