@@ -57,10 +57,17 @@ using expiring::redis::RequestParser;
 
 namespace {
 
+constexpr std::size_t kLazyFreeQueue = 1024;  // per database
+
 std::vector<std::unique_ptr<Store>> make_stores(const Config& cfg, expiring::ManualClock& clock) {
   std::vector<std::unique_ptr<Store>> v;
   expiring::Options o = cfg.redis_exact ? expiring::Options::redis_exact() : expiring::Options{};
   if (cfg.active_expire_pass_ticks >= 0) o.full_pass_ticks = static_cast<std::uint32_t>(cfg.active_expire_pass_ticks);
+  // UNLINK frees lazily, as Redis's: the value is queued and the next cron tick destroys it
+  // within its time budget (INFO lazyfree_pending_objects, lazyfreed_objects). The other
+  // lazyfree-lazy-* cases stay synchronous, Redis 7.0's defaults. A value unlinked while the
+  // queue is full is destroyed at once.
+  o.lazyfree_queue_max = kLazyFreeQueue;
   for (int i = 0; i < cfg.databases; ++i) v.push_back(std::make_unique<Store>(clock, o));
   return v;
 }

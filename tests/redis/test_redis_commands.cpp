@@ -916,6 +916,26 @@ TEST_CASE("info: expiry lateness, lazy and active (not in Redis)", "[redis][info
   CHECK(info_field(after, "expired_lateness_ms_active") == "count=1,p50=512,p99=512,p99.9=512");
 }
 
+TEST_CASE("info: lazyfree_pending_objects and lazyfreed_objects follow UNLINK's lazy free", "[redis][info][lazyfree]") {
+  ManualClock clock{kT0};
+  expiring::Options o = seeded();
+  o.lazyfree_queue_max = 8;  // as expiring-server configures its databases
+  ValueStore<ManualClock&> store{clock, o};
+  CommandExecutor<ManualClock&> ex{store};
+  const auto field = [&](const char* section, const char* name) { return info_field(ex.execute({"INFO", section}).str(), name); };
+  CHECK(field("memory", "lazyfree_pending_objects") == "0");
+  CHECK(field("stats", "lazyfreed_objects") == "0");
+  CHECK(ex.execute({"HSET", "h", "a", "1", "b", "2"}).to_resp() == I(2));
+  CHECK(ex.execute({"SET", "s", "v"}).to_resp() == OK);
+  CHECK(ex.execute({"UNLINK", "h", "s", "nope"}).to_resp() == I(2));
+  CHECK(ex.execute({"EXISTS", "h", "s"}).to_resp() == I(0));
+  CHECK(field("memory", "lazyfree_pending_objects") == "2");  // queued, not yet destroyed
+  CHECK(ex.execute({"DEL", "x"}).to_resp() == I(0));
+  (void)store.tick();  // the cron's tick destroys them
+  CHECK(field("memory", "lazyfree_pending_objects") == "0");
+  CHECK(field("stats", "lazyfreed_objects") == "2");
+}
+
 TEST_CASE("info: Redis's sections and field names", "[redis][info]") {
   Fx f;
   f.R({"SET", "a", "1", "EX", "100"});

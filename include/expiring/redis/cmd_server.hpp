@@ -433,6 +433,7 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
     line("maxmemory", detail::as_signed_decimal(limit));  // Redis prints it with %lld
     line("maxmemory_human", detail::bytes_to_human(limit));
     line("maxmemory_policy", to_string(store_->options().maxmemory_policy));
+    line("lazyfree_pending_objects", std::to_string(st.lazyfree_pending_objects));
   } else if (section == "stats") {
     out += "# Stats\r\n";
     if (info_hook_) info_hook_(section, out);
@@ -447,6 +448,7 @@ void CommandExecutor<Clock>::info_section(std::string_view section, std::string&
     line("keyspace_hits", std::to_string(st.keyspace_hits));
     line("keyspace_misses", std::to_string(st.keyspace_misses));
     line("total_error_replies", std::to_string(total_error_replies_));
+    line("lazyfreed_objects", std::to_string(st.lazyfreed_objects));
     // Not in Redis: how late expired keys were reclaimed (Stats::expired_lateness), in the
     // style of Redis 7's latencystats lines; the bounds are the histogram's log2 buckets.
     auto lateness = [&](const char* name, const std::array<std::uint64_t, LatenessHistogram::kBuckets>& h) {
