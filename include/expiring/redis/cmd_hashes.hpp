@@ -245,8 +245,7 @@ Reply CommandExecutor<Clock>::fields_mismatch() {
 // >= 0, and a deadline within the cap; the error to answer, or nothing.
 template <class Clock>
 std::optional<Reply> CommandExecutor<Clock>::field_time_arg(const std::string& arg, std::int64_t unit, bool absolute,
-                                                            const char* name) {
-  std::int64_t v = 0;
+                                                            const char* name, std::int64_t& v) {
   if (!to_int(arg, v)) return not_integer();
   if (v < 0) return Reply::error("ERR invalid expire time, must be >= 0");
   constexpr std::int64_t kCap = expiring::detail::kMaxFieldDeadline;
@@ -262,9 +261,8 @@ std::optional<Reply> CommandExecutor<Clock>::field_time_arg(const std::string& a
 template <class Clock>
 Reply CommandExecutor<Clock>::hexpire_generic(const Args& a, const char* name, std::int64_t unit, bool absolute) {
   if (holds_string(a[1], false)) return wrong_type();
-  if (std::optional<Reply> bad = field_time_arg(a[2], unit, absolute, name)) return std::move(*bad);
   std::int64_t v = 0;
-  (void)to_int(a[2], v);
+  if (std::optional<Reply> bad = field_time_arg(a[2], unit, absolute, name, v)) return std::move(*bad);
   std::size_t at = 3;
   ExpireFlags flags = ExpireFlags::None;
   if (detail::is_opt(a[at], "nx")) {
@@ -346,10 +344,30 @@ Reply CommandExecutor<Clock>::cmd_hpersist(const Args& a, Session&) { return fie
 
 // ==== Redis 8: HGETEX, HGETDEL, HSETEX ======================================================
 
+// HGETEX's and HSETEX's EX / PX / EXAT / PXAT `option` with its time `arg`: nullopt when
+// `option` is none of them; else the time's error, or nothing with `ttl` set.
 template <class Clock>
-FieldTtl CommandExecutor<Clock>::field_ttl(std::int64_t v, std::int64_t unit, bool absolute) {
-  if (unit == 1000) return absolute ? FieldTtl::exat(v) : FieldTtl::ex(v);
-  return absolute ? FieldTtl::pxat(v) : FieldTtl::px(v);
+std::optional<std::optional<Reply>> CommandExecutor<Clock>::field_ttl_option(const std::string& option,
+                                                                              const std::string& arg, const char* name,
+                                                                              FieldTtl& ttl) {
+  struct Form {
+    const char* name;
+    std::int64_t unit;
+    bool absolute;
+    FieldTtl (*make)(std::int64_t);
+  };
+  static constexpr Form kForms[] = {{"ex", 1000, false, &FieldTtl::ex},
+                                    {"px", 1, false, &FieldTtl::px},
+                                    {"exat", 1000, true, &FieldTtl::exat},
+                                    {"pxat", 1, true, &FieldTtl::pxat}};
+  for (const Form& f : kForms) {
+    if (!detail::is_opt(option, f.name)) continue;
+    std::int64_t v = 0;
+    if (std::optional<Reply> bad = field_time_arg(arg, f.unit, f.absolute, name, v)) return bad;
+    ttl = f.make(v);
+    return std::optional<Reply>();
+  }
+  return std::nullopt;
 }
 
 template <class Clock>
@@ -365,23 +383,12 @@ Reply CommandExecutor<Clock>::field_values(const Result<std::vector<std::optiona
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hgetex(const Args& a, Session&) {
   if (holds_string(a[1], false)) return wrong_type();
-  struct Opt {
-    const char* name;
-    std::int64_t unit;
-    bool absolute;
-  };
-  static constexpr Opt kTimes[] = {{"ex", 1000, false}, {"px", 1, false}, {"exat", 1000, true}, {"pxat", 1, true}};
   FieldTtl ttl = FieldTtl::keep();
   std::size_t at = 2;  // FIELDS
-  for (const Opt& o : kTimes) {
-    if (!detail::is_opt(a[2], o.name)) continue;
-    if (std::optional<Reply> bad = field_time_arg(a[3], o.unit, o.absolute, "hgetex")) return std::move(*bad);
-    std::int64_t v = 0;
-    (void)to_int(a[3], v);
-    ttl = field_ttl(v, o.unit, o.absolute);
+  if (std::optional<std::optional<Reply>> timed = field_ttl_option(a[2], a[3], "hgetex", ttl)) {
+    if (*timed) return std::move(**timed);
     at = 4;
-  }
-  if (detail::is_opt(a[2], "persist")) {
+  } else if (detail::is_opt(a[2], "persist")) {
     ttl = FieldTtl::persist();
     at = 3;
   }
@@ -410,12 +417,6 @@ Reply CommandExecutor<Clock>::cmd_hgetdel(const Args& a, Session&) {
 // written, 0 if FNX or FXX did not hold.
 template <class Clock>
 Reply CommandExecutor<Clock>::cmd_hsetex(const Args& a, Session&) {
-  struct Opt {
-    const char* name;
-    std::int64_t unit;
-    bool absolute;
-  };
-  static constexpr Opt kTimes[] = {{"ex", 1000, false}, {"px", 1, false}, {"exat", 1000, true}, {"pxat", 1, true}};
   const Reply one_ttl = Reply::error("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified");
   FieldCondition cond = FieldCondition::none;
   std::optional<FieldTtl> ttl;
@@ -436,18 +437,15 @@ Reply CommandExecutor<Clock>::cmd_hsetex(const Args& a, Session&) {
       if (!r.ok()) return hash_error(r.error(), "hsetex");
       return Reply::integer(*r ? 1 : 0);
     }
-    const Opt* time = nullptr;
-    for (const Opt& o : kTimes) {
-      if (detail::is_opt(a[i], o.name)) time = &o;
-    }
-    if (time != nullptr) {
-      if (ttl) return one_ttl;
+    static const std::string kNone;
+    FieldTtl t;
+    if (std::optional<std::optional<Reply>> timed =
+            field_ttl_option(a[i], i + 1 < a.size() ? a[i + 1] : kNone, "hsetex", t)) {
+      if (ttl) return one_ttl;  // Redis's order: the conflict, the missing time, then the time
       if (i + 1 >= a.size()) return Reply::error("ERR missing expire time");
+      if (*timed) return std::move(**timed);
+      ttl = t;
       ++i;
-      if (std::optional<Reply> bad = field_time_arg(a[i], time->unit, time->absolute, "hsetex")) return std::move(*bad);
-      std::int64_t v = 0;
-      (void)to_int(a[i], v);
-      ttl = field_ttl(v, time->unit, time->absolute);
     } else if (detail::is_opt(a[i], "keepttl")) {
       if (ttl) return one_ttl;
       ttl = FieldTtl::keep();

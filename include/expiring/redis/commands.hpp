@@ -1193,8 +1193,10 @@ class CommandExecutor {
   Reply cmd_hpersist(const Args& a, Session&);
 
   // Redis 8's HGETEX, HGETDEL, HSETEX, with its order of checks and its error texts.
-  std::optional<Reply> field_time_arg(const std::string& arg, std::int64_t unit, bool absolute, const char* name);
-  static FieldTtl field_ttl(std::int64_t v, std::int64_t unit, bool absolute);
+  std::optional<Reply> field_time_arg(const std::string& arg, std::int64_t unit, bool absolute, const char* name,
+                                      std::int64_t& v);
+  std::optional<std::optional<Reply>> field_ttl_option(const std::string& option, const std::string& arg,
+                                                       const char* name, FieldTtl& ttl);
   Reply field_values(const Result<std::vector<std::optional<std::string>>>& r, const char* name);
   Reply cmd_hgetex(const Args& a, Session&);
   Reply cmd_hgetdel(const Args& a, Session&);
