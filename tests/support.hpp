@@ -305,4 +305,8 @@ template <>
 struct StringMaker<expiring::KeyEventCause> {
   static std::string convert(expiring::KeyEventCause c) { return expiring::to_string(c); }
 };
+template <>
+struct StringMaker<expiring::EvictionPolicy> {
+  static std::string convert(expiring::EvictionPolicy p) { return expiring::to_string(p); }
+};
 }  // namespace Catch

@@ -28,6 +28,10 @@ struct Ev {
   std::string key;
   std::optional<std::string> value;
   friend bool operator==(const Ev& a, const Ev& b) { return a.cause == b.cause && a.key == b.key && a.value == b.value; }
+  // Readable in failure messages.
+  friend std::ostream& operator<<(std::ostream& os, const Ev& e) {
+    return os << expiring::to_string(e.cause) << "(" << e.key << (e.value ? ", " + *e.value : std::string()) << ")";
+  }
 };
 
 constexpr KeyEventCause kAll[] = {KeyEventCause::set,         KeyEventCause::update,    KeyEventCause::expire,
@@ -97,15 +101,6 @@ struct Sink {
 };
 
 }  // namespace
-
-namespace Catch {
-template <>
-struct StringMaker<Ev> {
-  static std::string convert(const Ev& e) {
-    return std::string(expiring::to_string(e.cause)) + "(" + e.key + (e.value ? ", " + *e.value : std::string()) + ")";
-  }
-};
-}  // namespace Catch
 
 TEST_CASE("listener causes: the KeyEventCauses set", "[service-api][listener]") {
   constexpr KeyEventCauses none{};

@@ -51,6 +51,10 @@ struct Removal {
   friend bool operator==(const Removal& a, const Removal& b) {
     return a.cause == b.cause && a.key == b.key && a.value == b.value;
   }
+  // Readable in failure messages.
+  friend std::ostream& operator<<(std::ostream& os, const Removal& r) {
+    return os << expiring::to_string(r.cause) << "(" << r.key << (r.value ? ", " + *r.value : std::string()) << ")";
+  }
 };
 
 struct Fixture {
@@ -79,19 +83,6 @@ bool is_volatile_policy(EvictionPolicy p) {
 }
 
 }  // namespace
-
-namespace Catch {
-template <>
-struct StringMaker<Removal> {
-  static std::string convert(const Removal& r) {
-    return std::string(expiring::to_string(r.cause)) + "(" + r.key + (r.value ? ", " + *r.value : std::string()) + ")";
-  }
-};
-template <>
-struct StringMaker<EvictionPolicy> {
-  static std::string convert(EvictionPolicy p) { return expiring::to_string(p); }
-};
-}  // namespace Catch
 
 TEST_CASE("max_entries: the bound holds after every call under every policy", "[service-api][max_entries]") {
   const EvictionPolicy policy = GENERATE(EvictionPolicy::noeviction, EvictionPolicy::allkeys_lru,
