@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "detail/attributes.hpp"
+
 namespace expiring {
 
 // Why a call was refused. Each maps to one Redis error reply (see redis/ for the strings).
@@ -161,6 +163,13 @@ class BadResultAccess : public std::logic_error {
   Errc error_;
 };
 
+namespace detail {
+// The throw of Result's value() on an error, out of line and not a template: the check a
+// caller inlines is one test and a call it never makes (a Result tested with ok() first
+// compiles to no check at all), and the exception's message is built in one place.
+[[noreturn]] EXPIRING_NOINLINE inline void throw_bad_result(Errc e) { throw BadResultAccess(e); }
+}  // namespace detail
+
 // Either a T or an Errc, [[nodiscard]]: a call that can fail says so in its type, and dropping
 // its result is a warning. To turn an error into an exception write `.value()` (throws
 // BadResultAccess); to ignore one on purpose, `(void)`. Deliberately has no `operator bool`: for Result<bool> it would be
@@ -199,7 +208,7 @@ class [[nodiscard]] Result {
 
  private:
   void check() const {
-    if (!value_) throw BadResultAccess(error_);
+    if (EXPIRING_UNLIKELY(!value_)) detail::throw_bad_result(error_);
   }
   template <class Os, class U>
   static auto print(Os& os, const U& v, int) -> decltype(os << v) { return os << v; }
@@ -226,7 +235,7 @@ class [[nodiscard]] Result<bool> {
   Errc error() const noexcept { return ok() ? Errc{} : static_cast<Errc>(bits_ & 0xFFu); }
 
   bool value() const {
-    if (!ok()) throw BadResultAccess(error());
+    if (EXPIRING_UNLIKELY(!ok())) detail::throw_bad_result(error());
     return (bits_ & 1u) != 0;
   }
   bool operator*() const { return value(); }
@@ -258,7 +267,7 @@ class [[nodiscard]] Result<void> {
   bool ok() const noexcept { return ok_; }
   Errc error() const noexcept { return error_; }
   void value() const {
-    if (!ok_) throw BadResultAccess(error_);
+    if (EXPIRING_UNLIKELY(!ok_)) detail::throw_bad_result(error_);
   }
 
   friend bool operator==(const Result& r, Errc e) { return !r.ok_ && r.error_ == e; }
