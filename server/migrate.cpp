@@ -97,6 +97,19 @@ int dial(const std::string& host, const std::string& port, std::int64_t timeout_
   return fd;
 }
 
+// After a send() or recv() of `n` <= 0 bytes: whether to try again (interrupted, or the socket
+// became ready for `events` before the deadline). False when the peer closed, on an error, or
+// at the deadline (then `timed_out`).
+bool ready_again(int fd, ssize_t n, short events, std::int64_t deadline, bool& timed_out) {
+  if (n < 0 && errno == EINTR) return true;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    const int w = wait_for(fd, events, deadline);
+    if (w == 1) return true;
+    timed_out = w == 0;
+  }
+  return false;
+}
+
 // Writes all of `data`, 64 KB at a time, each within timeout_ms; false on a failure.
 bool write_all(int fd, const std::string& data, std::int64_t timeout_ms, bool& timed_out) {
   std::size_t pos = 0;
@@ -108,16 +121,9 @@ bool write_all(int fd, const std::string& data, std::int64_t timeout_ms, bool& t
       const ssize_t n = ::send(fd, data.data() + pos + done, chunk - done, MSG_NOSIGNAL);
       if (n > 0) {
         done += static_cast<std::size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        const int w = wait_for(fd, POLLOUT, deadline);
-        if (w == 1) continue;
-        timed_out = w == 0;
+      } else if (!ready_again(fd, n, POLLOUT, deadline, timed_out)) {
         return false;
       }
-      return false;
     }
     pos += chunk;
   }
@@ -143,16 +149,9 @@ bool Server::MigrateSocket::read_line(std::string& line, std::int64_t timeout_ms
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n > 0) {
       in.append(buf, static_cast<std::size_t>(n));
-      continue;
+    } else if (!ready_again(fd, n, POLLIN, deadline, timed_out)) {
+      return false;  // closed, an error, or the deadline
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      const int w = wait_for(fd, POLLIN, deadline);
-      if (w == 1) continue;
-      timed_out = w == 0;
-      return false;
-    }
-    return false;  // closed, or an error
   }
 }
 
