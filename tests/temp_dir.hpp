@@ -32,6 +32,8 @@ class TempDir {
   }
 
   std::string file(const std::string& name) const { return path + "/" + name; }
+  // Whether the directory holds a file of this name.
+  bool has(const std::string& name) const { return std::filesystem::exists(file(name)); }
   // The names in the directory, sorted.
   std::vector<std::string> files() const {
     std::vector<std::string> out;
