@@ -2,9 +2,9 @@
 """Compile-time cost of the library to a user's translation unit.
 
 Compiles bench/compile_cost/store_tu.cpp (a Store<string, string>, a
-Store<u64, u64> and five calls), include_only.cpp and the baseline absl_tu.cpp
-(the same unit over absl::flat_hash_map) with g++ -O2, alternating the three
-in each round, and prints each one's median time and its ratio to the baseline,
+Store<u64, u64> and five calls), store_options_tu.cpp (the same stores built
+from Options), include_only.cpp and the baseline absl_tu.cpp (the same unit
+over absl::flat_hash_map) with g++ -O2, alternating the four in each round, and prints each one's median time and its ratio to the baseline,
 in CPU time (the compiler's user + system time) and in wall time.
 Usage: compile_cost.py [--rounds N] [--cxx g++] [extra flags...]
 """
@@ -19,7 +19,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "bench", "compile_cost")
-UNITS = ["absl_tu.cpp", "store_tu.cpp", "include_only.cpp"]
+UNITS = ["absl_tu.cpp", "store_tu.cpp", "store_options_tu.cpp", "include_only.cpp"]
 
 
 def compile_once(cxx, unit, flags, out):

@@ -152,11 +152,10 @@ std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, Errc e) {
 }
 
 // Thrown by Result<T>::value() when the result holds an error: reading a value that is not
-// there is a programming error, not an expected outcome.
+// there is a programming error, not an expected outcome. what() is to_string(error()).
 class BadResultAccess : public std::logic_error {
  public:
-  explicit BadResultAccess(Errc e)
-      : std::logic_error(std::string("expiring::Result holds an error: ") + to_string(e)), error_(e) {}
+  explicit BadResultAccess(Errc e) : std::logic_error(to_string(e)), error_(e) {}
   Errc error() const noexcept { return error_; }
 
  private:

@@ -223,8 +223,14 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // A store reading `clk` (held by value; pass `ManualClock&` to share one). Throws
   // std::invalid_argument if options.active_expire_effort is outside 1..10, ttl_jitter is
   // invalid, or a soft-TTL window is negative.
-  explicit ExpiringStore(Clock clk, Options options = {}, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
+  explicit ExpiringStore(Clock clk, Options options, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
       : base_type(std::forward<Clock>(clk), std::move(options), std::move(hash), std::move(eq)) {
+    if constexpr (kHashes) this->init_field_hash(options_.seed);
+  }
+  // The same with default Options. (A separate constructor: a store built without options
+  // brings in the code of eviction, access tracking and lazy free only once a setter turns
+  // one of them on.)
+  explicit ExpiringStore(Clock clk) : base_type(std::forward<Clock>(clk), Hash{}, KeyEqual{}) {
     if constexpr (kHashes) this->init_field_hash(options_.seed);
   }
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
@@ -253,7 +259,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
       const std::int64_t now = now_ms();
       if (!e.is_stale(now)) {
         ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(access_.read_hook())) return &ks_.entry(touched(it, now, detail::Access::read)).value;
+        if (EXPIRING_UNLIKELY(access_.read_hook())) return &ks_.entry(touch_(*this, it, now, detail::Access::read)).value;
         return &e.value;
       }
       if (EXPIRING_UNLIKELY(!this->replica().reclaims_on_read())) {  // missing, left in place
@@ -768,6 +774,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     // The sign of the duration itself: -1 us rounds up to 0 ms, which would turn the TTL off.
     if (!ms.ok || idle < std::chrono::duration<Rep, Period>::zero()) return Errc::out_of_range;
     options_.expire_after_access = std::chrono::milliseconds(ms.ms);
+    install_touch();
     access_.set_idle_ms(ms.ms);
     return {};
   }
@@ -908,7 +915,10 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // ms, PEXPIREAT, PERSIST, DEL/UNLINK, RENAME, FLUSHALL, MULTI/EXEC), synchronously and in
   // order; an empty function removes the feed. The feed must neither call the store nor throw
   // (see change_feed.hpp). Cost without a feed: one test per change.
-  void set_change_feed(change_feed_type feed) { notify_.feed().set(std::move(feed)); }
+  void set_change_feed(change_feed_type feed) {
+    install_feed();
+    notify_.feed().set(std::move(feed));
+  }
   // The sequence number (Change::seq) of the last record sent, 0 before the first: a snapshot
   // taken now holds every record up to it (SnapshotInfo::feed_seq).
   std::uint64_t feed_seq() const noexcept { return notify_.feed().seq(); }
@@ -1091,7 +1101,9 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::predicted_heap_bytes;
   using engine_type::init_access;
   using engine_type::reset_access;
-  using engine_type::touched;
+  using engine_type::install_touch;
+  using engine_type::install_feed;
+  using engine_type::touch_;
   using engine_type::refresh_idle;
   using engine_type::prepared_idle_deadline;
   using engine_type::touch_access;

@@ -22,7 +22,9 @@
 // that is not a template, EngineState. The hot path tests little for everything optional:
 // `access_.read_hook()` on reads; on writes, plain_writes() (no bound, access data, lazy
 // replacement, feed or listener of the write's events) lets set() and pexpire() of a live key
-// with a TTL skip the general path.
+// with a TTL skip the general path. Eviction, access tracking and the feed's records are
+// reached through pointers that the paths turning them on install ("optional rooms" below):
+// a store built without Options that never turns them on compiles none of their code.
 #pragma once
 
 #include <cstddef>
@@ -91,6 +93,8 @@ inline void validate(const Options& o) {
 // Not a template: its constructor is compiled once per program whatever the stores.
 class EngineState {
  protected:
+  // Default options: nothing to check.
+  EngineState() : rng_(random_u64()) {}
   // Throws std::invalid_argument for options out of range (see ExpiringStore's constructor).
   EXPIRING_NOINLINE explicit EngineState(Options&& options) : options_(std::move(options)) {
     validate(options_);
@@ -180,6 +184,13 @@ class Engine : protected EngineState {
     if (options_.reserve != 0) ks_.reserve(options_.reserve);
     if constexpr (kWheel) ks_.expiry().sync(now_ms());
   }
+  // With default options: no bound, no access data, no lazy free, so none of their rooms is
+  // installed (see "optional rooms" below) and a program that builds its stores this way and
+  // never turns them on compiles none of their code.
+  Engine(Clock clk, Hash hash, KeyEqual eq)
+      : clock_(std::forward<Clock>(clk)), ks_(std::move(hash), std::move(eq), table_seed()) {
+    if constexpr (kWheel) ks_.expiry().sync(now_ms());
+  }
   static constexpr bool kTransparent = detail::is_transparent<Hash>::value && detail::is_transparent<KeyEqual>::value;
 
   // The key to probe with: the caller's own object when the functors are transparent (or it
@@ -216,13 +227,13 @@ class Engine : protected EngineState {
   // An event about entry e, and its record in the change feed.
   void emit(KeyEventCause cause, const entry_type& e) {
     notify_.events().push(cause, e.key);
-    if (EXPIRING_UNLIKELY(notify_.recording())) feed_change(cause, e);
+    if (EXPIRING_UNLIKELY(notify_.recording())) record_(*this, cause, e, FieldOp::none, nullptr);
   }
   // A field change of entry e's hash: its event, and its record with the fields concerned
   // (`fields` is read only while recording; Change::field_op and Change::fields, D32).
   void emit_fields(KeyEventCause cause, const entry_type& e, FieldOp op, const V* fields) {
     notify_.events().push(cause, e.key);
-    if (EXPIRING_UNLIKELY(notify_.recording())) feed_change(cause, e, op, fields);
+    if (EXPIRING_UNLIKELY(notify_.recording())) record_(*this, cause, e, op, fields);
   }
   // RENAME within the store: the two events, one record.
   void renamed(const entry_type& from, const entry_type& to) { notify_.renamed(from.key, subject(to)); }
@@ -230,7 +241,11 @@ class Engine : protected EngineState {
   void flush() {
     notify_.end_call([this](V& v) { lazy_free(v); });
   }
-  // The record of a change that leaves entry e in place (out of line: the feed is optional).
+  // The record of a change that leaves entry e in place (reached through record_ by emit(),
+  // installed with the first feed: the feed is optional).
+  static void feed_change_hook(Engine& self, KeyEventCause cause, const entry_type& e, FieldOp op, const V* fields) {
+    self.feed_change(cause, e, op, fields);
+  }
   EXPIRING_NOINLINE void feed_change(KeyEventCause cause, const entry_type& e, FieldOp op = FieldOp::none,
                                      const V* fields = nullptr) {
     bool emptied = false;
@@ -265,7 +280,7 @@ class Engine : protected EngineState {
     if (it != ks_.end()) {
       if (!ks_.entry(it).is_stale(now)) {
         if (read) ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(access_.read_hook()) && touch == detail::Touch::yes) return touched(it, now, access);
+        if (EXPIRING_UNLIKELY(access_.read_hook()) && touch == detail::Touch::yes) return touch_(*this, it, now, access);
         return it;
       }
       if (EXPIRING_UNLIKELY(!replica().reclaims_on_read()) && read) {  // missing, left in place
@@ -371,6 +386,8 @@ class Engine : protected EngineState {
   // weigh_all(): the keyspace's weight, asked for when the memory limit turns on.
   template <class WeighAll>
   void set_eviction_flags(WeighAll&& weigh_all) {
+    evict_ = &Engine::evict_hook;
+    install_touch();
     gov_.set_limits(options_.maxmemory, options_.max_entries, weigh_all);
     const bool want = AccessTracker::wants_words(gov_.bounded(), options_.maxmemory_policy);
     if (want != access_.words()) ks_.enable_access(want);
@@ -418,10 +435,14 @@ class Engine : protected EngineState {
       init_access(static_cast<std::uint32_t>(i), now);
     }
   }
-  // The access hook: out of line, and returning its argument, so that a read without a
-  // limit or an idle TTL pays only the flag test (nothing is kept alive across the call).
-  // Updates the LRU/LFU access data; a read also moves an idle TTL (expire_after_access).
-  EXPIRING_NOINLINE slot_iterator touched(slot_iterator it, std::int64_t now, detail::Access access) {
+  // The access hook (touch_, installed with the first limit or idle TTL): out of line, and
+  // returning its argument, so that a read without a limit or an idle TTL pays only the flag
+  // test (nothing is kept alive across the call). Updates the LRU/LFU access data; a read also
+  // moves an idle TTL (expire_after_access).
+  static slot_iterator touched_hook(Engine& self, slot_iterator it, std::int64_t now, detail::Access access) {
+    return self.touched(it, now, access);
+  }
+  slot_iterator touched(slot_iterator it, std::int64_t now, detail::Access access) {
     if (access_.words()) touch_access(it->index, now);
     if (access_.idle_ms() != 0 && access == detail::Access::read) {
       refresh_idle(it->index, now);
@@ -455,6 +476,7 @@ class Engine : protected EngineState {
     std::size_t incoming;
     std::size_t entries;  // kNoEntryTarget: the memory limit
   };
+  static bool evict_hook(Engine& self, std::int64_t now, EvictionTarget t) { return self.evict_until(now, t); }
   bool evict_until(std::int64_t now, EvictionTarget t);
   // Options::max_entries is reached: whether a write of `lk` may go ahead (the key is present,
   // or eviction made room for it). Out of line, so that the write path keeps one probe's code.
@@ -546,6 +568,20 @@ class Engine : protected EngineState {
   // The value of an entry moved out before its erasure: its weight leaves used memory.
   void unaccount_moved(const entry_type& e, const V& moved) noexcept { gov_.unaccount(e.key, moved); }
 
+  // ---- optional rooms ----
+  // Eviction, access tracking and the change feed's records are reached through these
+  // pointers, installed by the paths that can turn them on: set_eviction_flags() (the
+  // constructor with options, and every limit and policy change) for evict_ and touch_,
+  // set_expire_after_access() for touch_, install_feed() (set_change_feed()) for record_.
+  // Until then a store runs without them, and a program whose stores never install them
+  // compiles none of their code: a default-constructed store in a user's translation unit
+  // pays for the probe and the expiry index, not for the memory governor's loop.
+  void install_touch() noexcept { touch_ = &Engine::touched_hook; }
+  void install_feed() noexcept { record_ = &Engine::feed_change_hook; }
+  slot_iterator (*touch_)(Engine&, slot_iterator, std::int64_t, detail::Access) = nullptr;
+  bool (*evict_)(Engine&, std::int64_t, EvictionTarget) = nullptr;
+  void (*record_)(Engine&, KeyEventCause, const entry_type&, FieldOp, const V*) = nullptr;
+
   Clock clock_;
   keyspace_type ks_;
   Notifier<K, V> notify_;      // events and change-feed records (set_listener(), set_change_feed())
@@ -557,7 +593,8 @@ class Engine : protected EngineState {
 // until used memory is within the limit.
 template <class K, class V, class H, class E, class C, class P>
 bool Engine<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t incoming) {
-  return evict_until(now, EvictionTarget{incoming, kNoEntryTarget});
+  if (evict_ == nullptr) return !over_limit(incoming);  // no limit was ever set
+  return evict_(*this, now, EvictionTarget{incoming, kNoEntryTarget});
 }
 
 // Options::max_entries: evicts the policy's best candidates until at most `target` keys are
@@ -565,7 +602,8 @@ bool Engine<K, V, H, E, C, P>::evict_to_limit(std::int64_t now, std::size_t inco
 template <class K, class V, class H, class E, class C, class P>
 bool Engine<K, V, H, E, C, P>::evict_to_entries(std::int64_t now, std::size_t target) {
   if (ks_.size() <= target) return true;
-  return evict_until(now, EvictionTarget{0, target});
+  if (evict_ == nullptr) return false;  // no bound was ever set: nothing may be evicted
+  return evict_(*this, now, EvictionTarget{0, target});
 }
 
 // The one eviction loop of both bounds (one instantiation of the victim choice per store).
