@@ -9,7 +9,8 @@
 // -------------------------------------------------
 //   fields_     the fields, dense: {name, value}, in no particular order; erasing moves the
 //               last field into the hole
-//   index_      SlotTable<uint32_t>: the position in fields_ of each name (4 bytes a slot)
+//   index_      PosIndex: the position in fields_ of each name (4 bytes a slot; a probe's
+//               control bytes and positions share one cache line)
 //   deadlines_  6 bytes per field, parallel to fields_ (a deadline is at most Redis's cap,
 //               2^46 - 1 ms, so 48 bits hold it), allocated when the first field gets a
 //               deadline (so a hash without field TTLs pays nothing) and reserved to fields_'s
@@ -46,6 +47,7 @@
 #include <vector>
 
 #include "detail/hash_value.hpp"
+#include "detail/pos_index.hpp"
 #include "detail/table.hpp"
 #include "hash.hpp"
 
@@ -395,10 +397,8 @@ class FieldMap {
     // Everything that can throw comes first: the index's growth, room for the field and its
     // deadline, the field itself. Then nothing can fail.
     if (index_.insert_grows()) {
-      const std::size_t groups = detail::SlotTable<std::uint32_t>::groups_for(index_.size() + 1);
-      index_.rehash(
-          groups, [&](std::uint32_t pos) { return hash_of(fields_[pos].name); },
-          [](auto&&...) {});
+      const std::size_t groups = detail::PosIndex::groups_for(index_.size() + 1);
+      index_.rehash(groups, [&](std::uint32_t pos) { return hash_of(fields_[pos].name); });
     }
     if (fields_.size() == fields_.capacity()) fields_.reserve(fields_.size() < 4 ? 4 : fields_.size() * 2);
     // Geometric growth by 1.25x (not the vector's own 2x): at most 7.5 bytes a field.
@@ -584,7 +584,7 @@ class FieldMap {
   std::shared_ptr<const FieldHash> hash_;
   std::vector<Field> fields_;
   std::vector<unsigned char> deadlines_;
-  detail::SlotTable<std::uint32_t> index_;
+  detail::PosIndex index_;
   std::vector<Due> due_;
   std::size_t due_head_ = 0;
   std::size_t volatile_ = 0;
