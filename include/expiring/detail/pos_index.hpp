@@ -30,7 +30,6 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <stdexcept>
 #include <utility>
 
 #include "bits.hpp"
@@ -41,7 +40,6 @@ namespace expiring::detail {
 class PosIndex {
  public:
   static constexpr std::size_t kSlots = 12;  // per group
-  static constexpr std::size_t kMaxSlots = std::size_t{0xFFFFFFFEu};
 
   PosIndex() noexcept = default;
   // A copy has every position at the same slot.
@@ -134,15 +132,7 @@ class PosIndex {
   // The smallest group count whose index holds n positions below its maximum load. Throws
   // std::length_error past 2^32 - 2 slots.
   static std::size_t groups_for(std::size_t n) {
-    if (n >= kMaxSlots) throw std::length_error("expiring: too many fields (2^32 - 2 slots at most)");
-    const std::size_t slots = n + n / 7 + 1;
-    const std::size_t need = (slots + kSlots - 1) / kSlots;
-    std::size_t g = 1;
-    while (g < need) {
-      if (g * 2 > kMaxSlots / kSlots) throw std::length_error("expiring: too many fields (2^32 - 2 slots at most)");
-      g <<= 1;
-    }
-    return g;
+    return power_of_two_groups(n, kSlots, "expiring: too many fields (2^32 - 2 slots at most)");
   }
 
   // Rebuilds the index with `groups` groups (at least groups_for(size())), each position p

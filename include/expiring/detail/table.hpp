@@ -74,6 +74,22 @@ inline void prefetch_write(const void* p) noexcept {
 #endif
 }
 
+// The smallest power-of-two count of groups of `per` slots that holds n entries below a
+// maximum load of 7/8. Throws std::length_error(too_many) past 2^32 - 2 slots (slot indices
+// are 32-bit).
+inline std::size_t power_of_two_groups(std::size_t n, std::size_t per, const char* too_many) {
+  constexpr std::size_t kMax = std::size_t{std::numeric_limits<std::uint32_t>::max() - 1};
+  if (n >= kMax) throw std::length_error(too_many);  // (first: n + n / 7 wraps for n near 2^64)
+  const std::size_t slots = n + n / 7 + 1;
+  const std::size_t need = (slots + per - 1) / per;
+  std::size_t g = 1;
+  while (g < need) {
+    if (g * 2 > kMax / per) throw std::length_error(too_many);
+    g <<= 1;
+  }
+  return g;
+}
+
 // The 16 control bytes of one group.
 struct ControlGroup {
   static constexpr std::uint32_t kSlotMask = (1u << kGroupSlots) - 1;
@@ -305,16 +321,7 @@ class SlotTable {
   // The smallest group count whose table holds n entries below its maximum load. Throws
   // std::length_error past 2^32 - 1 slots (slot indices are 32-bit).
   static std::size_t groups_for(std::size_t n) {
-    // Maximum load: 7/8 of the slots. (Checked first: n + n / 7 wraps for n near 2^64.)
-    if (n >= kMaxSlots) throw std::length_error("expiring: too many keys (2^32 - 2 slots at most)");
-    const std::size_t slots = n + n / 7 + 1;
-    const std::size_t need = (slots + kGroupSlots - 1) / kGroupSlots;
-    std::size_t g = 1;
-    while (g < need) {
-      if (g * 2 > kMaxSlots / kGroupSlots) throw std::length_error("expiring: too many keys (2^32 - 2 slots at most)");
-      g <<= 1;
-    }
-    return g;
+    return power_of_two_groups(n, kGroupSlots, "expiring: too many keys (2^32 - 2 slots at most)");
   }
 
   // The allocation of a table of `groups` groups, made before anything moves (so that a
