@@ -4,8 +4,9 @@
 Compiles bench/compile_cost/store_tu.cpp (a Store<string, string>, a
 Store<u64, u64> and five calls), store_options_tu.cpp (the same stores built
 from Options), include_only.cpp and the baseline absl_tu.cpp (the same unit
-over absl::flat_hash_map) with g++ -O2, alternating the four in each round, and prints each one's median time and its ratio to the baseline,
-in CPU time (the compiler's user + system time) and in wall time.
+over absl::flat_hash_map) with g++ -O2, alternating the four in each round,
+and prints each one's median time and its ratio to the baseline, in CPU time
+(the compiler's user + system time) and in wall time.
 Usage: compile_cost.py [--rounds N] [--cxx g++] [extra flags...]
 """
 import argparse

@@ -318,8 +318,8 @@ class SlotTable {
 
   // ---- rehash -------------------------------------------------------------------------
 
-  // The smallest group count whose table holds n entries below its maximum load. Throws
-  // std::length_error past 2^32 - 1 slots (slot indices are 32-bit).
+  // The smallest group count whose table holds n entries below its maximum load (7/8). Throws
+  // std::length_error past 2^32 - 2 slots (slot indices are 32-bit).
   static std::size_t groups_for(std::size_t n) {
     return power_of_two_groups(n, kGroupSlots, "expiring: too many keys (2^32 - 2 slots at most)");
   }
