@@ -318,6 +318,20 @@ class FieldMap {
     return n;
   }
 
+  // A hint for a caller about to reclaim this map's due fields (a store's tick() knows which
+  // hashes come next): prefetches what the reclaim reads first, a small map's deadlines (it
+  // scans them all) or a large one's due-list head, and the last field (an erase moves it).
+  // Changes nothing.
+  void prefetch_for_reclaim() const noexcept {
+    if (volatile_ == 0) return;
+    if (fields_.size() <= kSmall) {
+      detail::prefetch_range(deadlines_.data(), deadlines_.size());
+    } else if (due_head_ < due_.size()) {
+      detail::prefetch_read(due_.data() + due_head_);
+    }
+    detail::prefetch_read(&fields_.back());
+  }
+
   // Heap bytes held (fields' own heap blocks not counted).
   std::size_t bytes() const noexcept { return weighed_bytes() + due_.capacity() * sizeof(Due); }
   // bytes() without the due-list (at most 0.25 bytes a field), which queries of the time

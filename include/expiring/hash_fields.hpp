@@ -763,7 +763,16 @@ class HashFieldOps<Engine, V, true>
           }
           left -= reclaim_fields(i, now, static_cast<std::size_t>(left));
         },
-        [&] { return left != 0 && ((++visits & 15) != 0 || time_left()); });
+        [&] { return left != 0 && ((++visits & 15) != 0 || time_left()); },
+        [&](std::uint32_t j, detail::TimerWheel::Ahead a) {
+          // The hashes reclaimed next: their entries first, then (once those are in) the
+          // deadlines each reclaim scans.
+          if (a == detail::TimerWheel::Ahead::far) {
+            s.ks_.prefetch_entry(j);
+          } else if (const hash_map_type* m = traits::map(s.ks_.entry(j).value); m != nullptr) {
+            m->prefetch_for_reclaim();
+          }
+        });
     report.fields_expired = quota - left;
     field_sequence_ = left == 0 ? field_sequence_ + quota : 0;
   }

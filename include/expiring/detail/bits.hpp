@@ -1,10 +1,41 @@
-// expiring/detail/bits.hpp: the bit scans the table, the volatile-key bitmap and the timer
-// wheel share (compiler builtins where there are, a loop otherwise).
+// expiring/detail/bits.hpp: the bit scans and prefetch hints the tables, the volatile-key
+// bitmap and the timer wheel share (compiler builtins where there are, a loop or nothing
+// otherwise).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace expiring::detail {
+
+// Hints: bring p's cache line in to be read, or written (never fault, change nothing).
+inline void prefetch_read(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
+// Every line of the n bytes at p. A loop of prefetches alone has no effect C++ can observe,
+// so GCC (-ffinite-loops, the default for C++11 and later at -O2) deletes it: an empty
+// volatile asm in the body keeps it.
+inline void prefetch_range(const void* p, std::size_t n) noexcept {
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
+  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(p) + n;
+  for (std::uintptr_t a = first; a < end; a += 64) {
+    prefetch_read(reinterpret_cast<const void*>(a));
+#if defined(__GNUC__) || defined(__clang__)
+    __asm__ volatile("");
+#endif
+  }
+}
+inline void prefetch_write(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 1, 3);
+#else
+  (void)p;
+#endif
+}
 
 // Index of the lowest set bit of m; m != 0.
 inline int lowest_bit(std::uint64_t m) noexcept {

@@ -257,13 +257,28 @@ class TimerWheel {
     return total == size_;
   }
 
+  // How far ahead advance() announces the keys it will reclaim (see Ahead).
+  static constexpr std::size_t kAheadFar = 8;
+  static constexpr std::size_t kAheadNear = 3;
+  // Which announcement: `far` comes kAheadFar reclaims before the key's own, `near`
+  // kAheadNear before it.
+  enum class Ahead { far, near };
+  struct NoAhead {
+    void operator()(std::uint32_t, Ahead) const noexcept {}
+  };
+
   // Moves the wheel's clock towards `now`, reclaiming due keys and cascading buckets whose
   // time has come. Before each key it touches it calls budget(), which returns false to stop
   // (the wheel resumes there on the next call). reclaim(i) must erase entry i (and so call
   // erase()). Stops early only on the budget, or when a due bucket holds a key that is not
   // stale at `now` (possible only if the clock went backwards).
-  template <class Es, class Reclaim, class Budget>
-  void advance(Es& es, std::int64_t now, Reclaim&& reclaim, Budget&& budget) {
+  //
+  // A bucket of due keys is drained from its back, so the keys reclaimed next are known in
+  // advance: ahead(j, Ahead::far) and then ahead(j, Ahead::near) are called for each one a
+  // few reclaims before its own, so that the caller can prefetch what its reclaim will read
+  // (a hint: it must not change anything). The wheel prefetches its own entries' lines.
+  template <class Es, class Reclaim, class Budget, class AheadFn = NoAhead>
+  void advance(Es& es, std::int64_t now, Reclaim&& reclaim, Budget&& budget, AheadFn&& ahead = AheadFn{}) {
     const std::uint64_t target = bias(now);
     const std::uint64_t target_slot = target >> kSlotBits;
     // The clock stepped back by more than a second (a wall clock can): re-place every key
@@ -320,10 +335,12 @@ class TimerWheel {
         }
         advance_clock(slot_start);
         std::vector<std::uint32_t>& v = buckets_[j];
+        announce_start(es, v, ahead);
         while (!v.empty()) {
           const std::uint32_t i = v.back();
           if (!es[i].is_stale(now)) return;  // the clock went backwards; retry next tick
           if (!budget()) return;
+          announce(es, v, ahead);
           reclaim(i);
         }
         continue;
@@ -350,6 +367,27 @@ class TimerWheel {
 
  private:
   static constexpr int shift(int level) noexcept { return kSlotBits + kLevelBits * level; }
+  // A bucket drained from its back: announce_start() before its first reclaim (the keys up to
+  // kAheadFar from the back: far, and those up to kAheadNear: near as well), announce() before
+  // each reclaim (the key kAheadFar from the back: far, the one kAheadNear from it: near).
+  template <class Es, class AheadFn>
+  static void announce_start(Es& es, const std::vector<std::uint32_t>& v, AheadFn& ahead) noexcept {
+    const std::size_t n = v.size();
+    for (std::size_t k = 1; k < kAheadFar && k < n; ++k) {
+      prefetch_read(&es[v[n - 1 - k]]);
+      ahead(v[n - 1 - k], Ahead::far);
+    }
+    for (std::size_t k = 1; k < kAheadNear && k < n; ++k) ahead(v[n - 1 - k], Ahead::near);
+  }
+  template <class Es, class AheadFn>
+  static void announce(Es& es, const std::vector<std::uint32_t>& v, AheadFn& ahead) noexcept {
+    const std::size_t n = v.size();
+    if (n > kAheadFar) {
+      prefetch_read(&es[v[n - 1 - kAheadFar]]);
+      ahead(v[n - 1 - kAheadFar], Ahead::far);
+    }
+    if (n > kAheadNear) ahead(v[n - 1 - kAheadNear], Ahead::near);
+  }
   static constexpr std::uint64_t low_mask(int bits) noexcept { return (std::uint64_t{1} << bits) - 1; }
   static constexpr std::uint64_t bit(int bucket) noexcept {
     return std::uint64_t{1} << (bucket & (kBucketsPerLevel - 1));

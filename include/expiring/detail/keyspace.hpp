@@ -518,13 +518,16 @@ class Keyspace {
     }
   }
   // tick()'s field cycle: TimerWheel::advance over the indexed hashes. reclaim(i) must take
-  // entry i out of the wheel or re-index it later than `now` (or stop the budget).
-  template <class Reclaim, class Budget>
-  void advance_hashes(std::int64_t now, Reclaim&& reclaim, Budget&& budget) {
+  // entry i out of the wheel or re-index it later than `now` (or stop the budget); ahead(i,
+  // TimerWheel::Ahead) announces the entries reclaimed next, for prefetching.
+  template <class Reclaim, class Budget, class Ahead>
+  void advance_hashes(std::int64_t now, Reclaim&& reclaim, Budget&& budget, Ahead&& ahead) {
     if constexpr (kHashes) {
-      if (fields_.wheel.size() != 0) fields_.wheel.advance(fields_.slots, now, reclaim, budget);
+      if (fields_.wheel.size() != 0) fields_.wheel.advance(fields_.slots, now, reclaim, budget, ahead);
     }
   }
+  // Prefetches entry i's lines (its key and value: a hint).
+  void prefetch_entry(std::uint32_t i) const noexcept { prefetch_range(&table_[i], sizeof(entry_type)); }
 
   // ---- self-check (tests) -----------------------------------------------------------
 

@@ -59,21 +59,6 @@ inline constexpr std::uint32_t kNoSlot = 0xFFFFFFFFu;
 inline constexpr std::size_t kGroupSlots = 15;
 inline constexpr std::size_t kGroupBytes = 16;
 
-inline void prefetch_read(const void* p) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(p, 0, 3);
-#else
-  (void)p;
-#endif
-}
-inline void prefetch_write(const void* p) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(p, 1, 3);
-#else
-  (void)p;
-#endif
-}
-
 // The smallest power-of-two count of groups of `per` slots that holds n entries below a
 // maximum load of 7/8. Throws std::length_error(too_many) past 2^32 - 2 slots (slot indices
 // are 32-bit).
