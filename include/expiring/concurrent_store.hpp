@@ -997,7 +997,7 @@ class BasicConcurrentStore
     // The buffer's next lines, for the next units: 32 shards' tails are more streams than the
     // hardware prefetcher follows, and a write to a line not in the cache waits for it.
     const std::size_t ahead = sh.log_bytes.size() + 128;
-    if (ahead < sh.log_bytes.capacity()) EXPIRING_PREFETCH_WRITE(sh.log_bytes.data() + ahead);
+    if (ahead < sh.log_bytes.capacity()) detail::prefetch_write(sh.log_bytes.data() + ahead);
     last_sent() = last;
     if (sh.log_bytes.size() >= log_shard_limit_ && !log_due_.load(std::memory_order_relaxed)) {
       log_due_.store(true, std::memory_order_relaxed);

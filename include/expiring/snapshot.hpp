@@ -75,7 +75,7 @@
 
 #include "change_feed.hpp"
 #include "codec.hpp"
-#include "detail/attributes.hpp"
+#include "detail/bits.hpp"
 #include "error.hpp"
 #include "field_map.hpp"
 
@@ -738,7 +738,7 @@ class SeenKeys {
     reserve(recs.size());
     constexpr std::size_t kAhead = 8;
     for (std::size_t i = 0; i < recs.size(); ++i) {
-      if (i + kAhead < recs.size()) EXPIRING_PREFETCH_WRITE(&slots_[home(hash(recs[i + kAhead]))]);
+      if (i + kAhead < recs.size()) detail::prefetch_write(&slots_[home(hash(recs[i + kAhead]))]);
       if (const std::optional<std::size_t> first = insert(recs, i, hash(recs[i]))) return std::make_pair(*first, i);
     }
     return std::nullopt;

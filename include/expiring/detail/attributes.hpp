@@ -3,22 +3,18 @@
 //                          not a template)
 //   EXPIRING_INLINE        a hot path the optimiser must inline
 //   EXPIRING_UNLIKELY(x)   a branch that is rarely taken
-//   EXPIRING_PREFETCH_WRITE(p)  bring p's cache line in, to be written (a hint; never faults)
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)
 #define EXPIRING_NOINLINE __attribute__((noinline))
 #define EXPIRING_INLINE inline __attribute__((always_inline))
 #define EXPIRING_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define EXPIRING_PREFETCH_WRITE(p) __builtin_prefetch((p), 1, 3)
 #elif defined(_MSC_VER)
 #define EXPIRING_NOINLINE __declspec(noinline)
 #define EXPIRING_INLINE __forceinline
 #define EXPIRING_UNLIKELY(x) (x)
-#define EXPIRING_PREFETCH_WRITE(p) ((void)(p))
 #else
 #define EXPIRING_NOINLINE
 #define EXPIRING_INLINE inline
 #define EXPIRING_UNLIKELY(x) (x)
-#define EXPIRING_PREFETCH_WRITE(p) ((void)(p))
 #endif

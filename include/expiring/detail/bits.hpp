@@ -9,29 +9,27 @@
 namespace expiring::detail {
 
 // Hints: bring p's cache line in to be read, or written (never fault, change nothing).
+// GCC 12 at -O2 deletes a prefetch whose only effect is the prefetch: one under a condition
+// (prefetch_slot()'s "if the group has a match") or in a loop of prefetches alone
+// (-ffinite-loops). An empty volatile asm that takes the address keeps it where it is.
 inline void prefetch_read(const void* p) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
   __builtin_prefetch(p, 0, 3);
+  __asm__ volatile("" : : "r"(p));
 #else
   (void)p;
 #endif
 }
-// Every line of the n bytes at p. A loop of prefetches alone has no effect C++ can observe,
-// so GCC (-ffinite-loops, the default for C++11 and later at -O2) deletes it: an empty
-// volatile asm in the body keeps it.
+// Every line of the n bytes at p.
 inline void prefetch_range(const void* p, std::size_t n) noexcept {
   const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
   const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(p) + n;
-  for (std::uintptr_t a = first; a < end; a += 64) {
-    prefetch_read(reinterpret_cast<const void*>(a));
-#if defined(__GNUC__) || defined(__clang__)
-    __asm__ volatile("");
-#endif
-  }
+  for (std::uintptr_t a = first; a < end; a += 64) prefetch_read(reinterpret_cast<const void*>(a));
 }
 inline void prefetch_write(const void* p) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
   __builtin_prefetch(p, 1, 3);
+  __asm__ volatile("" : : "r"(p));
 #else
   (void)p;
 #endif
