@@ -9,6 +9,7 @@
 //   invalid flag sets built at run time give an Errc before the number or the key is looked at,
 //   and every error leaves the store exactly as it was.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -960,4 +961,22 @@ TEMPLATE_TEST_CASE("expire: re-timing live keys moves them in the expiry index e
   clock.set(support::T0 + 100'001);
   for (int n = 0; n < 200 && store.size() > 0; ++n) store.tick(expiring::CycleKind::Slow);
   CHECK(store.size() == 0);
+}
+
+TEST_CASE("checked_add agrees with range tests at the int64 edges", "[expire][D6]") {
+  const std::int64_t lo = std::numeric_limits<std::int64_t>::min();
+  const std::int64_t hi = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t edges[] = {lo, lo + 1, lo / 2, -1'000'000, -1, 0, 1, 1'000'000, hi / 2, hi - 1, hi};
+  std::size_t overflows = 0;
+  for (const std::int64_t a : edges) {
+    for (const std::int64_t b : edges) {
+      const bool fits = !((b > 0 && a > hi - b) || (b < 0 && a < lo - b));  // the plain reference
+      std::int64_t out = 42;
+      CAPTURE(a, b);
+      CHECK(expiring::detail::checked_add(a, b, out) == fits);
+      CHECK(out == (fits ? a + b : 42));  // untouched on overflow
+      overflows += fits ? 0 : 1;
+    }
+  }
+  CHECK(overflows == 28);  // of the 121 pairs, 28 leave the range (so both outcomes are tested)
 }

@@ -13,9 +13,13 @@ inline constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max
 inline constexpr std::int64_t kInt64Min = std::numeric_limits<std::int64_t>::min();
 
 // a + b, or false on overflow.
+// (The sum is taken modulo 2^64, where it is defined; it overflowed when its sign differs
+// from both operands'. Four instructions on every write with a TTL, against ten for two
+// range tests.)
 constexpr bool checked_add(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
-  if ((b > 0 && a > kInt64Max - b) || (b < 0 && a < kInt64Min - b)) return false;
-  out = a + b;
+  const std::uint64_t r = static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b);
+  if ((((static_cast<std::uint64_t>(a) ^ r) & (static_cast<std::uint64_t>(b) ^ r)) >> 63) != 0) return false;
+  out = static_cast<std::int64_t>(r);
   return true;
 }
 
