@@ -228,7 +228,11 @@ void ActiveExpire::sweep_wheel(TickReport& report, Keyspace& ks, const Options& 
     reclaim(ks.slot_of(i));
     ++report.expired;
   };
-  ks.expiry().advance(ks.entries_mut(), now, reclaim_index, budget);
+  // The keys reclaimed next: the wheel brings in their entries; their control bytes too.
+  auto ahead = [&](std::uint32_t i, TimerWheel::Ahead a) {
+    if (a == TimerWheel::Ahead::far) ks.prefetch_control(i);
+  };
+  ks.expiry().advance(ks.entries_mut(), now, reclaim_index, budget, ahead);
   report.sampled = work;
   report.rounds = static_cast<std::uint32_t>((work + per_round - 1) / per_round);
   if (ks.expires_size() == 0) avg_ttl_ = 0;

@@ -239,6 +239,8 @@ class SlotTable {
     free_ctx_ = ctx;
   }
 
+  // Prefetches the control byte of slot i, to be written (erase(i) clears it).
+  void prefetch_control(std::uint32_t i) const noexcept { prefetch_write(ctrl_ + (i / kGroupSlots) * kGroupBytes); }
   // Prefetches the control group a lookup of h reads first.
   void prefetch_group(std::uint64_t h) const noexcept { prefetch_read(ctrl_ + home(h) * kGroupBytes); }
   // Prefetches the first slot of h's home group whose fingerprint matches (call after
