@@ -1198,10 +1198,14 @@ class BasicConcurrentStore
         const detail::Readers::Section section(readers_);
         if (detail::ReaderSlot* slot = section.slot()) {
           for (std::size_t j = 0; j < n; ++j) ps[j].shard->engine->prefetch_racy_group(ps[j].h);
-          for (std::size_t j = 0; j < n; ++j) {
-            const detail::ShardLock& lock = ps[j].shard->lock;
-            const std::uint64_t v = lock.read_begin();
-            if ((v & 1) == 0) ps[j].shard->engine->prefetch_racy_slot(ps[j].h, [&] { return lock.read_valid(v); });
+          // The slots too, if the tables are too large to be in cache (one shard's, times the
+          // shards, stands for all of them).
+          if (ps[0].shard->engine->racy_table_bytes() * shards_n_ >= detail::kSlotPrefetchBytes) {
+            for (std::size_t j = 0; j < n; ++j) {
+              const detail::ShardLock& lock = ps[j].shard->lock;
+              const std::uint64_t v = lock.read_begin();
+              if ((v & 1) == 0) ps[j].shard->engine->prefetch_racy_slot(ps[j].h, [&] { return lock.read_valid(v); });
+            }
           }
           for (std::size_t j = 0; j < n; ++j) {
             V value{};

@@ -1754,11 +1754,7 @@ template <class Keys>
 std::size_t ExpiringStore<K, V, H, E, C, P>::get_many(const Keys& keys, const V** out) {
   const std::int64_t now = now_ms();
   constexpr std::size_t kBatch = 16;
-  // Stage 2 pays only when the slots are out of cache: at 1e4 u64 keys (0.4 MB of table) a
-  // batch cost 1.10x a get() loop with it and 0.91x without; at 1e6 (~40 MB), 0.44x with it
-  // and 0.72x without (bench_engine E6).
-  constexpr std::size_t kSlotPrefetchBytes = std::size_t{4} << 20;
-  const bool prefetch_slots = ks_.table_bytes() >= kSlotPrefetchBytes;
+  const bool prefetch_slots = ks_.table_bytes() >= detail::kSlotPrefetchBytes;  // (stage 2)
   std::uint64_t hashes[kBatch];
   std::size_t hits = 0;
   std::size_t done = 0;

@@ -257,6 +257,9 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
     const auto view = ks_.view();
     if (valid()) keyspace_type::table_type::prefetch_slot_in(view, h);
   }
+  // The bytes of the table's block as a racy read sees it (a torn read gives a wrong number,
+  // which only decides whether to prefetch).
+  std::size_t racy_table_bytes() const noexcept { return keyspace_type::table_type::bytes_in(ks_.view()); }
   // The 64-bit hash read_racy() takes, from hash_function()(key).
   std::uint64_t hash_from(std::uint64_t raw) const noexcept { return ks_.template hash_from<K>(raw); }
   // fn(ctx) is called before the table frees a block of entries.
