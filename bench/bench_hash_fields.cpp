@@ -16,7 +16,8 @@
 //    stepping 100 ms a tick (hz 10). Reports the ticks it takes (and how many after the last
 //    deadline), and the CPU per reclaimed field of all the ticks together, against hdel() of
 //    every field in the same deadline order through the same API on an identical store
-//    (the baseline: the same removals, asked for one by one).
+//    (the baseline: the same removals, asked for one by one). Goal (W5): <= 1.0x in the
+//    1e4 small hashes (one hash of 1e6 fields is shown beside it).
 // 3. Lateness when 1% of fields are due: of 1e6 fields in 1e4 hashes, 1% have deadlines
 //    uniform over the next 10 s and the rest are an hour away; ticks every 100 ms. Each
 //    reclaimed field's lateness (tick time - deadline, from the hexpired events; the field's
@@ -325,14 +326,20 @@ int main(int argc, char** argv) {
   }
 
   std::printf("\n2. reclaiming every field by tick() (deadlines over 100 s, a tick per 100 ms, hz 10)\n");
-  std::printf("%-14s %8s %12s %15s %15s %8s\n", "shape", "ticks", "after last", "tick() ns/f", "hdel() ns/f", "ratio");
+  std::printf("%-14s %8s %12s %15s %15s %8s %6s\n", "shape", "ticks", "after last", "tick() ns/f", "hdel() ns/f", "ratio",
+              "goal");
   for (const std::size_t hashes : {total / 100, std::size_t{1}}) {
     const ReclaimRow r = reclaim(hashes, total / hashes, keys, fields);
     char shape[64];
     std::snprintf(shape, sizeof shape, "%zu x %zu", hashes, total / hashes);
-    std::printf("%-14s %8llu %12llu %15.0f %15.0f %7.2fx\n", shape, static_cast<unsigned long long>(r.ticks),
-                static_cast<unsigned long long>(r.ticks_after_last), r.tick_ns_per_field, r.hdel_ns_per_field,
-                r.tick_ns_per_field / r.hdel_ns_per_field);
+    const double ratio = r.tick_ns_per_field / r.hdel_ns_per_field;
+    std::printf("%-14s %8llu %12llu %15.0f %15.0f %7.2fx", shape, static_cast<unsigned long long>(r.ticks),
+                static_cast<unsigned long long>(r.ticks_after_last), r.tick_ns_per_field, r.hdel_ns_per_field, ratio);
+    if (hashes == 10'000) {  // W5's shape (not --smoke's 100 hashes, where a tick's fixed cost dominates)
+      std::printf(" %5.1fx %s\n", 1.0, ratio <= 1.0 ? "pass" : "MISS");
+    } else {
+      std::printf("\n");
+    }
   }
 
   std::printf("\n3. lateness when 1%% of fields are due (over 10 s; a tick per 100 ms)\n");
