@@ -1754,7 +1754,8 @@ template <class Keys>
 std::size_t ExpiringStore<K, V, H, E, C, P>::get_many(const Keys& keys, const V** out) {
   const std::int64_t now = now_ms();
   constexpr std::size_t kBatch = 16;
-  const bool prefetch_slots = ks_.table_bytes() >= detail::kSlotPrefetchBytes;  // (stage 2)
+  // (stage 2; the slot table's block alone, in O(1): table_bytes() also walks a wheel's buckets)
+  const bool prefetch_slots = keyspace_type::table_type::bytes_in(ks_.view()) >= detail::kSlotPrefetchBytes;
   std::uint64_t hashes[kBatch];
   std::size_t hits = 0;
   std::size_t done = 0;

@@ -14,8 +14,7 @@ inline constexpr std::int64_t kInt64Min = std::numeric_limits<std::int64_t>::min
 
 // a + b, or false on overflow.
 // (The sum is taken modulo 2^64, where it is defined; it overflowed when its sign differs
-// from both operands'. Four instructions on every write with a TTL, against ten for two
-// range tests.)
+// from both operands': one sign test instead of two range tests.)
 constexpr bool checked_add(std::int64_t a, std::int64_t b, std::int64_t& out) noexcept {
   const std::uint64_t r = static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b);
   if ((((static_cast<std::uint64_t>(a) ^ r) & (static_cast<std::uint64_t>(b) ^ r)) >> 63) != 0) return false;
