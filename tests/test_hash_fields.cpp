@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 #include <optional>
 #include <ostream>
 #include <random>
@@ -1744,6 +1745,88 @@ TEST_CASE("hash fields: a value that points into the same hash is taken before t
   REQUIRE(s.hset("k", "a", *b).ok());  // b points into the hash that hset() opens
   CHECK(*s.hget("k", "a").value() == "value-of-b-long-enough-for-the-heap");
   CHECK(*s.hget("k", "b").value() == "value-of-b-long-enough-for-the-heap");
+  CHECK(s.check_invariants());
+}
+
+TEST_CASE("hash fields: the short paths of HSET, HGET and HPEXPIREAT, with nothing listening", "[hash_fields]") {
+  // No listener, feed, memory limit or access data: hset(), hget() and one field's
+  // hpexpireat() take their inline short paths on a live hash with nothing due.
+  ManualClock clock(kT0);
+  HStore s(clock, Hfx::options());
+  const std::string big(40, 'v');  // on the heap
+  REQUIRE(s.hset("k", {{"a", "x"}, {"b", big}, {"c", "y"}}).ok());
+  REQUIRE(s.stats().subexpiry == 0);
+
+  SECTION("an overwrite with a value from the same hash, from itself, and from a part of itself") {
+    REQUIRE(ok(s.hset("k", "a", *s.hget("k", "b").value())) == 0);  // another field's value
+    CHECK(*s.hget("k", "a").value() == big);
+    REQUIRE(ok(s.hset("k", "b", *s.hget("k", "b").value())) == 0);  // its own
+    CHECK(*s.hget("k", "b").value() == big);
+    const std::string_view tail = std::string_view(*s.hget("k", "b").value()).substr(30);
+    REQUIRE(ok(s.hset("k", "b", tail)) == 0);  // an overlapping part of its own
+    CHECK(*s.hget("k", "b").value() == std::string(10, 'v'));
+    REQUIRE(ok(s.hset("k", "d", *s.hget("k", "a").value())) == 1);  // a new field: the hash may grow
+    CHECK(*s.hget("k", "d").value() == big);
+    CHECK(s.check_invariants());
+  }
+  SECTION("an overwrite clears the TTL, and the hash leaves the index with its last one") {
+    REQUIRE(ok(s.hpexpireat("k", kT0 + 500, {"a"})) == Codes{1});
+    REQUIRE(ok(s.hpexpireat("k", kT0 + 300, {"b"})) == Codes{1});  // an earlier deadline re-indexes
+    CHECK(s.stats().subexpiry == 1);
+    REQUIRE(ok(s.hset("k", "a", "x2")) == 0);
+    CHECK(ok(s.hpttl("k", {"a", "b"})) == Times{-1, 300});
+    CHECK(s.stats().subexpiry == 1);
+    REQUIRE(ok(s.hset("k", "b", "y2")) == 0);
+    CHECK(ok(s.hpttl("k", {"a", "b"})) == Times{-1, -1});
+    CHECK(s.stats().subexpiry == 0);
+    clock.set(kT0 + 1000);
+    (void)s.tick();
+    CHECK(ok(s.hlen("k")) == 3);
+    CHECK(s.check_invariants());
+  }
+  SECTION("a deadline set on the short path is met by tick() and by a read") {
+    REQUIRE(ok(s.hpexpireat("k", kT0 + 200, {"a"})) == Codes{1});
+    REQUIRE(ok(s.hpexpireat("k", kT0 + 100, {"c"})) == Codes{1});
+    REQUIRE(ok(s.hpexpireat("k", kT0 + 100, {"nope"})) == Codes{-2});
+    clock.set(kT0 + 101);
+    (void)s.tick();  // c is due: tick() finds the hash by its lowered bound
+    CHECK(s.stats().expired_subkeys == 1);
+    CHECK(ok(s.hlen("k")) == 2);
+    clock.set(kT0 + 201);
+    CHECK(s.hget("k", "a").value() == nullptr);  // a is due: the read takes the general path
+    CHECK(s.stats().expired_subkeys == 2);
+    CHECK(ok(s.hlen("k")) == 1);
+    CHECK(s.check_invariants());
+  }
+  SECTION("hits and misses are counted as on the general path") {
+    const auto hits = s.stats().keyspace_hits;
+    const auto misses = s.stats().keyspace_misses;
+    CHECK(*s.hget("k", "a").value() == "x");
+    CHECK(s.hget("k", "zz").value() == nullptr);  // a missing field of a live key is a hit
+    CHECK(s.hget("nokey", "a").value() == nullptr);
+    CHECK(s.stats().keyspace_hits == hits + 2);
+    CHECK(s.stats().keyspace_misses == misses + 1);
+  }
+}
+
+TEST_CASE("hash fields: long keys and field names that differ in one byte are different", "[hash_fields]") {
+  // Keys and field names compare inline in 8-byte words; every length up to 100 bytes, with
+  // the one differing byte at the start, the middle and the end.
+  ManualClock clock(kT0);
+  HStore s(clock, Hfx::options());
+  for (std::size_t n = 1; n <= 100; n += 3) {
+    for (const std::size_t at : std::set<std::size_t>{0, n / 2, n - 1}) {
+      std::string k(n, 'k');
+      std::string f(n, 'f');
+      REQUIRE(ok(s.hset(k, f, "base")) <= 1);
+      k[at] = 'K';
+      f[at] = 'F';
+      REQUIRE(ok(s.hset(k, f, "other")) == 1);
+      CHECK(*s.hget(k, f).value() == "other");
+      CHECK(s.hget(k, std::string(n, 'f')).value() == nullptr);
+      CHECK(*s.hget(std::string(n, 'k'), std::string(n, 'f')).value() == "base");
+    }
+  }
   CHECK(s.check_invariants());
 }
 

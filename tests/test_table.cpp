@@ -1246,9 +1246,10 @@ TEST_CASE("keyspace: compact shrinks a sparse table only within the budget", "[t
 
 TEST_CASE("keys: inline string equality agrees with std::equal_to at every length and every differing byte", "[table]") {
   // detail::keys_equal compares std::string / std::string_view keys and field names inline
-  // (8- and 4-byte words, overlapping at the end); it must answer as operator== does.
+  // (8- and 4-byte words, overlapping at the end, in a loop past 16 bytes); it must answer as
+  // operator== does.
   const std::equal_to<> eq;
-  for (std::size_t n = 0; n <= 48; ++n) {
+  for (std::size_t n = 0; n <= 80; ++n) {
     std::string a(n, 'k');
     for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<char>('a' + (i * 7) % 26);
     const std::string same = a;

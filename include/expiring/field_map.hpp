@@ -46,6 +46,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/attributes.hpp"
 #include "detail/hash_value.hpp"
 #include "detail/pos_index.hpp"
 #include "detail/table.hpp"
@@ -138,9 +139,7 @@ class FieldMap {
   // (A caller that knows the hasher before it has the map hashes while the map is fetched.)
   template <class N>
   std::uint32_t find(const N& name, std::uint64_t hash) const {
-    if (fields_.empty()) return npos;
-    const std::uint32_t slot = find_slot(hash, name);
-    return slot == npos ? npos : index_[slot];
+    return index_.find_pos(hash, [&](std::uint32_t pos) { return detail::keys_equal(FieldEq{}, fields_[pos].name, name); });
   }
 
   // ---- writing -----------------------------------------------------------------------------
@@ -155,9 +154,8 @@ class FieldMap {
   // The same with the name's hash already computed, as find(name, hash).
   template <class N, class VV>
   std::pair<std::uint32_t, bool> assign(N&& name, VV&& value, std::uint64_t h) {
-    const std::uint32_t slot = find_slot(h, name);
-    if (slot != npos) {
-      const std::uint32_t pos = index_[slot];
+    const std::uint32_t pos = find(name, h);
+    if (pos != npos) {
       fields_[pos].value = std::forward<VV>(value);
       clear_deadline(pos);
       return {pos, false};
@@ -203,16 +201,13 @@ class FieldMap {
 
   // Sets the field's deadline, 0 <= when <= kMaxDeadline (the caller refuses others with
   // Redis's error; here they throw std::out_of_range).
-  void set_deadline(std::uint32_t pos, std::int64_t when) {
-    if (when < 0 || when > kMaxDeadline) throw std::out_of_range("expiring::FieldMap: deadline beyond 2^46 - 1 ms");
-    if (deadlines_.empty()) {
-      deadlines_.reserve(grown(fields_.size()) * kDeadlineBytes);
-      deadlines_.assign(fields_.size() * kDeadlineBytes, 0xFF);
-    }
+  EXPIRING_INLINE void set_deadline(std::uint32_t pos, std::int64_t when) {
+    if (EXPIRING_UNLIKELY(when < 0 || when > kMaxDeadline)) throw_beyond_cap();
+    if (EXPIRING_UNLIKELY(deadlines_.empty())) add_deadline_column();
     const std::int64_t before = load(pos);
     if (before == kNoDeadline) ++volatile_;
     store(pos, when);
-    note_retimed(pos);
+    if (fields_.size() > kSmall) note_retimed(pos);
     if (when <= small_earliest_) {
       small_earliest_ = when;  // (still exact if it was)
     } else if (before == small_earliest_) {
@@ -238,7 +233,7 @@ class FieldMap {
   // earliest, from its due-list. The store indexes a hash by it: a hash reached early by
   // tick() has nothing due, and is then indexed by its exact earliest, found by the reclaim's
   // own scan. So re-timing a field of a small hash never scans its deadlines.
-  std::int64_t earliest_bound() {
+  EXPIRING_INLINE std::int64_t earliest_bound() {
     if (volatile_ == 0) return kNoDeadline;
     if (fields_.size() <= kSmall) return small_earliest_;
     return earliest_deadline();
@@ -393,10 +388,6 @@ class FieldMap {
   }
 
   template <class N>
-  std::uint32_t find_slot(std::uint64_t h, const N& name) const {
-    return index_.find(h, [&](std::uint32_t pos) { return detail::keys_equal(FieldEq{}, fields_[pos].name, name); });
-  }
-  template <class N>
   std::uint64_t hash_of(const N& name) const {
     // A moved-from map has no hasher, and no fields: the default one is as good.
     return static_cast<std::uint64_t>((hash_ ? *hash_ : *default_hasher())(name));
@@ -426,6 +417,15 @@ class FieldMap {
     if (!deadlines_.empty()) deadlines_.insert(deadlines_.end(), kDeadlineBytes, static_cast<unsigned char>(0xFF));
     index_.emplace_new(h, pos);
     return pos;
+  }
+
+  [[noreturn]] EXPIRING_NOINLINE static void throw_beyond_cap() {
+    throw std::out_of_range("expiring::FieldMap: deadline beyond 2^46 - 1 ms");
+  }
+  // The first deadline: the column, every field persistent.
+  EXPIRING_NOINLINE void add_deadline_column() {
+    deadlines_.reserve(grown(fields_.size()) * kDeadlineBytes);
+    deadlines_.assign(fields_.size() * kDeadlineBytes, 0xFF);
   }
 
   // Room for n fields' deadlines and a quarter more.

@@ -51,12 +51,16 @@
 // deletes the key if it is empty. tick()'s field cycle drains the wheel's due buckets, whose
 // next hashes it knows a few reclaims ahead: it prefetches each one's entry, then its
 // deadlines, so that fetching the next overlaps reclaiming this one (an hdel() cannot: the
-// caller's next key is unknown). HGET, HSET and the HEXPIRE family hash their (first) field
-// while the key is looked up, and open() is inlined into each (out of line, it cost hget
-// 40% at 100 x 100 fields and half its time at 1e4 x 100, with the same cache misses). HSET
-// and HPEXPIREAT of one field into a live hash with nothing due take a short path when
+// caller's next key is unknown). HGET, HSET and one field's HEXPIRE each begin with an inline
+// short path: for a live hash none of whose fields may be due (find_plain_hash()), when
 // nothing asks for more (plain_field_write(): no memory limit, access data, feed or listener
-// of the write's event). The members live in this layer between the engine
+// of the write's event; for HGET, no access data), it hashes the field, finds the hash and
+// the field, makes the one change, re-indexes the hash only if its bound moved, and returns:
+// it queues nothing, so it delivers nothing. Everything else (a missing or stale key, a due
+// field, an error, several fields) goes to the general path, out of line (hget_general()
+// and the like), so that the general path's frame and checks cost the short one nothing. The
+// general paths hash their (first) field while the key is looked up, with open() inlined
+// into each. The members live in this layer between the engine
 // (detail/engine.hpp) and the store's face, chosen by the value type, so that stores of other
 // values have none of them; it uses the engine's protected API by inheritance, and is no
 // friend of anything.
@@ -138,17 +142,32 @@ class HashFieldOps<Engine, V, true>
   // (it may be refused with Errc::out_of_memory, as set() is). Cause `hset`.
   template <class KK, class FF, class VV>
   Result<std::size_t> hset(const KK& key, FF&& field, VV&& value) {
+    if (plain_field_write(KeyEventCause::hset)) {  // the short path: inline (plain_field_write())
+      const std::int64_t now = this->now_ms();
+      const std::uint64_t fh = field_hash(field);
+      const std::uint32_t i = find_plain_hash(key, now);
+      if (i != kNoPos) {
+        hash_map_type& m = map_at(i);
+        const std::uint32_t pos = find_field(m, field, fh);
+        if (pos != hash_map_type::npos && std::is_assignable_v<field_value_type&, VV&&>) {
+          // An overwrite moves no field, so a value pointing into this hash is still there.
+          if constexpr (std::is_assignable_v<field_value_type&, VV&&>) m.replace_value(pos, std::forward<VV>(value));
+          if (m.clear_deadline(pos)) plain_hash_changed(i, m, now);
+          return std::size_t{0};  // (queued nothing: no finish())
+        }
+        field_value_type v(std::forward<VV>(value));  // before the hash changes (it may point into it)
+        const bool added = assign_field(m, std::forward<FF>(field), std::move(v), fh).second;
+        plain_hash_changed(i, m, now);
+        return std::size_t{added ? 1u : 0u};
+      }
+    }
+    return hset_general(key, std::forward<FF>(field), std::forward<VV>(value));
+  }
+  template <class KK, class FF, class VV>
+  EXPIRING_NOINLINE Result<std::size_t> hset_general(const KK& key, FF&& field, VV&& value) {
     const std::int64_t now = this->now_ms();
     field_value_type v(std::forward<VV>(value));  // before opening the hash (it may point into it)
     const std::uint64_t fh = field_hash(field);
-    if (plain_field_write(KeyEventCause::hset)) {
-      const std::uint32_t i = find_plain_hash(key, now);
-      if (i != kNoPos) {
-        const bool added = assign_field(map_at(i), std::forward<FF>(field), std::move(v), fh).second;
-        hash_changed(i, now);
-        return finish(std::size_t{added ? 1u : 0u});
-      }
-    }
     Result<Opened> r = open_for_write(key, now, field, v);
     if (!r.ok()) return finish(r.error());
     bool added = false;
@@ -186,6 +205,22 @@ class HashFieldOps<Engine, V, true>
   // (see expiring_store.hpp, "Pointer validity"). Errc::wrong_type only for redis::Value.
   template <class KK, class FF>
   Result<const field_value_type*> hget(const KK& key, const FF& field) {
+    HashFieldOps& s = *this;
+    if (!s.access_.read_hook()) {  // the short path: a live hash with no field due, inline
+      const std::int64_t now = s.now_ms();
+      const std::uint64_t fh = field_hash(field);
+      const std::uint32_t i = find_plain_hash(key, now);
+      if (i != kNoPos) {
+        ++s.stats_.keyspace_hits;
+        const hash_map_type& m = map_at(i);
+        const std::uint32_t pos = find_field(m, field, fh);
+        return pos == hash_map_type::npos ? nullptr : &m.at(pos).value;  // (queued nothing: no finish())
+      }
+    }
+    return hget_general(key, field);
+  }
+  template <class KK, class FF>
+  EXPIRING_NOINLINE Result<const field_value_type*> hget_general(const KK& key, const FF& field) {
     const std::int64_t now = this->now_ms();
     const std::uint64_t fh = field_hash(field);
     Result<std::uint32_t> r = open(key, now, Access::read);
@@ -516,8 +551,36 @@ class HashFieldOps<Engine, V, true>
     return finish(removed);
   }
 
+  // The short path of one field's new deadline (see plain_field_write()): inline, with the
+  // general path out of line, so that its frame and its checks cost the common case nothing.
   template <class KK, class Fields>
   Result<void> expire_fields(const KK& key, const FieldExpireRequest& req, const Fields& fields, int* out) {
+    if (req.flags == ExpireFlags::None && field_count(fields) == 1 && plain_field_write(KeyEventCause::hexpire)) {
+      const std::int64_t now = this->now_ms();
+      const Result<std::int64_t> when = field_deadline(req, now);
+      if (when.ok() && *when > now) {
+        const auto& f = *std::begin(fields);
+        const std::uint64_t fh = field_hash(f);
+        const std::uint32_t i = find_plain_hash(key, now);
+        if (i != kNoPos) {
+          hash_map_type& m = map_at(i);
+          const std::uint32_t pos = find_field(m, f, fh);
+          if (pos == hash_map_type::npos) {
+            *out = FieldReply::no_field;
+          } else {
+            m.set_deadline(pos, *when);
+            *out = FieldReply::set;
+            plain_hash_changed(i, m, now);
+          }
+          return Result<void>();  // (queued nothing: no finish())
+        }
+      }
+    }
+    return expire_fields_general(key, req, fields, out);
+  }
+  template <class KK, class Fields>
+  EXPIRING_NOINLINE Result<void> expire_fields_general(const KK& key, const FieldExpireRequest& req, const Fields& fields,
+                                                       int* out) {
     HashFieldOps& s = *this;
     const ExpireFlags flags = req.flags;
     if (has(flags, ExpireFlags::NX) &&
@@ -533,21 +596,6 @@ class HashFieldOps<Engine, V, true>
     // The first field (usually the only one) is hashed while the hash is looked up.
     const std::uint64_t fh0 = std::begin(fields) != std::end(fields) ? field_hash(*std::begin(fields)) : 0;
     const std::size_t n = field_count(fields);
-    if (n == 1 && !past && flags == ExpireFlags::None && plain_field_write(KeyEventCause::hexpire)) {
-      const std::uint32_t i = find_plain_hash(key, now);
-      if (i != kNoPos) {
-        hash_map_type& m = map_at(i);
-        const std::uint32_t pos = find_field(m, *std::begin(fields), fh0);
-        if (pos == hash_map_type::npos) {
-          *out = FieldReply::no_field;
-        } else {
-          m.set_deadline(pos, when);
-          *out = FieldReply::set;
-          hash_changed(i, now);
-        }
-        return finish(Result<void>());
-      }
-    }
     Result<std::uint32_t> r = open(key, now, Access::write);
     if (!r.ok()) return finish(Result<void>(r.error()));
     if (*r == kNoPos) {
@@ -1061,14 +1109,22 @@ class HashFieldOps<Engine, V, true>
   // earliest_bound(): tick() reaching the hash early finds nothing due, and re-indexes it by
   // the exact one its scan found). Unchanged, the index is not touched.
   void hash_changed(std::uint32_t i, std::int64_t now) {
-    HashFieldOps& s = *this;
     hash_map_type& m = map_at(i);
-    if (m.empty()) {
-      s.remove(s.ks_.slot_of(i), KeyEventCause::del);
+    if (EXPIRING_UNLIKELY(m.empty())) {
+      remove_empty_hash(i);
       return;
     }
+    plain_hash_changed(i, m, now);
+  }
+  // hash_changed() of hash m (entry i's), which is not empty: inline in the short paths, with
+  // the rare re-indexing out of line.
+  EXPIRING_INLINE void plain_hash_changed(std::uint32_t i, hash_map_type& m, std::int64_t now) {
     const std::int64_t bound = m.earliest_bound();
-    if (bound != s.ks_.hash_deadline(i)) s.ks_.index_hash(i, bound, now);
+    if (bound != this->ks_.hash_deadline(i)) reindex_hash(i, bound, now);
+  }
+  EXPIRING_NOINLINE void remove_empty_hash(std::uint32_t i) { this->remove(this->ks_.slot_of(i), KeyEventCause::del); }
+  EXPIRING_NOINLINE void reindex_hash(std::uint32_t i, std::int64_t bound, std::int64_t now) {
+    this->ks_.index_hash(i, bound, now);
   }
 
   // Reclaims up to `max` stale fields of entry i's hash in deadline order (lazily, or by

@@ -276,22 +276,25 @@ class Engine : protected EngineState {
   slot_iterator lookup(const KK& lk, std::uint64_t h, std::int64_t now, detail::Access access,
                        detail::Touch touch = detail::Touch::yes) {
     const bool read = access == detail::Access::read;
-    auto it = ks_.find(lk, h);
+    const auto it = ks_.find(lk, h);
+    if (it != ks_.end() && !ks_.entry(it).is_stale(now)) {
+      if (read) ++stats_.keyspace_hits;
+      if (EXPIRING_UNLIKELY(access_.read_hook()) && touch == detail::Touch::yes) return touch_(*this, it, now, access);
+      return it;
+    }
+    return lookup_missed(it, now, read);
+  }
+  // lookup() of a missing or stale key (out of line: the hit's path stays short).
+  EXPIRING_NOINLINE slot_iterator lookup_missed(slot_iterator it, std::int64_t now, bool read) {
     if (it != ks_.end()) {
-      if (!ks_.entry(it).is_stale(now)) {
-        if (read) ++stats_.keyspace_hits;
-        if (EXPIRING_UNLIKELY(access_.read_hook()) && touch == detail::Touch::yes) return touch_(*this, it, now, access);
-        return it;
-      }
-      if (EXPIRING_UNLIKELY(!replica().reclaims_on_read()) && read) {  // missing, left in place
+      if (EXPIRING_UNLIKELY(!replica().reclaims_on_read()) && read) {  // stale, left in place
         ++stats_.keyspace_misses;
         return ks_.end();
       }
       expire_entry(it, now);
-      it = ks_.end();
     }
     if (read) ++stats_.keyspace_misses;
-    return it;
+    return ks_.end();
   }
   // The slot of a live key that has a TTL, or kNoPos (reclaims nothing, counts nothing): what
   // the short paths of set() and the EXPIRE family start from (see plain_writes()).

@@ -32,6 +32,7 @@
 #include <new>
 #include <utility>
 
+#include "attributes.hpp"
 #include "bits.hpp"
 #include "table.hpp"
 
@@ -84,6 +85,26 @@ class PosIndex {
       for (std::uint32_t m = match(grp.ctrl, fp); m != 0; m &= m - 1) {
         const std::size_t j = static_cast<std::size_t>(lowest_bit(m));
         if (eq(grp.pos[j])) return static_cast<std::uint32_t>(g * kSlots + j);
+      }
+      if ((grp.ctrl[kSlots] & ControlGroup::overflow_bit(fp)) == 0) return kNoSlot;
+      ++step;
+      g = (g + step) & mask_;
+    }
+    return kNoSlot;
+  }
+
+  // The position p with hash h for which eq(p) holds, or kNoSlot: find() without the slot
+  // (the position is read from the group the probe is in, not recomputed from the slot).
+  template <class Eq>
+  EXPIRING_INLINE std::uint32_t find_pos(std::uint64_t h, Eq&& eq) const {
+    if (groups_ == 0) return kNoSlot;
+    const unsigned char fp = fingerprint(h);
+    std::size_t g = home(h);
+    for (std::size_t step = 0; step <= mask_;) {
+      const Group& grp = g_[g];
+      for (std::uint32_t m = match(grp.ctrl, fp); m != 0; m &= m - 1) {
+        const std::uint32_t p = grp.pos[lowest_bit(m)];
+        if (eq(p)) return p;
       }
       if ((grp.ctrl[kSlots] & ControlGroup::overflow_bit(fp)) == 0) return kNoSlot;
       ++step;
