@@ -53,6 +53,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/attributes.hpp"
+
 #if defined(__linux__)
 #include <sys/random.h>
 #else
@@ -325,7 +327,16 @@ class Xxh3Secret {
   HashKey key() const noexcept { return key_; }
 
  protected:
-  std::uint64_t hash_bytes(const void* p, std::size_t n) const noexcept {
+  EXPIRING_INLINE std::uint64_t hash_bytes(const void* p, std::size_t n) const noexcept {
+#if XXH_VERSION_NUMBER >= 800 && XXH_VERSION_NUMBER < 900
+    // Up to 16 bytes (integers, most keys and field names), XXH3's own short-input function
+    // inline: the value XXH3_64bits_withSecret() returns (it calls the same function with a
+    // zero seed), without a call, which would make the probe around it save its registers.
+    if (n <= 16) return XXH3_len_0to16_64b(static_cast<const xxh_u8*>(p), n, secret_, 0);
+#endif
+    return hash_long(p, n);
+  }
+  EXPIRING_NOINLINE std::uint64_t hash_long(const void* p, std::size_t n) const noexcept {
     return XXH3_64bits_withSecret(p, n, secret_, sizeof secret_);
   }
 

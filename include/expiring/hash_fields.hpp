@@ -990,7 +990,7 @@ class HashFieldOps<Engine, V, true>
   // The entry of a live hash at `key` none of whose fields may be due (earliest_bound()), or
   // kNoPos: the general path then opens it (reclaiming, creating or refusing).
   template <class KK>
-  std::uint32_t find_plain_hash(const KK& key, std::int64_t now) {
+  EXPIRING_INLINE std::uint32_t find_plain_hash(const KK& key, std::int64_t now) {
     HashFieldOps& s = *this;
     const auto& lk = Engine::lookup_key(key);
     const std::uint32_t i = s.ks_.find_index(lk, s.ks_.hash_of(lk));
