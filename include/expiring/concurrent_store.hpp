@@ -1118,7 +1118,7 @@ class BasicConcurrentStore
   // get() of an optimistic store. One way out: an optional assembled on several paths is
   // written member by member and then copied whole, a failed store-to-load forward (~12
   // cycles) per copy (GCC 12; measured: 30 -> 19 ns per get() at 1e4 keys).
-  std::optional<V> get_unlocked(const RacyKey& k) {
+  EXPIRING_INLINE std::optional<V> get_unlocked(const RacyKey& k) {
     V value{};
     RacyRead r = get_optimistic(k, value);
     if (r != RacyRead::hit && r != RacyRead::miss) r = get_locked(k, value);
@@ -1137,7 +1137,7 @@ class BasicConcurrentStore
   // a read section (read_section.hpp) so that no block is freed under it. `hit` (the value in
   // `value`) or `miss`, counted; otherwise the read must take the lock (writers kept coming,
   // the key is stale, this thread has no reader id).
-  RacyRead get_optimistic(const RacyKey& k, V& value) {
+  EXPIRING_INLINE RacyRead get_optimistic(const RacyKey& k, V& value) {
     const Probe p = probe_of(k);
     const detail::Readers::Section section(readers_);
     if (section.slot() == nullptr) return RacyRead::locked;
@@ -1145,7 +1145,7 @@ class BasicConcurrentStore
   }
   // One optimistic read in an open section, tried again while a writer is seen (a few times:
   // a write takes tens of ns); counts a hit or miss. `value` holds the value only on a hit.
-  RacyRead read_in_section(detail::ReaderSlot& slot, const Probe& p, const RacyKey& k, V& value) {
+  EXPIRING_INLINE RacyRead read_in_section(detail::ReaderSlot& slot, const Probe& p, const RacyKey& k, V& value) {
     RacyRead r = read_once(p, k, value);
     if (EXPIRING_UNLIKELY(r == RacyRead::torn)) r = read_again(p, k, value);
     if (EXPIRING_UNLIKELY(r == RacyRead::hit_unrecorded)) {
@@ -1158,7 +1158,7 @@ class BasicConcurrentStore
     return r;
   }
   // One optimistic read: torn when a writer held the lock or ran meanwhile.
-  RacyRead read_once(const Probe& p, const RacyKey& k, V& value) const {
+  EXPIRING_INLINE RacyRead read_once(const Probe& p, const RacyKey& k, V& value) const {
     const detail::ShardLock& lock = p.shard->lock;
     const std::uint64_t v = lock.read_begin();
     if ((v & 1) != 0) return RacyRead::torn;

@@ -213,7 +213,7 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   // key that may match is held outside its slot). Counts nothing (the caller counts hits and
   // misses). Only when kRacyReads.
   template <class Valid>
-  RacyRead read_racy(const racy_key_type& key, std::uint64_t h, V& out, Valid&& valid) const {
+  EXPIRING_INLINE RacyRead read_racy(const racy_key_type& key, std::uint64_t h, V& out, Valid&& valid) const {
     static_assert(kRacyReads, "read_racy() needs trivially copyable values and byte or short-string keys");
     const bool hook = access_.read_hook();
     // Only an LRU limit's reads may go unrecorded; idle TTLs and LFU counters are kept locked.
