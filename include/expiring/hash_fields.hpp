@@ -557,8 +557,8 @@ class HashFieldOps<Engine, V, true>
   Result<void> expire_fields(const KK& key, const FieldExpireRequest& req, const Fields& fields, int* out) {
     if (req.flags == ExpireFlags::None && field_count(fields) == 1 && plain_field_write(KeyEventCause::hexpire)) {
       const std::int64_t now = this->now_ms();
-      const Result<std::int64_t> when = field_deadline(req, now);
-      if (when.ok() && *when > now) {
+      const std::int64_t when = plain_field_deadline(req, now);
+      if (when > now) {
         const auto& f = *std::begin(fields);
         const std::uint64_t fh = field_hash(f);
         const std::uint32_t i = find_plain_hash(key, now);
@@ -568,7 +568,7 @@ class HashFieldOps<Engine, V, true>
           if (pos == hash_map_type::npos) {
             *out = FieldReply::no_field;
           } else {
-            m.set_deadline(pos, *when);
+            m.set_deadline(pos, when);
             *out = FieldReply::set;
             plain_hash_changed(i, m, now);
           }
@@ -1179,6 +1179,16 @@ class HashFieldOps<Engine, V, true>
     return n;
   }
 
+  // field_deadline() for the short path: the deadline, or kMinDeadline for anything the
+  // general path must answer (an error). HPEXPIREAT's time is its deadline.
+  static std::int64_t plain_field_deadline(const FieldExpireRequest& req, std::int64_t now) {
+    if (req.base == TimeBase::absolute && req.unit == TimeUnit::ms && !req.overflowed) {
+      return req.amount >= 0 && req.amount <= kMaxFieldDeadline ? req.amount : kMinDeadline;
+    }
+    const Result<std::int64_t> w = field_deadline(req, now);
+    return w.ok() ? *w : kMinDeadline;
+  }
+  static constexpr std::int64_t kMinDeadline = std::numeric_limits<std::int64_t>::min();
   // The deadline of HEXPIRE's family from its time argument (research §1.2, D25).
   static Result<std::int64_t> field_deadline(const FieldExpireRequest& req, std::int64_t now) {
     if (req.amount < 0) return Errc::negative_expire_time;
