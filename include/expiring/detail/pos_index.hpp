@@ -77,40 +77,13 @@ class PosIndex {
   // The slot of the position p with hash h for which eq(p) holds, or kNoSlot.
   template <class Eq>
   std::uint32_t find(std::uint64_t h, Eq&& eq) const {
-    if (groups_ == 0) return kNoSlot;
-    const unsigned char fp = fingerprint(h);
-    std::size_t g = home(h);
-    for (std::size_t step = 0; step <= mask_;) {
-      const Group& grp = g_[g];
-      for (std::uint32_t m = match(grp.ctrl, fp); m != 0; m &= m - 1) {
-        const std::size_t j = static_cast<std::size_t>(lowest_bit(m));
-        if (eq(grp.pos[j])) return static_cast<std::uint32_t>(g * kSlots + j);
-      }
-      if ((grp.ctrl[kSlots] & ControlGroup::overflow_bit(fp)) == 0) return kNoSlot;
-      ++step;
-      g = (g + step) & mask_;
-    }
-    return kNoSlot;
+    return probe(h, eq, [](std::size_t g, std::size_t j, std::uint32_t) { return static_cast<std::uint32_t>(g * kSlots + j); });
   }
-
   // The position p with hash h for which eq(p) holds, or kNoSlot: find() without the slot
   // (the position is read from the group the probe is in, not recomputed from the slot).
   template <class Eq>
   EXPIRING_INLINE std::uint32_t find_pos(std::uint64_t h, Eq&& eq) const {
-    if (groups_ == 0) return kNoSlot;
-    const unsigned char fp = fingerprint(h);
-    std::size_t g = home(h);
-    for (std::size_t step = 0; step <= mask_;) {
-      const Group& grp = g_[g];
-      for (std::uint32_t m = match(grp.ctrl, fp); m != 0; m &= m - 1) {
-        const std::uint32_t p = grp.pos[lowest_bit(m)];
-        if (eq(p)) return p;
-      }
-      if ((grp.ctrl[kSlots] & ControlGroup::overflow_bit(fp)) == 0) return kNoSlot;
-      ++step;
-      g = (g + step) & mask_;
-    }
-    return kNoSlot;
+    return probe(h, eq, [](std::size_t, std::size_t, std::uint32_t p) { return p; });
   }
 
   // Whether the index is at its maximum load: the next insertion must rehash first.
@@ -192,6 +165,26 @@ class PosIndex {
   };
   static_assert(sizeof(Group) == 64, "a group is one cache line");
   static constexpr std::uint32_t kSlotMask = (1u << kSlots) - 1;
+
+  // The probe of find() and find_pos(): found(group, slot in it, position) of the position p
+  // for which eq(p) holds, or kNoSlot.
+  template <class Eq, class Found>
+  EXPIRING_INLINE std::uint32_t probe(std::uint64_t h, Eq& eq, Found&& found) const {
+    if (groups_ == 0) return kNoSlot;
+    const unsigned char fp = fingerprint(h);
+    std::size_t g = home(h);
+    for (std::size_t step = 0; step <= mask_;) {
+      const Group& grp = g_[g];
+      for (std::uint32_t m = match(grp.ctrl, fp); m != 0; m &= m - 1) {
+        const auto j = static_cast<std::size_t>(lowest_bit(m));
+        if (eq(grp.pos[j])) return found(g, j, grp.pos[j]);
+      }
+      if ((grp.ctrl[kSlots] & ControlGroup::overflow_bit(fp)) == 0) return kNoSlot;
+      ++step;
+      g = (g + step) & mask_;
+    }
+    return kNoSlot;
+  }
 
   // Bit j set when slot j's control byte is c (bytes 12..15 are never a slot).
   static std::uint32_t match(const unsigned char* ctrl, unsigned char c) noexcept {
