@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "../hash.hpp"
+#include "attributes.hpp"
 #include "shard_lock.hpp"
 
 #if defined(__linux__)
@@ -177,9 +178,9 @@ class ReaderIds {
 
   // This thread's id, or kNone when every id is taken.
   static int mine() noexcept {
-    int id = tl_id();
-    if (id >= 0) return id;
-    return id == kUnassigned ? assign() : kNone;
+    const int id = tl_id();
+    if (EXPIRING_UNLIKELY(id < 0)) return first_use(id);
+    return id;
   }
   // One more than the largest id handed out so far (slots above it were never used).
   static std::size_t high_water() noexcept { return static_cast<std::size_t>(top().load(std::memory_order_acquire)); }
@@ -214,6 +215,8 @@ class ReaderIds {
       pool().free.push_back(id);
     }
   };
+  // mine() without an id yet: takes one (or had none to take).
+  EXPIRING_NOINLINE static int first_use(int id) noexcept { return id == kUnassigned ? assign() : kNone; }
   static int assign() noexcept {
     int id = kNone;
     try {
@@ -270,12 +273,14 @@ class Readers {
     for (std::size_t i = 0; i < n_; ++i) slots_[i].draws.store(0x9E3779B97F4A7C15ull * (2 * i + 1), std::memory_order_relaxed);
   }
 
+  // Whether there are slots: enter() may be called only then.
+  bool enabled() const noexcept { return n_ != 0; }
   // Enters a read section on this thread's slot; nullptr when the thread has no id (the
-  // caller takes the lock instead).
+  // caller takes the lock instead). Only when enabled().
   ReaderSlot* enter() noexcept {
     const int id = ReaderIds::mine();
-    if (id < 0 || n_ == 0) return nullptr;
-    ReaderSlot* s = &slots_[static_cast<std::size_t>(id)];
+    if (EXPIRING_UNLIKELY(id < 0)) return nullptr;
+    ReaderSlot* s = slots_.get() + id;
     s->seq.store(s->seq.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     light_fence(asymmetric_);
     EXPIRING_IGNORE_READS_BEGIN();

@@ -215,11 +215,39 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
   template <class Valid>
   EXPIRING_INLINE RacyRead read_racy(const racy_key_type& key, std::uint64_t h, V& out, Valid&& valid) const {
     static_assert(kRacyReads, "read_racy() needs trivially copyable values and byte or short-string keys");
-    const bool hook = access_.read_hook();
-    // Only an LRU limit's reads may go unrecorded; idle TTLs and LFU counters are kept locked.
-    if (EXPIRING_UNLIKELY(hook) && (access_.idle_ms() != 0 || is_lfu(options_.maxmemory_policy))) {
-      return RacyRead::locked;
-    }
+    if (EXPIRING_UNLIKELY(access_.read_hook())) return read_racy_hooked(key, h, out, valid);
+    return read_racy_plain(key, h, out, valid);
+  }
+  // get_many()'s prefetch stages for read_racy(): the control group of h (an address from a
+  // possibly torn read: a prefetch cannot fault), then its likely slot, which reads the control
+  // bytes, so only if valid() says the table's addresses were read with no writer running.
+  void prefetch_racy_group(std::uint64_t h) const noexcept { keyspace_type::table_type::prefetch_group_in(ks_.view(), h); }
+  template <class Valid>
+  void prefetch_racy_slot(std::uint64_t h, Valid&& valid) const noexcept {
+    const auto view = ks_.view();
+    if (valid()) keyspace_type::table_type::prefetch_slot_in(view, h);
+  }
+  // The bytes of the table's block as a racy read sees it (a torn read gives a wrong number,
+  // which only decides whether to prefetch).
+  std::size_t racy_table_bytes() const noexcept { return keyspace_type::table_type::bytes_in(ks_.view()); }
+  // The 64-bit hash read_racy() takes, from hash_function()(key).
+  std::uint64_t hash_from(std::uint64_t raw) const noexcept { return ks_.template hash_from<K>(raw); }
+  // fn(ctx) is called before the table frees a block of entries.
+  void set_free_hook(void (*fn)(void*), void* ctx) noexcept { ks_.entries_mut().set_free_hook(fn, ctx); }
+
+ private:
+  // read_racy() with access data kept: only an LRU limit's reads may go unrecorded (the
+  // caller redoes a sample of them under the lock); idle TTLs and LFU counters are kept
+  // under the lock. Out of line: the plain read stays short.
+  template <class Valid>
+  EXPIRING_NOINLINE RacyRead read_racy_hooked(const racy_key_type& key, std::uint64_t h, V& out, Valid& valid) const {
+    if (access_.idle_ms() != 0 || is_lfu(options_.maxmemory_policy)) return RacyRead::locked;
+    const RacyRead r = read_racy_plain(key, h, out, valid);
+    return r == RacyRead::hit ? RacyRead::hit_unrecorded : r;
+  }
+  // read_racy() with nothing recorded on a hit.
+  template <class Valid>
+  EXPIRING_INLINE RacyRead read_racy_plain(const racy_key_type& key, std::uint64_t h, V& out, Valid& valid) const {
     const auto view = ks_.view();
     if (!valid()) return RacyRead::torn;
     const entry_type* slots = view.slots;
@@ -246,26 +274,9 @@ class ShardStore : public ExpiringStore<K, V, Hash, KeyEqual, Clock, ExpiryPolic
     std::memcpy(&deadline, &slots[i].deadline, sizeof deadline);
     if (deadline != detail::kNoDeadline && this->now_ms() > deadline) return RacyRead::locked;
     std::memcpy(static_cast<void*>(&out), static_cast<const void*>(&slots[i].value), sizeof(V));
-    return hook ? RacyRead::hit_unrecorded : RacyRead::hit;
+    return RacyRead::hit;
   }
-  // get_many()'s prefetch stages for read_racy(): the control group of h (an address from a
-  // possibly torn read: a prefetch cannot fault), then its likely slot, which reads the control
-  // bytes, so only if valid() says the table's addresses were read with no writer running.
-  void prefetch_racy_group(std::uint64_t h) const noexcept { keyspace_type::table_type::prefetch_group_in(ks_.view(), h); }
-  template <class Valid>
-  void prefetch_racy_slot(std::uint64_t h, Valid&& valid) const noexcept {
-    const auto view = ks_.view();
-    if (valid()) keyspace_type::table_type::prefetch_slot_in(view, h);
-  }
-  // The bytes of the table's block as a racy read sees it (a torn read gives a wrong number,
-  // which only decides whether to prefetch).
-  std::size_t racy_table_bytes() const noexcept { return keyspace_type::table_type::bytes_in(ks_.view()); }
-  // The 64-bit hash read_racy() takes, from hash_function()(key).
-  std::uint64_t hash_from(std::uint64_t raw) const noexcept { return ks_.template hash_from<K>(raw); }
-  // fn(ctx) is called before the table frees a block of entries.
-  void set_free_hook(void (*fn)(void*), void* ctx) noexcept { ks_.entries_mut().set_free_hook(fn, ctx); }
 
- private:
   // Stores a transferred entry under `key` (a write lookup; a live key is replaced unless
   // cond is NX), with its TTL exactly; raises `cause`.
   // `all_valid` (apply()): a stored key is replaced whether stale or not, and a deadline
