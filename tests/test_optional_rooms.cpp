@@ -148,3 +148,61 @@ TEST_CASE("a copy of a store keeps the rooms its original installed", "[rooms]")
   CHECK(ops.size() >= 4);  // three SETs and the eviction's DEL, from the copy's shared feed
   CHECK(store.size() == 0);
 }
+
+// set() and pexpire() of a live key with a TTL take a short path while nothing listens
+// (plain_writes(), a flag the setters keep). Each setter that makes a write need more must
+// end the short path, and the setter that undoes it must bring it back: checked by turning
+// a listener, a feed and a memory limit on and off between writes to the same live key.
+TEST_CASE("the short write paths end while a listener, feed or limit is on, and come back", "[rooms]") {
+  ManualClock clock(T0);
+  S store(clock);
+  REQUIRE(store.set("k", "v0", 10s) == true);
+  REQUIRE(store.set("k", "v1", 10s) == true);  // short path: nothing to see
+  REQUIRE(store.pexpire("k", 20'000) == true);
+
+  std::vector<expiring::KeyEventCause> seen;
+  store.set_listener([&](const S::event_type& e) { seen.push_back(e.cause); },
+                     expiring::KeyEventCauses{expiring::KeyEventCause::expire});
+  REQUIRE(store.pexpire("k", 30'000) == true);
+  REQUIRE(store.set("k", "v2", 10s) == true);
+  CHECK(seen == std::vector<expiring::KeyEventCause>{expiring::KeyEventCause::expire, expiring::KeyEventCause::expire});
+  store.set_listener(nullptr);
+  REQUIRE(store.pexpire("k", 40'000) == true);
+  CHECK(seen.size() == 2);
+
+  // A listener of removals only leaves the short path on: no event is owed to it.
+  store.set_listener([&](const S::event_type& e) { seen.push_back(e.cause); }, expiring::KeyEventCauses::removals());
+  REQUIRE(store.set("k", "v3", 10s) == true);
+  CHECK(seen.size() == 2);
+  store.set_listener(nullptr);
+
+  std::vector<ChangeOp> ops;
+  store.set_change_feed([&](const S::change_type& c) { ops.push_back(c.op); });
+  REQUIRE(store.set("k", "v4", 10s) == true);
+  REQUIRE(store.pexpire("k", 50'000) == true);
+  CHECK(ops == std::vector<ChangeOp>{ChangeOp::set, ChangeOp::pexpireat});
+  store.set_change_feed(nullptr);
+  REQUIRE(store.set("k", "v5", 10s) == true);
+  CHECK(ops.size() == 2);
+
+  // An entry bound under LRU: an overwrite is an access, so the key written last stays.
+  REQUIRE(store.del("k") == 1);
+  store.set_maxmemory_policy(EvictionPolicy::allkeys_lru);
+  REQUIRE(store.set_maxmemory_samples(64).ok());  // 64 draws over 2 keys: b is all but sure to be seen
+  store.set_max_entries(2);
+  REQUIRE(store.set("a", "1", 100s) == true);
+  clock.advance(5s);
+  REQUIRE(store.set("b", "2", 100s) == true);
+  clock.advance(5s);
+  REQUIRE(store.set("a", "3", 100s) == true);  // a is now the most recently used
+  clock.advance(5s);
+  REQUIRE(store.set("c", "4", 100s) == true);  // evicts b
+  CHECK(store.get("b") == nullptr);
+  REQUIRE(store.get("a") != nullptr);
+  CHECK(*store.get("a") == "3");
+  CHECK(store.pttl("a") == 95'000);
+  store.set_max_entries(0);
+  store.set_maxmemory_policy(EvictionPolicy::noeviction);
+  REQUIRE(store.set("b", "5", 10s) == true);
+  CHECK(store.size() == 3);
+}

@@ -776,6 +776,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     options_.expire_after_access = std::chrono::milliseconds(ms.ms);
     install_touch();
     access_.set_idle_ms(ms.ms);
+    update_plain_writes();
     return {};
   }
 
@@ -917,7 +918,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // (see change_feed.hpp). Cost without a feed: one test per change.
   void set_change_feed(change_feed_type feed) {
     install_feed();
-    notify_.feed().set(std::move(feed));
+    notify_.set_feed(std::move(feed));
+    update_plain_writes();
   }
   // The sequence number (Change::seq) of the last record sent, 0 before the first: a snapshot
   // taken now holds every record up to it (SnapshotInfo::feed_seq).
@@ -995,7 +997,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // queue that is delivered before the operation returns. A set() with a TTL raises two events
   // (`set`, `expire`): subscribe to KeyEventCauses::removals() to pay only for removals.
   void set_listener(listener_type listener, KeyEventCauses causes = KeyEventCauses::all()) {
-    notify_.events().set_listener(std::move(listener), causes);
+    notify_.set_listener(std::move(listener), causes);
+    update_plain_writes();
   }
 
   // INFO stats and keyspace figures (semantics.md D12).
@@ -1093,6 +1096,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   using engine_type::is_lfu;
   using engine_type::update_eviction_flags;
   using engine_type::plain_writes;
+  using engine_type::update_plain_writes;
   using engine_type::weight;
   using engine_type::account;
   using engine_type::unaccount;

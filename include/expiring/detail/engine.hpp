@@ -395,6 +395,7 @@ class Engine : protected EngineState {
     const bool want = AccessTracker::wants_words(gov_.bounded(), options_.maxmemory_policy);
     if (want != access_.words()) ks_.enable_access(want);
     access_.set_words(want);
+    update_plain_writes();
   }
   // Whether a write needs none of the optional rooms: no memory or entry bound (so no
   // admission, eviction or weighing), no access data or idle TTL, no lazy free of replaced
@@ -404,10 +405,13 @@ class Engine : protected EngineState {
     if constexpr (kHashes) {
       return false;
     } else {
-      return !gov_.bounded() && !access_.words() && access_.idle_ms() == 0 && !options_.lazyfree_lazy_server_del &&
-             !notify_.recording() && !notify_.events().wants(KeyEventCause::set) &&
-             !notify_.events().wants(KeyEventCause::expire);
+      return plain_writes_;
     }
+  }
+  // Recomputes plain_writes() after any of its parts changed: set_eviction_flags() (bounds,
+  // access words), and the store's setters of the idle TTL, the feed and the listener.
+  void update_plain_writes() noexcept {
+    plain_writes_ = !gov_.bounded() && !access_.read_hook() && !options_.lazyfree_lazy_server_del && notify_.quiet_writes();
   }
   // ---- memory (the governor room: detail/memory.hpp) ----
   std::size_t weight(const entry_type& e) const noexcept { return gov_.weight(e.key, e.value); }
@@ -585,6 +589,7 @@ class Engine : protected EngineState {
   bool (*evict_)(Engine&, std::int64_t, EvictionTarget) = nullptr;
   void (*record_)(Engine&, KeyEventCause, const entry_type&, FieldOp, const V*) = nullptr;
 
+  bool plain_writes_ = true;  // plain_writes(), kept by update_plain_writes()
   Clock clock_;
   keyspace_type ks_;
   Notifier<K, V> notify_;      // events and change-feed records (set_listener(), set_change_feed())

@@ -52,12 +52,26 @@ class Notifier {
     std::optional<std::int64_t> deadline;
   };
 
+  // (Events are pushed through events(); the listener is set by set_listener().)
   events_type& events() noexcept { return events_; }
   const events_type& events() const noexcept { return events_; }
   feed_type& feed() noexcept { return feed_; }
   const feed_type& feed() const noexcept { return feed_; }
   // Whether a change feed is set: when not, no record is made.
   bool recording() const noexcept { return feed_.on(); }
+  // Whether a key's write or TTL change needs nothing from this room: no feed, no listener
+  // of `set` or `expire` (the engine's plain_writes()). One load: kept by the two setters.
+  bool quiet_writes() const noexcept { return quiet_writes_; }
+
+  // The feed and the listener are set here, so that quiet_writes() follows them.
+  void set_feed(typename feed_type::function_type fn) {
+    feed_.set(std::move(fn));
+    update_quiet();
+  }
+  void set_listener(typename events_type::listener_type listener, KeyEventCauses causes) {
+    events_.set_listener(std::move(listener), causes);
+    update_quiet();
+  }
 
   // The record of a change that leaves its entry in place. `idle`: the store has an idle TTL
   // (an update moves the deadline, so it is sent). `emptied`: a hash whose last field went,
@@ -168,9 +182,14 @@ class Notifier {
   };
 
  private:
+  void update_quiet() noexcept {
+    quiet_writes_ = !feed_.on() && !events_.wants(KeyEventCause::set) && !events_.wants(KeyEventCause::expire);
+  }
+
   events_type events_;
   feed_type feed_;
   const void* set_ = nullptr;  // the entry the current call's last `set` record was about
+  bool quiet_writes_ = true;
   bool arbitrary_ = false;     // in scan() or random_key(): lazy DELs go one by one
 };
 
