@@ -6,7 +6,9 @@
 // its default shards, and each of its calls takes its shard's lock. Three operations, as in
 // bench_hash_fields part 4: hget() of a live field (ExpiringStore returns a pointer,
 // ConcurrentStore a copy; a fourth row, "hget+copy", has ExpiringStore's caller copy the value
-// into a std::optional too, as a caller that keeps it does), hpexpireat() of one field (a
+// into a std::optional too, as a caller that keeps it does; a fifth, "hvisit", reads the value
+// in place on both: ConcurrentStore's hvisit() of the field under the lock against
+// ExpiringStore's hget() pointer), hpexpireat() of one field (a
 // different deadline each time), hset() of an existing field (which clears its TTL; every
 // field gets one again between rounds). At 1e4 x 100 and 100 x 100 (smoke: 100 x 100).
 //
@@ -57,8 +59,8 @@ double median(std::vector<double> v) {
 }
 
 struct Row {
-  double conc_ns[4];   // hget, hpexpireat, hset, hget (the store's caller copies)
-  double store_ns[4];
+  double conc_ns[5];   // hget, hpexpireat, hset, hget (the store's caller copies), hvisit
+  double store_ns[5];
 };
 
 Row run(std::size_t hashes, std::size_t per, const std::vector<std::string>& keys, const std::vector<std::string>& fields,
@@ -84,7 +86,9 @@ Row run(std::size_t hashes, std::size_t per, const std::vector<std::string>& key
     }
   }
   give_ttls();
-  std::vector<double> samples[7];  // the store's three, then the concurrent store's, then the store's hget+copy
+  // The store's three, then the concurrent store's, then the store's hget+copy, then the
+  // store's hget reading the value and the concurrent store's hvisit of it.
+  std::vector<double> samples[9];
   std::uint64_t sink = 0;
   std::int64_t when = hour;
   std::vector<std::uint32_t> order;
@@ -133,6 +137,16 @@ Row run(std::size_t hashes, std::size_t per, const std::vector<std::string>& key
         },
         again, conc_hget);
     pair(
+        samples[7],
+        [&](const std::string& k, const std::string& f) {
+          const auto v = store.hget(k, f);
+          if (v.ok() && *v != nullptr) sink += (**v).size();
+        },
+        samples[8],
+        [&](const std::string& k, const std::string& f) {
+          (void)conc.hvisit(k, f, [&](const std::string& v) { sink += v.size(); });
+        });
+    pair(
         samples[1],
         [&](const std::string& k, const std::string& f) {
           int code = 0;
@@ -158,6 +172,8 @@ Row run(std::size_t hashes, std::size_t per, const std::vector<std::string>& key
   }
   row.store_ns[3] = median(samples[6]);
   row.conc_ns[3] = row.conc_ns[0];
+  row.store_ns[4] = median(samples[7]);
+  row.conc_ns[4] = median(samples[8]);
   return row;
 }
 
@@ -176,10 +192,10 @@ int main(int argc, char** argv) {
   if (!smoke) shapes.insert(shapes.begin(), max_hashes);
   for (const std::size_t hashes : shapes) {
     const Row r = run(hashes, 100, keys, fields, smoke ? 3 : 21);
-    const char* names[4] = {"hget", "hpexpireat", "hset", "hget+copy"};
+    const char* names[5] = {"hget", "hpexpireat", "hset", "hget+copy", "hvisit"};
     char label[64];
     std::snprintf(label, sizeof label, "%zu x 100", hashes);
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 5; ++i) {
       const double ratio = r.conc_ns[i] / r.store_ns[i];
       std::printf("%-12s %-11s %9.1f %9.1f %7.2fx %5.1fx %s\n", label, names[i], r.conc_ns[i], r.store_ns[i], ratio, kGoal,
                   ratio <= kGoal ? "pass" : "MISS");

@@ -372,7 +372,8 @@ class BasicConcurrentStore
   // the contract; include <expiring/field_map.hpp>). Each call is atomic for its key under
   // the shard's lock; tick() (and an Expirer) runs each shard's field cycle after its key
   // cycle; events go out after the lock, as for keys. Values leave by copy: hget() returns a
-  // std::optional, hmget() fills optionals, hvisit() shows the fields in place under the lock.
+  // std::optional, hmget() fills optionals, hvisit() shows a field or all of them in place under
+  // the lock.
   // The multi-field forms (hset of pairs, hdel, the HEXPIRE and HTTL families, hpersist) are
   // api/hash_commands.hpp's, over the primitives at the end of this section. On a store whose
   // values are not hashes, these members do not compile.
@@ -424,6 +425,12 @@ class BasicConcurrentStore
   template <class KK, class FF>
   Result<bool> hexists(const KK& key, const FF& field) {
     return with_hash(key, [&](engine_type& e) { return e.hexists(key, field); });
+  }
+  // HGET as a visit: fn(const FV&) under the shard's lock if the field is live, no copy made
+  // (fn must not call the store). Returns whether it was.
+  template <class KK, class FF, class Fn>
+  Result<bool> hvisit(const KK& key, const FF& field, Fn&& fn) {
+    return with_hash(key, [&](engine_type& e) { return e.hvisit(key, field, std::forward<Fn>(fn)); });
   }
   // HGETALL as a visit: fn(const F&, const FV&) per live field, under the shard's lock (fn
   // must not call the store). Returns the number of fields.

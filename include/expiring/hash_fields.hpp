@@ -10,7 +10,7 @@
 // same members with this contract (each its own way: a shard's lock, a round trip; values by
 // copy), and the multi-field and time-argument forms of all three are api/hash_commands.hpp's.
 //
-//   hset hsetnx hget hmget hdel hlen hexists hgetall hvisit hkeys hvals hincrby hincrbyfloat hrandfield hscan
+//   hset hsetnx hget hmget hdel hlen hexists hgetall hvisit (a field or all) hkeys hvals hincrby hincrbyfloat hrandfield hscan
 //   hexpire hpexpire hexpireat hpexpireat httl hpttl hexpiretime hpexpiretime hpersist
 //   hgetex hgetdel hsetex (Redis 8)
 //
@@ -282,6 +282,17 @@ class HashFieldOps<Engine, V, true>
     return *v != nullptr;
   }
 
+  // HGET, as a visit: fn(const V& value) if the field is live. Returns whether it was. fn
+  // must not call the store. (Here hget() gives the pointer too; this form is the one every
+  // store of hashes has: ConcurrentStore's runs fn under the shard's lock, without a copy.)
+  template <class KK, class FF, class Fn>
+  Result<bool> hvisit(const KK& key, const FF& field, Fn&& fn) {
+    Result<const field_value_type*> v = hget(key, field);
+    if (!v.ok()) return v.error();
+    if (*v == nullptr) return false;
+    fn(**v);
+    return true;
+  }
   // HGETALL, as a visit: fn(const F& name, const V& value) for each live field, in no
   // particular order. Returns the number of fields. fn must not call the store.
   template <class KK, class Fn>

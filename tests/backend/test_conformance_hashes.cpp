@@ -81,6 +81,23 @@ TEMPLATE_TEST_CASE("conformance hashes: HSET, HGET, HMGET, HDEL, HLEN, HEXISTS, 
   CHECK_FALSE(s.exists("h"));
 }
 
+TEMPLATE_TEST_CASE("conformance hashes: HVISIT of one field shows its value or says it is absent", "[conformance][hashes]",
+                   HASH_BACKENDS) {
+  BACKEND_SETUP();
+  CHECK(s.hset("h", Pairs{{"a", "1"}, {"b", "2"}}) == std::size_t{2});
+  std::vector<Str> seen;
+  auto keep = [&](const Str& v) { seen.push_back(v); };
+  CHECK(s.hvisit("h", "b", keep) == true);
+  CHECK(s.hvisit("h", "zz", keep) == false);
+  CHECK(s.hvisit("nokey", "a", keep) == false);
+  CHECK(seen == std::vector<Str>{"2"});
+  // A field past its deadline is not shown.
+  CHECK(s.hpexpire("h", 100, {"a"}) == Codes{FieldReply::set});
+  b.pass(TestType::kRemote ? 300 : 101);
+  CHECK(s.hvisit("h", "a", keep) == false);
+  CHECK(seen.size() == 1);
+}
+
 TEMPLATE_TEST_CASE("conformance hashes: the HEXPIRE family, its flags and codes", "[conformance][hashes]",
                    HASH_BACKENDS) {
   BACKEND_SETUP();
