@@ -13,7 +13,7 @@
 // that only its owner can renew or release), then measures operations per second: one
 // request of the limiter (INCRBY + PEXPIREAT NX), one lease cycle (SET NX PX, renewal by
 // script, release by script), and single-key GETs and SETs against batches of 100 keys
-// (get_many and mset, pipelined over Redis). The README has the figures side by side.
+// (get_many and mset, pipelined over Redis). docs/guide/redis-backend.md has the figures side by side.
 // needs: expiring::redis
 // ctest-args: --seconds=0.05
 #include <expiring/concurrent_store.hpp>

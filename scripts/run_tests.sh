@@ -144,7 +144,7 @@ for c in "${configs[@]}"; do
       # no check the other two lack.
       #
       # The benchmarks are built and run once (bench_smoke_*: each for a moment, to show that
-      # it runs) here, at -O0: CI checks that they work, not how fast (bench/README.md).
+      # it runs) here, at -O0: CI checks that they work, not how fast (docs/bench/README.md).
       run_config cxx17 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_STANDARD=17 \
         -DEXPIRING_WERROR=ON -DEXPIRING_SANITIZE=OFF -DEXPIRING_BUILD_BENCH=ON \
         -DEXPIRING_TEST_SUITES=OFF -DEXPIRING_TEST_CONSUMERS=ON -DEXPIRING_TEST_DOCS=OFF \

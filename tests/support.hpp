@@ -2,7 +2,7 @@
 //
 // namespace support (test_set, test_rename, test_getex_getdel, test_lazy_expiry, test_events
 // bring it in with `using namespace support;`):
-// * The three key spellings for TEMPLATE_TEST_CASE (README, "Tests"): U64Keys, StringKeys and
+// * The three key spellings for TEMPLATE_TEST_CASE (docs/testing.md): U64Keys, StringKeys and
 //   CollidingKeys (std::string keys whose hash is a constant, so every key collides with every
 //   other). Each makes keys two ways: key("name") from a name, make(i) from a number.
 // * StoreOf<KT>: the store under test, on a ManualClock held by reference.

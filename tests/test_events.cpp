@@ -1,4 +1,4 @@
-// tests/test_events.cpp: key events (README "Key events and statistics"; semantics.md B §4 keyspace
+// tests/test_events.cpp: key events (docs/guide/events-and-stats.md; semantics.md B §4 keyspace
 // notifications). Every cause with the right key and, for removals, the removed value; an immediate
 // deletion by a deadline already past is `del`, not `expired` (D3, D4); events are dispatched after
 // the store is consistent, so a listener may read and write the store and its own events follow in
