@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/bench.sh: build the benchmarks in Release, run the suite, print the table of G1-G7
-# and the table of the engine goals E1-E7 (bench_engine).
+# scripts/bench.sh: build the benchmarks in Release, run them all, and regenerate every page and
+# plot of docs/bench/, each stamped with the machine, the commit and the time of this run.
 #
 #   bash scripts/bench.sh            quick mode: 1e4 and 1e6 keys (about seven minutes on 2 cores,
 #                                    bench_engine about two of them)
@@ -13,9 +13,13 @@
 # docs/bench/: table.md (goal, target, measured, pass/fail), reclaim.svg (stale keys left
 # against ticks, per policy and preset), memory.svg (bytes per key against table size),
 # engine.md (E1-E6: goal, target, measured, pass/fail) and engine_memory.svg (E3: bytes per key
-# over the raw map against table size).
-# Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark and python3 (standard
-# library only). Timing is real: run it on a quiet machine, and read the ratios, not the ns.
+# over the raw map against table size); then concurrent.md and concurrent.svg (bench_concurrent
+# on the cached clock: throughput against threads), hash_fields.md (bench_hash_fields and
+# bench_concurrent_hashes), concurrent_log.md (bench_concurrent_log) and durability.md
+# (bench_durability, against redis-server when it can be started). Every page is written whole
+# by this script: regenerate it, do not edit its figures.
+# Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark, hiredis and python3 (standard
+# library only); redis-server for bench_durability's comparison (left out, saying so, without it). Timing is real: run it on a quiet machine, and read the ratios, not the ns.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -36,10 +40,11 @@ jobs="${EXPIRING_BENCH_JOBS:-2}"
 start=$(date +%s)
 
 echo "=== bench.sh: configure and build (Release) in $build ==="
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXPIRING_BUILD_BENCH=ON \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXPIRING_BUILD_BENCH=ON -DEXPIRING_REDIS=ON \
   -DEXPIRING_BUILD_TESTS=OFF -DEXPIRING_BUILD_EXAMPLES=OFF -DEXPIRING_INSTALL=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target bench_ops bench_memory bench_reclaim bench_cache \
-  bench_get_cost bench_engine
+  bench_get_cost bench_engine bench_concurrent bench_concurrent_log bench_hash_fields \
+  bench_concurrent_hashes bench_durability
 
 mkdir -p "$results"
 rm -f "$results"/*.json "$results"/*.csv "$results"/*.txt
@@ -78,4 +83,47 @@ echo "=== bench_engine ($mode): engine goals E1-E7 ==="
 
 echo "=== report ==="
 python3 scripts/bench_report.py "$results" "$docs"
+
+# page TITLE FILE SOURCE COMMAND...: runs COMMAND, keeps its output in $results/FILE.txt and
+# writes $docs/FILE.md: the title, what made it, the machine line, the output as text.
+page() {
+  local title="$1" file="$2" source="$3"
+  shift 3
+  echo "=== $file: $* ==="
+  "$@" | tee "$results/$file.txt"
+  {
+    echo "<!-- written by scripts/bench.sh from $source; regenerate, do not edit -->"
+    echo "# $title"
+    echo
+    echo "$(sed -n 1p "$results/machine.txt"); $(sed -n 2p "$results/machine.txt")"
+    echo
+    echo '```text'
+    cat "$results/$file.txt"
+    echo '```'
+  } > "$docs/$file.md"
+}
+
+echo "=== bench_concurrent ($mode, cached clock) ==="
+mkdir -p "$results/concurrent"
+"$build/bench/bench_concurrent" --"$mode" --clock=cached --out="$results/concurrent"
+python3 scripts/plot_concurrent.py "$results/concurrent/concurrent.csv" "$docs/concurrent.svg"
+{
+  echo "<!-- written by scripts/bench.sh from bench/bench_concurrent --$mode --clock=cached and scripts/plot_concurrent.py; regenerate, do not edit -->"
+  echo "# ConcurrentStore throughput (bench_concurrent)"
+  echo
+  echo "$(sed -n 1p "$results/machine.txt"); $(sed -n 2p "$results/machine.txt")"
+  echo
+  echo "![throughput against threads](concurrent.svg)"
+  echo
+  cat "$results/concurrent/concurrent_table.md"
+} > "$docs/concurrent.md"
+
+page "Hash fields against nested maps, and on ConcurrentStore" hash_fields \
+  "bench/bench_hash_fields and bench/bench_concurrent_hashes" \
+  sh -c "'$build/bench/bench_hash_fields' && echo && '$build/bench/bench_concurrent_hashes'"
+page "The append-only log's cost on ConcurrentStore (bench_concurrent_log)" concurrent_log \
+  "bench/bench_concurrent_log --$mode --clock=cached" \
+  "$build/bench/bench_concurrent_log" --"$mode" --clock=cached
+page "Snapshots, the log and Redis's RDB against redis-server (bench_durability)" durability \
+  "bench/bench_durability" "$build/bench/bench_durability"
 echo "bench.sh: $mode run took $(( $(date +%s) - start )) s; results in $results, report in $docs/"
