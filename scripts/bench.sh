@@ -19,7 +19,8 @@
 # (bench_durability, against redis-server when it can be started). Every page is written whole
 # by this script: regenerate it, do not edit its figures.
 # Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark, hiredis and python3 (standard
-# library only); redis-server for bench_durability's comparison (left out, saying so, without it). Timing is real: run it on a quiet machine, and read the ratios, not the ns.
+# library only); redis-server for bench_durability's comparison (left out, saying so, without
+# it). Timing is real: run it on a quiet machine, and read the ratios, not the ns.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -28,7 +29,7 @@ for arg in "$@"; do
   case "$arg" in
     --full) mode=full ;;
     --quick) mode=quick ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$arg' (use --quick or --full)" >&2; exit 2 ;;
   esac
 done
