@@ -273,10 +273,8 @@ class Readers {
     for (std::size_t i = 0; i < n_; ++i) slots_[i].draws.store(0x9E3779B97F4A7C15ull * (2 * i + 1), std::memory_order_relaxed);
   }
 
-  // Whether there are slots: enter() may be called only then.
-  bool enabled() const noexcept { return n_ != 0; }
   // Enters a read section on this thread's slot; nullptr when the thread has no id (the
-  // caller takes the lock instead). Only when enabled().
+  // caller takes the lock instead). Only on Readers built enabled (slots to enter).
   ReaderSlot* enter() noexcept {
     const int id = ReaderIds::mine();
     if (EXPIRING_UNLIKELY(id < 0)) return nullptr;
