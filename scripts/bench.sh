@@ -29,7 +29,7 @@ for arg in "$@"; do
   case "$arg" in
     --full) mode=full ;;
     --quick) mode=quick ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$arg' (use --quick or --full)" >&2; exit 2 ;;
   esac
 done
