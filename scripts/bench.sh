@@ -15,12 +15,13 @@
 # engine.md (E1-E6: goal, target, measured, pass/fail) and engine_memory.svg (E3: bytes per key
 # over the raw map against table size); then concurrent.md and concurrent.svg (bench_concurrent
 # on the cached clock: throughput against threads), hash_fields.md (bench_hash_fields and
-# bench_concurrent_hashes), concurrent_log.md (bench_concurrent_log) and durability.md
-# (bench_durability, against redis-server when it can be started). Every page is written whole
-# by this script: regenerate it, do not edit its figures.
-# Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark, hiredis and python3 (standard
-# library only); redis-server for bench_durability's comparison (left out, saying so, without
-# it). Timing is real: run it on a quiet machine, and read the ratios, not the ns.
+# bench_concurrent_hashes), concurrent_log.md (bench_concurrent_log), durability.md
+# (bench_durability) and vs_redis.md (bench_vs_redis: GET and SET PX in the store and on
+# redis-server over loopback). Every page is written whole by this script: regenerate it, do
+# not edit its figures.
+# Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark, hiredis, redis-server and
+# python3 (standard library only). Timing is real: run it on a quiet machine, and read the
+# ratios, not the ns.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -29,7 +30,7 @@ for arg in "$@"; do
   case "$arg" in
     --full) mode=full ;;
     --quick) mode=quick ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$arg' (use --quick or --full)" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +46,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXPIRING_BUILD_BENCH=ON -DEX
   -DEXPIRING_BUILD_TESTS=OFF -DEXPIRING_BUILD_EXAMPLES=OFF -DEXPIRING_INSTALL=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target bench_ops bench_memory bench_reclaim bench_cache \
   bench_get_cost bench_engine bench_concurrent bench_concurrent_log bench_hash_fields \
-  bench_concurrent_hashes bench_durability
+  bench_concurrent_hashes bench_durability bench_vs_redis
 
 mkdir -p "$results"
 rm -f "$results"/*.json "$results"/*.csv "$results"/*.txt
@@ -127,4 +128,6 @@ page "The append-only log's cost on ConcurrentStore (bench_concurrent_log)" conc
   "$build/bench/bench_concurrent_log" --"$mode" --clock=cached
 page "Snapshots, the log and Redis's RDB against redis-server (bench_durability)" durability \
   "bench/bench_durability" "$build/bench/bench_durability"
+page "The store against redis-server doing the same work (bench_vs_redis)" vs_redis \
+  "bench/bench_vs_redis --$mode" "$build/bench/bench_vs_redis" --"$mode"
 echo "bench.sh: $mode run took $(( $(date +%s) - start )) s; results in $results, report in $docs/"
