@@ -144,6 +144,14 @@ inline std::vector<std::uint32_t> random_order(std::size_t n, std::size_t len, s
   return v;
 }
 
+// The median of samples as the benches report it: the upper middle one of an even count
+// (no average of two runs), 0 for none.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 inline std::size_t pow2_at_least(std::size_t n) {
   std::size_t p = 1;
   while (p < n) p <<= 1;

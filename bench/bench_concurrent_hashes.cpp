@@ -53,10 +53,7 @@ std::vector<std::string> numbered(const char* prefix, std::size_t n) {
   return v;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 struct Row {
   double conc_ns[5];   // hget, hpexpireat, hset, hget (the store's caller copies), hvisit

@@ -100,10 +100,7 @@ double batch_ns(S& s, const std::vector<K>& keys, const std::vector<std::uint32_
   return static_cast<double>(bench::steady_ns() - t0) / static_cast<double>(kBatch);
 }
 
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 struct Pair {
   double base_ns, subject_ns;

@@ -212,10 +212,7 @@ using RawHash = absl::flat_hash_map<std::string, RawField>;
 using RawStore = absl::flat_hash_map<std::string, RawHash>;
 constexpr std::int64_t kNoDeadline = INT64_MAX;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 struct OpRow {
   double store_ns[3];  // hget, hpexpireat, hset

@@ -116,11 +116,7 @@ constexpr std::size_t kBatch = 256;
 double g_pair_seconds = 0.3;     // per benchmark (quick); full mode: 1.0
 std::size_t g_min_fill_rounds = 3;  // smoke: 1
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 // A contender runs kBatch operations starting at a position of the random order.
 using BatchFn = std::function<void(std::size_t)>;

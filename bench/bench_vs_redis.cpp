@@ -38,10 +38,7 @@ constexpr std::int64_t kT0 = 1'700'000'000'000;
 constexpr std::int64_t kTtlMs = 3'600'000;
 constexpr std::size_t kDepth = 64;  // commands in flight per pipelined batch
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::median;
 
 // One loopback connection; every reply must be what the operation expects.
 class Conn {

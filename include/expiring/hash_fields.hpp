@@ -149,11 +149,13 @@ class HashFieldOps<Engine, V, true>
       if (i != kNoPos) {
         hash_map_type& m = map_at(i);
         const std::uint32_t pos = find_field(m, field, fh);
-        if (pos != hash_map_type::npos && std::is_assignable_v<field_value_type&, VV&&>) {
-          // An overwrite moves no field, so a value pointing into this hash is still there.
-          if constexpr (std::is_assignable_v<field_value_type&, VV&&>) m.replace_value(pos, std::forward<VV>(value));
-          if (m.clear_deadline(pos)) plain_hash_changed(i, m, now);
-          return std::size_t{0};  // (queued nothing: no finish())
+        if constexpr (std::is_assignable_v<field_value_type&, VV&&>) {
+          if (pos != hash_map_type::npos) {
+            // An overwrite moves no field, so a value pointing into this hash is still there.
+            m.replace_value(pos, std::forward<VV>(value));
+            if (m.clear_deadline(pos)) plain_hash_changed(i, m, now);
+            return std::size_t{0};  // (queued nothing: no finish())
+          }
         }
         field_value_type v(std::forward<VV>(value));  // before the hash changes (it may point into it)
         const bool added = assign_field(m, std::forward<FF>(field), std::move(v), fh).second;
