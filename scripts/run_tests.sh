@@ -17,9 +17,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # its .ninja_log gives each translation unit's time, printed after each build).
 # clang and libclang-rt-14-dev (libclang_rt.fuzzer and the sanitizer runtimes of Debian 12's
 # clang-14, which clang does not pull in): the sanitizer configuration and its fuzz targets.
+# doxygen: the reference documentation, built by the test docs.reference (scripts/reference.sh).
 packages=(cmake ninja-build g++ make pkg-config python3 libabsl-dev libxxhash-dev catch2 libbenchmark-dev
           redis-server redis-tools libhiredis-dev libtbb-dev libcuckoo-dev clang libclang-rt-14-dev
-          libpoco-dev tcl lld)
+          libpoco-dev tcl lld doxygen)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
