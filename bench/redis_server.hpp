@@ -1,6 +1,7 @@
 // bench/redis_server.hpp: a throwaway redis-server from PATH, for the benches that compare
-// with Redis or need a Redis primary: a free loopback port, no persistence unless asked,
-// stopped (SIGTERM, then waited for) when the object goes.
+// with Redis or need a Redis primary: a free loopback port, no persistence unless asked, a
+// working directory of its own (so a dump.rdb lying in the bench's directory is never loaded),
+// stopped (SIGTERM, then waited for) and its directory removed when the object goes.
 #pragma once
 
 #include <arpa/inet.h>
@@ -11,6 +12,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,13 +42,18 @@ class RedisProcess {
   RedisProcess& operator=(const RedisProcess&) = delete;
   ~RedisProcess() { stop(); }
 
-  // Starts `redis-server --port <free> --bind 127.0.0.1 --save "" --appendonly no
-  // --daemonize no --logfile /dev/null` plus `extra` (later arguments win); true once it
-  // answers, false when it cannot be started (not installed) or does not answer within 5 s.
+  // Starts `redis-server --port <free> --bind 127.0.0.1 --dir <a new temporary directory>
+  // --save "" --appendonly no --daemonize no --logfile /dev/null` plus `extra` (later
+  // arguments win); true once it answers, false when it cannot be started (not installed) or
+  // does not answer within 5 s.
   bool start(const std::vector<std::string>& extra = {}) {
     port_ = free_loopback_port();
+    std::string dir = (std::filesystem::temp_directory_path() / "expiring-bench-redis-XXXXXX").string();
+    if (::mkdtemp(dir.data()) == nullptr) return false;
+    dir_ = dir;
     std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind", "127.0.0.1",
-                                     "--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", "/dev/null"};
+                                     "--dir", dir_, "--save", "", "--appendonly", "no", "--daemonize", "no",
+                                     "--logfile", "/dev/null"};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = ::fork();
     if (pid_ < 0) return false;
@@ -76,12 +84,18 @@ class RedisProcess {
       ::waitpid(pid_, nullptr, 0);
       pid_ = -1;
     }
+    if (!dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+      dir_.clear();
+    }
   }
   int port() const noexcept { return port_; }
 
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  std::string dir_;  // its working directory, removed by stop()
 };
 
 }  // namespace bench

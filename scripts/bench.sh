@@ -16,9 +16,10 @@
 # over the raw map against table size); then concurrent.md and concurrent.svg (bench_concurrent
 # on the cached clock: throughput against threads), hash_fields.md (bench_hash_fields and
 # bench_concurrent_hashes), concurrent_log.md (bench_concurrent_log), durability.md
-# (bench_durability) and vs_redis.md (bench_vs_redis: GET and SET PX in the store and on
-# redis-server over loopback). Every page is written whole by this script: regenerate it, do
-# not edit its figures.
+# (bench_durability), vs_redis.md (bench_vs_redis: GET and SET PX in the store and on
+# redis-server over loopback), and replica.md with replica_lag.svg (bench_replica: the lag of
+# an in-process replica of redis-server against the write rate). Every page is written whole
+# by this script: regenerate it, do not edit its figures.
 # Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark, hiredis, redis-server and
 # python3 (standard library only). Timing is real: run it on a quiet machine, and read the
 # ratios, not the ns.
@@ -30,7 +31,7 @@ for arg in "$@"; do
   case "$arg" in
     --full) mode=full ;;
     --quick) mode=quick ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$arg' (use --quick or --full)" >&2; exit 2 ;;
   esac
 done
@@ -46,7 +47,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DEXPIRING_BUILD_BENCH=ON -DEX
   -DEXPIRING_BUILD_TESTS=OFF -DEXPIRING_BUILD_EXAMPLES=OFF -DEXPIRING_INSTALL=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target bench_ops bench_memory bench_reclaim bench_cache \
   bench_get_cost bench_engine bench_concurrent bench_concurrent_log bench_hash_fields \
-  bench_concurrent_hashes bench_durability bench_vs_redis
+  bench_concurrent_hashes bench_durability bench_vs_redis bench_replica
 
 mkdir -p "$results"
 rm -f "$results"/*.json "$results"/*.csv "$results"/*.txt
@@ -130,4 +131,20 @@ page "Snapshots, the log and Redis's RDB against redis-server (bench_durability)
   "bench/bench_durability" "$build/bench/bench_durability"
 page "The store against redis-server doing the same work (bench_vs_redis)" vs_redis \
   "bench/bench_vs_redis --$mode" "$build/bench/bench_vs_redis" --"$mode"
+echo "=== bench_replica ($mode): replication lag ==="
+mkdir -p "$results/replica"
+"$build/bench/bench_replica" --"$mode" --out="$results/replica" | tee "$results/replica.txt"
+python3 scripts/plot_replica.py "$results/replica/replica_lag.csv" "$docs/replica_lag.svg"
+{
+  echo "<!-- written by scripts/bench.sh from bench/bench_replica --$mode and scripts/plot_replica.py; regenerate, do not edit -->"
+  echo "# An in-process replica of redis-server (bench_replica)"
+  echo
+  echo "$(sed -n 1p "$results/machine.txt"); $(sed -n 2p "$results/machine.txt")"
+  echo
+  echo "![replication lag against the write rate](replica_lag.svg)"
+  echo
+  echo '```text'
+  cat "$results/replica.txt"
+  echo '```'
+} > "$docs/replica.md"
 echo "bench.sh: $mode run took $(( $(date +%s) - start )) s; results in $results, report in $docs/"

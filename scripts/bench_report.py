@@ -304,8 +304,11 @@ def fmt_num(v):
     return "%g" % v
 
 
-def panel(x0, y0, w, h, title, series, xlog=False, xlabel="", ylabel="", ymin=None, ymax=None, legend="tr"):
-    """series: [(label, color, dashed, [(x, y)])]. Returns SVG elements."""
+def panel(x0, y0, w, h, title, series, xlog=False, xlabel="", ylabel="", ymin=None, ymax=None, legend="tr",
+          ylog=False):
+    """series: [(label, color, dashed, [(x, y)])]. Returns SVG elements. With ylog, the y axis
+    is logarithmic from the decade at or below the smallest positive y to the one at or above
+    the largest (points at y <= 0 are left out)."""
     pts = [p for s in series for p in s[3]]
     if not pts:
         return []
@@ -313,10 +316,16 @@ def panel(x0, y0, w, h, title, series, xlog=False, xlabel="", ylabel="", ymin=No
     ys = [p[1] for p in pts]
     if xlog:
         xs = [x for x in xs if x > 0]
+    if ylog:
+        ys = [y for y in ys if y > 0] or [1]
     xmin, xmax = min(xs), max(xs)
     lo = min(ys) if ymin is None else ymin
     hi = max(ys) if ymax is None else ymax
-    hi = hi + (hi - lo) * 0.05 if hi > lo else lo + 1
+    if ylog:
+        lo, hi = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
+        hi = hi * 10 if hi <= lo else hi
+    else:
+        hi = hi + (hi - lo) * 0.05 if hi > lo else lo + 1
     L, R, T, B = 62, 12, 28, 44  # margins
     pw, ph = w - L - R, h - T - B
 
@@ -327,12 +336,18 @@ def panel(x0, y0, w, h, title, series, xlog=False, xlabel="", ylabel="", ymin=No
         return x0 + L + (x - xmin) / ((xmax - xmin) or 1) * pw
 
     def Y(y):
+        if ylog:
+            a, b = math.log10(lo), math.log10(hi)
+            return y0 + T + ph - (math.log10(max(y, lo)) - a) / (b - a) * ph
         return y0 + T + ph - (y - lo) / ((hi - lo) or 1) * ph
 
     e = ['<text x="%.1f" y="%.1f" font-size="14" font-weight="bold">%s</text>' % (x0 + L, y0 + 18, esc(title)),
          '<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#444"/>' % (x0 + L, y0 + T, pw, ph)]
     # y ticks
-    for v in nice_ticks(lo, hi):
+    yt = nice_ticks(lo, hi)
+    if ylog:
+        yt = [10 ** k for k in range(round(math.log10(lo)), round(math.log10(hi)) + 1)]
+    for v in yt:
         if v < lo or v > hi:
             continue
         y = Y(v)
@@ -356,7 +371,7 @@ def panel(x0, y0, w, h, title, series, xlog=False, xlabel="", ylabel="", ymin=No
     # lines, then the legend in a white box (top right, or bottom right with legend="br")
     shown = []
     for idx, (label, color, dashed, data) in enumerate(series):
-        data = [(x, y) for x, y in data if (x > 0 or not xlog)]
+        data = [(x, y) for x, y in data if (x > 0 or not xlog) and (y > 0 or not ylog)]
         if not data:
             continue
         dash = ' stroke-dasharray="%s"' % ("6,4" if idx % 2 else "2,3") if dashed else ""
