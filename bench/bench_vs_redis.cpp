@@ -17,6 +17,7 @@
 // 3 rounds; --quick (default) 1e4 and 1e6 keys; --full the same with more rounds. The
 // redis-server from PATH is started on a free loopback port with no persistence and stopped
 // at exit; without one the program says so and exits with status 1 (nothing is compared).
+// With --out=DIR, also DIR/vs_redis.csv (scripts/bench_readme.py puts it in README.md).
 // needs: expiring::redis
 #include <hiredis/hiredis.h>
 
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
               kDepth, rounds, turn_ops);
   std::printf("| operation | keys | store | redis-server, pipelined | redis-server, a round trip each |\n");
   std::printf("|---|---:|---:|---:|---:|\n");
+  bench::Csv csv(cfg.out_dir, "vs_redis.csv", "op,keys,store_ns,pipelined_ns,round_trip_ns");
   for (const std::size_t n : sizes) {
     Figures g, s;
     if (run_size(server.port(), n, rounds, std::min(turn_ops, n * 4), g, s) != 0) return 1;
@@ -193,6 +195,11 @@ int main(int argc, char** argv) {
                 g.piped / g.store, g.trip, g.trip / g.store);
     std::printf("| set() with PX, existing key / SET PX | %zu | %.1f ns | %.0f ns (%.0fx) | %.0f ns (%.0fx) |\n", n,
                 s.store, s.piped, s.piped / s.store, s.trip, s.trip / s.store);
+    for (const auto& [op, f] : {std::pair<const char*, const Figures&>{"get", g}, {"set_px", s}}) {
+      char line[160];
+      std::snprintf(line, sizeof line, "%s,%zu,%.2f,%.1f,%.1f", op, n, f.store, f.piped, f.trip);
+      csv.row(line);
+    }
     std::fflush(stdout);
   }
   return 0;

@@ -18,8 +18,9 @@
 # bench_concurrent_hashes), concurrent_log.md (bench_concurrent_log), durability.md
 # (bench_durability), vs_redis.md (bench_vs_redis: GET and SET PX in the store and on
 # redis-server over loopback), and replica.md with replica_lag.svg (bench_replica: the lag of
-# an in-process replica of redis-server against the write rate). Every page is written whole
-# by this script: regenerate it, do not edit its figures.
+# an in-process replica of redis-server against the write rate); last, README.md's performance
+# tables (scripts/bench_readme.py, from bench_engine and bench_vs_redis). Every page is written
+# whole by this script: regenerate it, do not edit its figures.
 # Needs cmake, a C++17 compiler, Abseil, xxHash, Google Benchmark, hiredis, redis-server and
 # python3 (standard library only). Timing is real: run it on a quiet machine, and read the
 # ratios, not the ns.
@@ -31,7 +32,7 @@ for arg in "$@"; do
   case "$arg" in
     --full) mode=full ;;
     --quick) mode=quick ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$arg' (use --quick or --full)" >&2; exit 2 ;;
   esac
 done
@@ -130,7 +131,7 @@ page "The append-only log's cost on ConcurrentStore (bench_concurrent_log)" conc
 page "Snapshots, the log and Redis's RDB against redis-server (bench_durability)" durability \
   "bench/bench_durability" "$build/bench/bench_durability"
 page "The store against redis-server doing the same work (bench_vs_redis)" vs_redis \
-  "bench/bench_vs_redis --$mode" "$build/bench/bench_vs_redis" --"$mode"
+  "bench/bench_vs_redis --$mode" "$build/bench/bench_vs_redis" --"$mode" --out="$results"
 echo "=== bench_replica ($mode): replication lag ==="
 mkdir -p "$results/replica"
 "$build/bench/bench_replica" --"$mode" --out="$results/replica" | tee "$results/replica.txt"
@@ -147,4 +148,6 @@ python3 scripts/plot_replica.py "$results/replica/replica_lag.csv" "$docs/replic
   cat "$results/replica.txt"
   echo '```'
 } > "$docs/replica.md"
+echo "=== README.md: the performance tables ==="
+python3 scripts/bench_readme.py "$results" README.md
 echo "bench.sh: $mode run took $(( $(date +%s) - start )) s; results in $results, report in $docs/"
