@@ -28,7 +28,7 @@ import sys
 
 _ESCAPE = re.compile(r'([\\<>@#&%$])')
 _DOC_START = re.compile(r'^(\s*)//(?!/)( ?)(.*)$')
-_SCOPE = re.compile(r'(?<![\\w])::')
+_SCOPE = re.compile(r'(?<!\w)::')
 _RULE = re.compile(r'^\s*//\s*(-{4,}|={4,})')
 _NOT_A_DECL = ('#', '}', 'public:', 'private:', 'protected:', '//', 'namespace', 'static_assert',
                'using namespace', 'return', 'if ', 'if(', 'for ', 'while ', 'else', 'case ')
@@ -67,12 +67,14 @@ def code_part(line):
 
 class Scopes:
     """The kinds of the braces open at a point of the file: 'ns' (namespace, extern "C"),
-    'detail' (namespace detail, not documented),
+    'detail' (namespace detail, not documented), 'body' (a function's or a lambda's body),
+    'init' (a braced initializer, `T{1}`),
     'class' (class, struct, union), 'enum', or 'code' (a function body, a lambda, an
     initializer)."""
 
     def __init__(self):
         self.stack = []
+        self.saved = []  # the head at each open brace, for an initializer's
         self.head = ''  # the text since the last ; { or } at this level
 
     def doc_scope(self):
@@ -123,18 +125,26 @@ class Scopes:
                 elif re.search(r'\b(class|struct|union)\b', h) and '(' not in h.split('<')[0] and \
                         not re.search(r'[=)]\s*$', h.strip()):
                     kind = 'class'
+                elif re.search(r'\)[\s\w&]*(->[^;{]*)?$', h.strip()) or re.search(r'\)\s*:(?!:)', h):
+                    kind = 'body'  # after a parameter list (and qualifiers), or a constructor's initializers
                 else:
-                    kind = 'code'
+                    kind = 'init'
                 self.stack.append(kind)
+                self.saved.append(h)
                 self.head = ''
             elif c == '}':
                 if self.stack:
                     kind = self.stack.pop()
+                    saved = self.saved.pop()
                     # a function body ends its declaration at '}'; a class ends at its ';'
-                    if kind == 'code' and len(self.stack) == start:
+                    if kind == 'body' and len(self.stack) == start:
                         ended += 1
                         just_closed = True
                         self.head = ''
+                        i += 1
+                        continue
+                    if kind == 'init':  # `T{1}` is part of the text around it
+                        self.head = saved + '{}'
                         i += 1
                         continue
                 self.head = ''
@@ -192,29 +202,31 @@ def filter_text(text):
                 depth = sc.depth()
                 trial = Scopes()
                 trial.stack = list(sc.stack)
-                decls, last = 0, None
+                decls, last, qualified = 0, None, False
                 k = j
                 while k < n:
                     s = lines[k].strip()
-                    if s == '' or (s.startswith('//') and trial.depth() == depth) or \
+                    if s == '' or (s.startswith(('//', '}')) and trial.depth() == depth) or \
                             s.startswith(('public:', 'private:', 'protected:', '#')):
                         break
                     code, _ = code_part(lines[k])
+                    # Out-of-class definitions of members (`R X<T>::f(`) are documented where
+                    # they are declared: such a run is not made a group.
+                    if trial.depth() == depth and re.search(r'(\w|>)::(~?\w+|operator\S*)\s*$', code.split('(')[0]):
+                        qualified = True
                     decls += trial.feed(code, depth)
                     if trial.depth() < depth:
                         break
                     if trial.depth() == depth:
                         last = k
                     k += 1
-                # Out-of-class definitions of members are documented where they are declared.
-                qualified = any(re.search(r'\w(>)?::~?\w+\s*\(|::operator', lines[x]) for x in range(j, k))
                 if decls >= 2 and last is not None and trial.depth() == depth and not qualified:
                     out[j - 1] += ' @{'
                     code, col = code_part(out[last])
                     if col is None:
-                        out[last] += ' //@}'
+                        out[last] += ' ///@}'
                     else:
-                        out[last] = code + '/*@}*/ ' + out[last][col:]
+                        out[last] = code + '/**@}*/ ' + out[last][col:]
             i = j
             continue
         if not stripped.startswith('//'):
@@ -264,6 +276,21 @@ def self_test():
         '  a,  // first',
         '  b = 2,  // second',
         '};',
+        'struct D {',
+        '  // Overloads whose bodies call qualified names.',
+        '  int h(int x) { return std::abs(x); }',
+        '  int h(long x) { return static_cast<int>(std::labs(x)); }',
+        '',
+        '  // A constant with a braced initializer.',
+        '  static constexpr long kBig = long{1} << 40;',
+        '',
+        '  // Equal and not equal, at the end of the class.',
+        '  bool operator==(const D&) const;',
+        '  bool operator!=(const D&) const;',
+        '};',
+        '// D::h, defined out of the class.',
+        'inline int D::g() { return 1; }',
+        'inline int D::g2() { return 2; }',
         '}  // namespace ns',
     ])
     got = filter_text(src).split('\n')
@@ -273,22 +300,29 @@ def self_test():
         5: '// ---- a section -----',
         6: '/// C: a class.',
         9: '  /// Two overloads. @{',
-        11: '  void f(long x) { (void)x; }  /*@}*/ // trailing',
+        11: '  void f(long x) { (void)x; }  /**@}*/ // trailing',
         13: '  /// One.',
         15: '    // inside a body',
         19: '  int m;  ///< the member',
         20: '          ///< and more',
         23: '  a,  ///< first',
         24: '  b = 2,  ///< second',
-        26: '}  // namespace ns',
+        27: '  /// Overloads whose bodies call qualified names. @{',
+        29: '  int h(long x) { return static_cast<int>(std::labs(x)); } ///@}',
+        31: '  /// A constant with a braced initializer.',
+        34: '  /// Equal and not equal, at the end of the class. @{',
+        36: '  bool operator!=(const D&) const; ///@}',
+        38: '/// D::h, defined out of the class.',
+        40: 'inline int D::g2() { return 2; }',
+        41: '}  // namespace ns',
     }
     bad = 0
     if len(got) != len(src.split('\n')):
         print('self-test: the line count changed')
         bad += 1
     for k, w in want.items():
-        if got[k] != w:
-            print('self-test: line %d: got %r, want %r' % (k + 1, got[k], w))
+        if k >= len(got) or got[k] != w:
+            print('self-test: line %d: got %r, want %r' % (k + 1, got[k] if k < len(got) else None, w))
             bad += 1
     if escape('a `<b>` <c>::d') != 'a `<b>` \\<c\\>\\::d':
         print('self-test: escape')
