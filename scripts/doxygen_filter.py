@@ -125,7 +125,7 @@ class Scopes:
                 elif re.search(r'\b(class|struct|union)\b', h) and '(' not in h.split('<')[0] and \
                         not re.search(r'[=)]\s*$', h.strip()):
                     kind = 'class'
-                elif re.search(r'\)[\s\w&]*(->[^;{]*)?$', h.strip()) or re.search(r'\)\s*:(?!:)', h):
+                elif re.search(r'\)[\s\w&]*(->[^;{]*)?$', h.strip()) or re.search(r'\)[\s\w&]*:(?!:)', h):
                     kind = 'body'  # after a parameter list (and qualifiers), or a constructor's initializers
                 else:
                     kind = 'init'
@@ -191,7 +191,7 @@ def filter_text(text):
             if rules:
                 i = rules[-1] + 1
             nxt = lines[j].strip() if j < n else ''
-            is_doc = (nxt != '' and not nxt.startswith(_NOT_A_DECL)
+            is_doc = (nxt != '' and (nxt.startswith('#define') or not nxt.startswith(_NOT_A_DECL))
                       and i < j
                       and len(lines[j]) - len(lines[j].lstrip()) == len(indent))
             if is_doc:
@@ -235,7 +235,8 @@ def filter_text(text):
                     sc.doc_scope() and code.rstrip().endswith(';'))):
                 # A trailing comment documents the member; aligned comment lines continue it.
                 if not line[col:].startswith('///'):
-                    out[i] = code + '///<' + escape(line[col + 2:])
+                    close = '/**@}*/ ' if '/**@}*/' in out[i] else ''  # the group it ends
+                    out[i] = code + close + '///<' + escape(line[col + 2:])
                     k = i + 1
                     while k < n and re.match(r'^ {%d}//(?!/)' % col, lines[k]):
                         out[k] = ' ' * col + '///<' + escape(lines[k][col + 2:])
@@ -291,6 +292,14 @@ def self_test():
         '// D::h, defined out of the class.',
         'inline int D::g() { return 1; }',
         'inline int D::g2() { return 2; }',
+        '',
+        '// The version, as a macro.',
+        '#define D_VERSION 1',
+        'struct E {',
+        '  // Two flags.',
+        '  bool a = false;',
+        '  bool b = false;  // the second',
+        '};',
         '}  // namespace ns',
     ])
     got = filter_text(src).split('\n')
@@ -314,7 +323,10 @@ def self_test():
         36: '  bool operator!=(const D&) const; ///@}',
         38: '/// D::h, defined out of the class.',
         40: 'inline int D::g2() { return 2; }',
-        41: '}  // namespace ns',
+        42: '/// The version, as a macro.',
+        45: '  /// Two flags. @{',
+        47: '  bool b = false;  /**@}*/ ///< the second',
+        49: '}  // namespace ns',
     }
     bad = 0
     if len(got) != len(src.split('\n')):
