@@ -65,6 +65,24 @@ def code_part(line):
     return line, None
 
 
+def strip_template(head):
+    """The head without its leading `template <...>` parameter lists."""
+    s = head.lstrip()
+    while s.startswith('template'):
+        i = s.find('<')
+        if i < 0:
+            return s
+        depth = 0
+        for j in range(i, len(s)):
+            depth += {'<': 1, '>': -1}.get(s[j], 0)
+            if depth == 0:
+                s = s[j + 1:].lstrip()
+                break
+        else:
+            return s
+    return s
+
+
 class Scopes:
     """The kinds of the braces open at a point of the file: 'ns' (namespace, extern "C"),
     'detail' (namespace detail, not documented), 'body' (a function's or a lambda's body),
@@ -122,8 +140,8 @@ class Scopes:
                     kind = 'ns'
                 elif re.search(r'\benum\b', h):
                     kind = 'enum'
-                elif re.search(r'\b(class|struct|union)\b', h) and '(' not in h.split('<')[0] and \
-                        not re.search(r'[=)]\s*$', h.strip()):
+                elif re.match(r'\s*(class|struct|union)\b', strip_template(h)) and \
+                        '(' not in strip_template(h) and not re.search(r'[=)]\s*$', h.strip()):
                     kind = 'class'
                 elif re.search(r'\)[\s\w&]*(->[^;{]*)?$', h.strip()) or re.search(r'\)[\s\w&]*:(?!:)', h):
                     kind = 'body'  # after a parameter list (and qualifiers), or a constructor's initializers
@@ -176,6 +194,7 @@ def filter_text(text):
         out[i - 1] += ' \\file'
 
     sc = Scopes()
+    closes = {}  # line -> a group's close to put at its start
     while i < n:
         line = lines[i]
         stripped = line.strip()
@@ -225,8 +244,18 @@ def filter_text(text):
                     code, col = code_part(out[last])
                     if col is None:
                         out[last] += ' ///@}'
-                    else:
+                    elif not code.rstrip().endswith(';'):  # a trailing comment that stays a comment
                         out[last] = code + '/**@}*/ ' + out[last][col:]
+                    elif k < n and (lines[k].strip() == '' or lines[k].lstrip().startswith(
+                            ('}', 'public:', 'private:', 'protected:'))):
+                        # After a trailing comment that documents the last member, the group
+                        # closes at the start of the line that ended the run.
+                        closes[k] = '/**@}*/ '
+                    else:
+                        # No place to close it that Doxygen reads well (before a comment, the
+                        # next declaration's brief would end at its first line): no group, so
+                        # each member needs its own comment.
+                        out[j - 1] = out[j - 1][:-len(' @{')]
             i = j
             continue
         if not stripped.startswith('//'):
@@ -246,6 +275,8 @@ def filter_text(text):
                     continue
             sc.feed(code)
         i += 1
+    for k, close in closes.items():
+        out[k] = close + out[k]
     return '\n'.join(out)
 
 
@@ -299,6 +330,11 @@ def self_test():
         '  // Two flags.',
         '  bool a = false;',
         '  bool b = false;  // the second',
+        '  // Calls fn.',
+        '  template <class F> int each(F fn) const {',
+        '    // inside',
+        '    return fn();',
+        '  }',
         '};',
         '}  // namespace ns',
     ])
@@ -310,6 +346,7 @@ def self_test():
         6: '/// C: a class.',
         9: '  /// Two overloads. @{',
         11: '  void f(long x) { (void)x; }  /**@}*/ // trailing',
+        12: '',
         13: '  /// One.',
         15: '    // inside a body',
         19: '  int m;  ///< the member',
@@ -325,8 +362,11 @@ def self_test():
         40: 'inline int D::g2() { return 2; }',
         42: '/// The version, as a macro.',
         45: '  /// Two flags. @{',
-        47: '  bool b = false;  /**@}*/ ///< the second',
-        49: '}  // namespace ns',
+        47: '  bool b = false;  ///< the second',
+        45: '  /// Two flags.',
+        48: '  /// Calls fn.',
+        50: '    // inside',
+        54: '}  // namespace ns',
     }
     bad = 0
     if len(got) != len(src.split('\n')):
