@@ -132,6 +132,8 @@ namespace expiring {
 // Redis's appendfsync.
 enum class Fsync : std::uint8_t { always, everysec, no };
 
+// The policy's name as redis.conf and CONFIG GET appendfsync spell it: "always", "everysec"
+// or "no".
 constexpr const char* to_string(Fsync f) noexcept {
   switch (f) {
     case Fsync::always: return "always";
@@ -141,6 +143,7 @@ constexpr const char* to_string(Fsync f) noexcept {
   return "?";
 }
 
+// How open() opens the log and how the log writes (Redis's AOF settings, by their names).
 struct AppendLogOptions {
   Fsync fsync = Fsync::everysec;  // appendfsync
   bool load_truncated = true;     // aof-load-truncated: cut a torn tail off instead of failing
@@ -196,13 +199,17 @@ struct AppendLogStats {
   std::uint64_t base_bytes = 0;      // size of the current base file
   std::uint64_t incr_bytes = 0;      // size of the current incr file
   std::int64_t last_rewrite_us = -1;   // wall time of the last completed rewrite
-  bool rewriting = false;
+  bool rewriting = false;            // a rewrite is in progress (aof_rewrite_in_progress)
   bool ok = true;                    // no write or fsync failed (aof_last_write_status)
 };
 
+// The append-only log of a store, or of a server's databases (see the file's comment): open()
+// replays it into the store, then the store's change feed writes every change to it. Store is
+// an ExpiringStore or a ConcurrentStore. Made by open() only; not copyable.
 template <class Store>
 class AppendLog {
  public:
+  // The store's key and value types, and the change the feed hands on_change().
   using key_type = typename Store::key_type;
   using mapped_type = typename Store::mapped_type;
   using change_type = Change<key_type, mapped_type>;
@@ -226,6 +233,7 @@ class AppendLog {
 
   // Writes what is buffered, fdatasyncs, stops the log's thread and detaches from the store.
   ~AppendLog();
+
   AppendLog(const AppendLog&) = delete;
   AppendLog& operator=(const AppendLog&) = delete;
 
@@ -270,12 +278,16 @@ class AppendLog {
     }
     return true;
   }
+  // Whether a rewrite is in progress: started, and neither completed nor abandoned.
   bool rewriting() const noexcept { return rw_.has_value(); }
 
   // The first write or fsync error, if any (the log stops writing after it).
   std::optional<FileError> failure() const;
+  // Counters for INFO persistence, as of the call.
   AppendLogStats stats() const;
+  // What open() replayed.
   const AppendLogInfo& replayed() const noexcept { return info_; }
+  // The log's directory, as open() was given it.
   const std::string& directory() const noexcept { return dir_; }
 
  private:
@@ -368,7 +380,8 @@ class AppendLog {
   mutable detail::ShardLock buf_mu_;
   std::string buf_;
   std::string spare_;           // buf_mu_: an empty buffer with room, for the next swap
-  std::uint64_t records_ = 0;   // buf_mu_: records given to the log since open()  // The unit being encoded (the feed's thread, or the store's sequencer): a unit goes into
+  std::uint64_t records_ = 0;   // buf_mu_: records given to the log since open()
+  // The unit being encoded (the feed's thread, or the store's sequencer): a unit goes into
   // buf_ whole, so that no write or file switch ever splits one.
   std::string scratch_;
   std::uint64_t scratch_records_ = 0;

@@ -67,6 +67,7 @@ enum class FieldOp : std::uint8_t {
   hpersist,    // HPERSIST key FIELDS n field ...
 };
 
+// The Redis command's name, as "HSET"; "" for none.
 constexpr const char* to_string(FieldOp op) noexcept {
   switch (op) {
     case FieldOp::none: return "";
@@ -78,6 +79,7 @@ constexpr const char* to_string(FieldOp op) noexcept {
   return "?";
 }
 
+// The Redis command's name, as "SET" or "PEXPIREAT".
 constexpr const char* to_string(ChangeOp op) noexcept {
   switch (op) {
     case ChangeOp::set: return "SET";
@@ -96,12 +98,12 @@ constexpr const char* to_string(ChangeOp op) noexcept {
 // One record, as the feed sees it: pointers into the store or into the caller's data.
 template <class K, class V>
 struct Change {
-  ChangeOp op = ChangeOp::set;
+  ChangeOp op = ChangeOp::set;  // the command; it says which members below are meaningful
   const K* key = nullptr;    // every op but flushall, multi and exec
   const V* value = nullptr;  // set; for rename (from the store's feed), the value moved
   const K* to = nullptr;     // rename: the new name
   std::int64_t at_ms = 0;    // pexpireat, and set with ttl == ChangeTtl::at (Unix ms)
-  ChangeTtl ttl = ChangeTtl::none;
+  ChangeTtl ttl = ChangeTtl::none;  // set: no TTL, PXAT at_ms, or KEEPTTL
   // The whole state after a set or a rename, from the store's feed: the deadline the key
   // (rename: the new name) now has, nullopt for none. A log that writes every change as the
   // key's whole state (append_log.hpp) needs it for KEEPTTL and RENAME; apply() does not
@@ -119,12 +121,15 @@ struct Change {
   // `value` is still the whole hash after the change, with the key's deadline. apply() and a
   // log of whole states read `value`; a Redis replica is sent the field command.
   FieldOp field_op = FieldOp::none;
+  // The hash of the fields concerned, as above; nullptr when field_op is none.
   const V* fields = nullptr;
 };
 
 // A record that owns its key and value: what a log or a replication link reads back.
 template <class K, class V>
 struct ChangeRecord {
+  // Change's members, owned: each pointer of Change is here an optional holding a copy of what
+  // it pointed at (empty for nullptr); the other members are as in Change.
   ChangeOp op = ChangeOp::set;
   std::optional<K> key;
   std::optional<V> value;
@@ -136,6 +141,8 @@ struct ChangeRecord {
   FieldOp field_op = FieldOp::none;
   std::optional<V> fields;
 
+  // A record holding copies of what `c` points at (ConcurrentStore keeps the records of a
+  // MULTI ... EXEC unit this way until its EXEC).
   static ChangeRecord of(const Change<K, V>& c) {
     ChangeRecord r;
     r.op = c.op;
@@ -150,6 +157,8 @@ struct ChangeRecord {
     if (c.fields != nullptr) r.fields.emplace(*c.fields);
     return r;
   }
+  // The record as a Change whose pointers point into this one: valid while it lives and is not
+  // modified.
   Change<K, V> view() const noexcept {
     return Change<K, V>{op,  key ? &*key : nullptr, value ? &*value : nullptr, to ? &*to : nullptr, at_ms, ttl,
                         deadline, seq, field_op, fields ? &*fields : nullptr};

@@ -70,6 +70,7 @@ namespace expiring {
 
 // Wall-clock Unix milliseconds, as Redis uses for absolute deadlines (EXPIREAT, PXAT).
 struct SystemClock {
+  // Milliseconds since the Unix epoch, from std::chrono::system_clock (truncated to the ms).
   std::int64_t now_ms() const noexcept {
     using namespace std::chrono;
     return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
@@ -82,6 +83,7 @@ struct SystemClock {
 // trivially copyable, and constructing one costs nothing (the first reading in the process
 // calibrates, about 1 ms, once). Where the TSC is not usable it reads the system clock.
 struct TscClock {
+  // Milliseconds since the Unix epoch, within 1 ms of SystemClock's reading (see above).
   std::int64_t now_ms() const noexcept { return detail::tsc::process_source().now_ms(); }
 
   // Re-reads the system clock: the anchor moves to now and the rate is refined. Call it from
@@ -107,9 +109,12 @@ static_assert(std::is_empty_v<TscClock> && std::is_trivially_copyable_v<TscClock
 // not pay for a timestamp read and per-tick expiry precision is acceptable.
 class CachedClock {
  public:
+  // Starts at the system clock's reading now, or at `start_ms` (Unix ms).
   CachedClock() noexcept : now_(SystemClock{}.now_ms()) {}
   constexpr explicit CachedClock(std::int64_t start_ms) noexcept : now_(start_ms) {}
 
+  // The cached reading, in Unix ms, as the constructor or the last resync() or refresh() set
+  // it: a load, no clock read.
   constexpr std::int64_t now_ms() const noexcept { return now_; }
 
   // Re-reads the system clock (about 35 ns).
@@ -129,8 +134,11 @@ class CachedClock {
 // (relaxed), so a test may advance the clock while other threads read it.
 class ManualClock {
  public:
+  // A new time, starting at `start_ms` (Unix ms; 0 by default), which the copies of this clock
+  // share and another ManualClock does not.
   explicit ManualClock(std::int64_t start_ms = 0) : now_(std::make_shared<std::atomic<std::int64_t>>(start_ms)) {}
 
+  // The current reading, in Unix ms, as set() and advance() on any copy left it.
   std::int64_t now_ms() const noexcept { return now_->load(std::memory_order_relaxed); }
 
   // Jump to an absolute reading (may go backwards, as a wall clock can).
@@ -163,8 +171,11 @@ class ManualClock {
  private:
   std::shared_ptr<std::atomic<std::int64_t>> now_;
 };
+
 // Monotonic microseconds: the default budget clock of tick() (Redis's ustime()).
 struct SteadyMicrosClock {
+  // Microseconds of std::chrono::steady_clock (from an unspecified origin: only differences
+  // mean anything).
   std::int64_t operator()() const noexcept {
     using namespace std::chrono;
     return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();

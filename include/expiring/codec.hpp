@@ -44,6 +44,8 @@
 
 namespace expiring {
 
+// The codec of T for snapshots: none by default (a static_assert); the specialisations below
+// and your own give it encode() and decode().
 template <class T, class Enable = void>
 struct Codec {
   static_assert(sizeof(T) == 0,
@@ -121,7 +123,10 @@ inline bool get_le(std::string_view& in, std::uint64_t& v, std::size_t n) noexce
   return true;
 }
 
+// Appends v as 8 bytes, little-endian, two's complement.
 inline void put_i64(std::string& out, std::int64_t v) { put_le(out, static_cast<std::uint64_t>(v), 8); }
+// Reads what put_i64 wrote from the front of `in`. False (`in` unchanged) when fewer than 8
+// bytes remain.
 inline bool get_i64(std::string_view& in, std::int64_t& v) noexcept {
   std::uint64_t u = 0;
   if (!get_le(in, u, 8)) return false;
@@ -142,12 +147,16 @@ inline bool get_bytes(std::string_view& in, std::uint64_t n, std::string_view& b
 
 // ---- Built-in codecs ---------------------------------------------------------------------
 
+// std::string: a varint length, then the bytes (any bytes, NULs included).
 template <>
 struct Codec<std::string> {
+  // Appends v's length as a varint, then its bytes.
   static void encode(const std::string& v, std::string& out) {
     codec::put_varint(out, v.size());
     out.append(v.data(), v.size());
   }
+  // Takes a varint length and that many bytes from the front of `in` into `out`. False (`in`
+  // and `out` unchanged) when the varint is malformed or fewer bytes remain than it says.
   static bool decode(std::string_view& in, std::string& out) {
     std::string_view rest = in;
     std::uint64_t n = 0;
@@ -159,9 +168,13 @@ struct Codec<std::string> {
   }
 };
 
+// bool: one byte, 0 or 1.
 template <>
 struct Codec<bool> {
+  // Appends one byte: 1 for true, 0 for false.
   static void encode(bool v, std::string& out) { out.push_back(v ? '\1' : '\0'); }
+  // Takes one byte from the front of `in`. False (`in` unchanged) when `in` is empty or the
+  // byte is neither 0 nor 1.
   static bool decode(std::string_view& in, bool& out) noexcept {
     if (in.empty() || static_cast<unsigned char>(in[0]) > 1) return false;
     out = in[0] != 0;
@@ -176,12 +189,18 @@ struct Codec<bool> {
 template <class T>
 struct Codec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
   static_assert(sizeof(T) <= 8, "expiring::Codec: integers of more than 64 bits need a codec of their own");
+  // The unsigned type of T's width: v's bytes are those of `static_cast<U>(v)`.
   using U = std::make_unsigned_t<T>;
+  // The encoding's size in bytes, the same for every value: sizeof(T).
   static constexpr std::size_t kFixedBytes = sizeof(T);
   // The encoding as an integer: its kFixedBytes low bytes, little-endian, are the bytes.
   static std::uint64_t bits(T v) noexcept { return static_cast<U>(v); }
+  // Writes v's kFixedBytes bytes at `p`, which must have room for them; appends nothing.
   static void store(T v, char* p) noexcept { codec::store_le(p, bits(v), sizeof(T)); }
+  // Appends v's kFixedBytes bytes to `out`.
   static void encode(T v, std::string& out) { codec::put_le(out, static_cast<U>(v), sizeof(T)); }
+  // Takes kFixedBytes bytes from the front of `in`: every byte pattern is a T. False (`in`
+  // unchanged) when fewer remain.
   static bool decode(std::string_view& in, T& out) noexcept {
     std::uint64_t x = 0;
     if (!codec::get_le(in, x, sizeof(T))) return false;
@@ -194,8 +213,12 @@ struct Codec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, boo
 // Enums: as their underlying type.
 template <class T>
 struct Codec<T, std::enable_if_t<std::is_enum_v<T>>> {
+  // The underlying type, whose codec writes and reads the value.
   using U = std::underlying_type_t<T>;
+  // Appends `static_cast<U>(v)` with Codec<U>.
   static void encode(T v, std::string& out) { Codec<U>::encode(static_cast<U>(v), out); }
+  // Reads a U with Codec<U> and casts it to T: any value of U, a named enumerator or not.
+  // False (`in` unchanged) when Codec<U> refuses the bytes.
   static bool decode(std::string_view& in, T& out) noexcept {
     U u{};
     if (!Codec<U>::decode(in, u)) return false;
@@ -208,20 +231,29 @@ struct Codec<T, std::enable_if_t<std::is_enum_v<T>>> {
 template <class T>
 struct Codec<T, std::enable_if_t<std::is_same_v<T, float> || std::is_same_v<T, double>>> {
   static_assert(std::numeric_limits<T>::is_iec559, "expiring::Codec: float and double must be IEEE 754");
+  // The unsigned integer of T's size (std::uint32_t for float, std::uint64_t for double) that
+  // holds the bit pattern.
   using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   static_assert(sizeof(U) == sizeof(T), "expiring::Codec: unexpected float size");
+  // The encoding's size in bytes, the same for every value: 4 for float, 8 for double.
   static constexpr std::size_t kFixedBytes = sizeof(T);
+  // The encoding as an integer: v's bit pattern, whose kFixedBytes low bytes, little-endian,
+  // are the bytes.
   static std::uint64_t bits(T v) noexcept {
     U u = 0;
     std::memcpy(&u, &v, sizeof u);
     return u;
   }
+  // Writes v's kFixedBytes bytes at `p`, which must have room for them; appends nothing.
   static void store(T v, char* p) noexcept { codec::store_le(p, bits(v), sizeof(T)); }
+  // Appends v's bit pattern, kFixedBytes bytes, to `out`.
   static void encode(T v, std::string& out) {
     U u = 0;
     std::memcpy(&u, &v, sizeof u);
     codec::put_le(out, u, sizeof u);
   }
+  // Takes kFixedBytes bytes from the front of `in` as a bit pattern (every one is a T, NaNs
+  // included). False (`in` unchanged) when fewer remain.
   static bool decode(std::string_view& in, T& out) noexcept {
     std::uint64_t x = 0;
     if (!codec::get_le(in, x, sizeof(U))) return false;
@@ -231,7 +263,6 @@ struct Codec<T, std::enable_if_t<std::is_same_v<T, float> || std::is_same_v<T, d
   }
 };
 
-// A hash with per-field deadlines. Decoding rebuilds the map with out's field hasher.
 namespace codec {
 // Codec<T>::kFixedBytes when T's codec declares a fixed width (with bits() and store()), else 0.
 template <class T, class = void>
@@ -241,9 +272,14 @@ struct fixed_bytes<T, std::void_t<decltype(Codec<T>::kFixedBytes)>>
     : std::integral_constant<std::size_t, Codec<T>::kFixedBytes> {};
 }  // namespace codec
 
+// A hash with per-field deadlines. Decoding rebuilds the map with out's field hasher.
 template <class F, class W, class H, class E>
 struct Codec<FieldMap<F, W, H, E>> {
+  // The map type this codec writes and reads.
   using map_type = FieldMap<F, W, H, E>;
+  // Appends the field count as a varint, then every field in storage order, stale ones
+  // included: its name (Codec<F>), its value (Codec<W>), and its deadline as a varint (0 for
+  // none, else the absolute Unix ms + 1).
   static void encode(const map_type& m, std::string& out) {
     codec::put_varint(out, m.size());
     const auto n = static_cast<std::uint32_t>(m.size());
@@ -255,6 +291,9 @@ struct Codec<FieldMap<F, W, H, E>> {
       codec::put_varint(out, d == map_type::kNoDeadline ? 0 : static_cast<std::uint64_t>(d) + 1);
     }
   }
+  // Reads a map that encode() wrote into a new map with out's field hasher, and moves it into
+  // `out` on success. False (`in` and `out` unchanged) on short or malformed input, a count of
+  // 0, a name twice, or a deadline beyond FieldMap::kMaxDeadline.
   static bool decode(std::string_view& in, map_type& out) {
     std::string_view rest = in;
     std::uint64_t n = 0;

@@ -95,6 +95,9 @@ struct ConcurrencyOptions {
   bool optimistic_reads = true;
 };
 
+// The store for many threads (see the top of this file). Most code names it through the
+// ConcurrentStore alias below; the full parameter list is for a key type with a hash or
+// equality of its own.
 template <class K, class V, class Hash = expiring::Hash<K>, class KeyEqual = std::equal_to<>,
           class Clock = TscClock, class ExpiryPolicy = SampledExpiry>
 class BasicConcurrentStore;
@@ -113,13 +116,19 @@ class BasicConcurrentStore
                                                typename detail::HashTypes<V>::value_type>;
 
  public:
+  // Each shard's store: an ExpiringStore with what a shard needs added (no public member
+  // hands one out).
   using engine_type = detail::ShardStore<K, V, detail::ShardHash<Hash>, KeyEqual, Clock, ExpiryPolicy>;
+  // The key type K and the value type V.
   using key_type = K;
   using mapped_type = V;
+  // What set_listener() takes: a function called with each KeyEvent.
   using event_type = KeyEvent<K, V>;
   using listener_type = std::function<void(const event_type&)>;
+  // The TTL replies of a missing key (-2) and of a key without TTL (-1), as Redis's.
   static constexpr std::int64_t kNoKey = engine_type::kNoKey;
   static constexpr std::int64_t kNoTtl = engine_type::kNoTtl;
+  // What set_change_feed() takes: a function called with each change record (change_feed.hpp).
   using change_type = Change<K, V>;
   using change_feed_type = std::function<void(const change_type&)>;
   // A store of hashes (V a FieldMap<F, FV>): its fields' and their values' types.
@@ -128,6 +137,9 @@ class BasicConcurrentStore
 
   // ==== Construction ======================================================================
 
+  // A store of conc.shards shards (see ConcurrencyOptions), each an ExpiringStore with a copy
+  // of `clock` and its share of `options` (the limits divided evenly, rounded up: see the top
+  // of this file). With Options::seed, `hash` is keyed from it: it picks each key's shard.
   explicit BasicConcurrentStore(Clock clock, Options options = {}, ConcurrencyOptions conc = {}, Hash hash = Hash{},
                                 KeyEqual eq = KeyEqual{})
       : hash_(hash),
@@ -154,6 +166,7 @@ class BasicConcurrentStore
       if (optimistic_) shards_[i].engine->set_free_hook(&detail::Readers::synchronize_at, &readers_);
     }
   }
+  // The same with a default-constructed Clock.
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
   explicit BasicConcurrentStore(Options options = {}, ConcurrencyOptions conc = {})
       : BasicConcurrentStore(Clock{}, std::move(options), conc) {}
@@ -166,6 +179,7 @@ class BasicConcurrentStore
     for (std::size_t i = 0; i < shards_n_; ++i) shards_[i].engine->set_free_hook(nullptr, nullptr);
   }
 
+  // The number of shards: a power of two, fixed at construction.
   std::size_t shard_count() const noexcept { return shards_n_; }
 
   // ==== Reading (copies out, or a visitor under the shard's lock) ========================
@@ -251,6 +265,8 @@ class BasicConcurrentStore
     }
     return hits;
   }
+  // EXISTS / TOUCH (one key): whether the key is live; touch() also records an access for an
+  // LRU or LFU limit (see ExpiringStore).
   template <class KK>
   [[nodiscard]] bool exists(const KK& key) {
     return with(key, [&](engine_type& e) { return e.exists(key); });
@@ -259,6 +275,8 @@ class BasicConcurrentStore
   bool touch(const KK& key) {
     return with(key, [&](engine_type& e) { return e.touch(key); });
   }
+  // TTL / PTTL: the remaining seconds (rounded half up) or ms; EXPIRETIME / PEXPIRETIME: the
+  // deadline in Unix seconds or ms. -2 missing, -1 no TTL, as ExpiringStore's.
   template <class KK>
   [[nodiscard]] std::int64_t ttl(const KK& key) {
     return with(key, [&](engine_type& e) { return e.ttl(key); });
@@ -300,6 +318,7 @@ class BasicConcurrentStore
 
   // ==== Writing: as ExpiringStore, one shard each ========================================
 
+  // SET key value [NX|XX] [EX|PX|EXAT|PXAT|KEEPTTL], as ExpiringStore::set().
   // The signatures are ExpiringStore's (not a parameter pack), so that `set(k, v, {}, cond)`
   // and braced arguments work the same on every store.
   template <class KK, class VV>
@@ -308,16 +327,21 @@ class BasicConcurrentStore
   }
   // set(key, value, cond), setnx(), setex(), psetex(), getset(): api/key_commands.hpp.
   using commands_type::set;
+  // SET ... GET: as set(), but returns the previous live value (nullopt if none), whether or
+  // not NX/XX let the write happen.
   template <class KK, class VV>
   Result<std::optional<V>> set_get(KK&& key, VV&& value, SetExpiry expiry = {}, SetCond cond = SetCond::Always) {
     return with(key, [&](engine_type& e) {
       return e.set_get(std::forward<KK>(key), std::forward<VV>(value), expiry, cond);
     });
   }
+  // GETEX key [EX|PX|EXAT|PXAT|PERSIST]: a copy of the live value (nullopt if missing), then
+  // the option applied, as ExpiringStore::getex().
   template <class KK>
   Result<std::optional<V>> getex(const KK& key, GetExExpiry option = {}) {
     return with(key, [&](engine_type& e) { return e.getex(key, option); });
   }
+  // GETDEL: removes a live key and returns its value (nullopt if missing).
   template <class KK>
   std::optional<V> getdel(const KK& key) {
     return with(key, [&](engine_type& e) { return e.getdel(key); });
@@ -332,6 +356,8 @@ class BasicConcurrentStore
   Result<std::int64_t> incr_by(const KK& key, std::int64_t delta) {
     return with(key, [&](engine_type& e) { return e.incr_by(key, delta); });
   }
+  // DEL / UNLINK (one key): true if a live key was removed; unlink() frees the value later
+  // with lazy free on (see ExpiringStore::unlink()).
   template <class KK>
   bool del(const KK& key) {
     return with(key, [&](engine_type& e) { return e.del(key); });
@@ -340,6 +366,7 @@ class BasicConcurrentStore
   bool unlink(const KK& key) {
     return with(key, [&](engine_type& e) { return e.unlink(key); });
   }
+  // PERSIST: removes the TTL of a live key; true if it had one.
   template <class KK>
   bool persist(const KK& key) {
     return with(key, [&](engine_type& e) { return e.persist(key); });
@@ -357,6 +384,8 @@ class BasicConcurrentStore
   Result<bool> expire_request_if_equal(const KK& key, const VV& expected, const ExpireRequest& r) {
     return with(key, [&](engine_type& e) { return e.expire_request_if_equal(key, expected, r); });
   }
+  // The lock-lease release `if GET(k) == expected then DEL(k)`, atomic for the key: true if it
+  // was removed.
   template <class KK, class VV>
   bool del_if_equal(const KK& key, const VV& expected) {
     return with(key, [&](engine_type& e) { return e.del_if_equal(key, expected); });
@@ -418,10 +447,12 @@ class BasicConcurrentStore
       return *r;
     });
   }
+  // HLEN: the number of live fields (exact: stale ones are reclaimed first); 0 when missing.
   template <class KK>
   Result<std::size_t> hlen(const KK& key) {
     return with_hash(key, [&](engine_type& e) { return e.hlen(key); });
   }
+  // HEXISTS: whether the field is live.
   template <class KK, class FF>
   Result<bool> hexists(const KK& key, const FF& field) {
     return with_hash(key, [&](engine_type& e) { return e.hexists(key, field); });
@@ -438,10 +469,12 @@ class BasicConcurrentStore
   Result<std::size_t> hvisit(const KK& key, Fn&& fn) {
     return with_hash(key, [&](engine_type& e) { return e.hvisit(key, std::forward<Fn>(fn)); });
   }
+  // HGETALL: copies of the live fields and their values, in no particular order.
   template <class KK>
   Result<std::vector<std::pair<hash_field_type, hash_value_type>>> hgetall(const KK& key) {
     return with_hash(key, [&](engine_type& e) { return e.hgetall(key); });
   }
+  // HKEYS, HVALS: copies of the live fields' names, or of their values.
   template <class KK>
   Result<std::vector<hash_field_type>> hkeys(const KK& key) {
     return with_hash(key, [&](engine_type& e) { return e.hkeys(key); });
@@ -450,10 +483,14 @@ class BasicConcurrentStore
   Result<std::vector<hash_value_type>> hvals(const KK& key) {
     return with_hash(key, [&](engine_type& e) { return e.hvals(key); });
   }
+  // HINCRBY: adds delta to the field's integer value and returns the sum (a missing field
+  // counts as 0), as ExpiringStore's (hash_fields.hpp).
   template <class KK, class FF>
   Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
     return with_hash(key, [&](engine_type& e) { return e.hincrby(key, field, delta); });
   }
+  // HINCRBYFLOAT: adds delta to the field's numeric value and returns the new value as stored,
+  // in Redis's form, as ExpiringStore's (hash_fields.hpp).
   template <class KK, class FF>
   Result<hash_value_type> hincrbyfloat(const KK& key, const FF& field, long double delta) {
     return with_hash(key, [&](engine_type& e) { return e.hincrbyfloat(key, field, delta); });
@@ -648,6 +685,9 @@ class BasicConcurrentStore
     const bool on = static_cast<bool>(feed);
     install_feed(std::move(feed), {}, on ? std::move(on_return) : nullptr);
   }
+  // What set_change_log() takes: encode(c, in_unit, out), which appends record c's encoding
+  // to `out` and returns how many records it wrote.
+  using change_encoder_type = std::function<std::size_t(const change_type&, bool, std::string&)>;
   // The same stream as bytes, for a log (AppendLog uses it; it replaces set_change_feed()'s
   // function). encode(c, in_unit, out) appends record c's encoding to `out` and returns how
   // many records it wrote (in_unit: c is inside a MULTI ... EXEC); it runs under the shard's
@@ -656,7 +696,6 @@ class BasicConcurrentStore
   // counter's is shared by the writers. drain_log() then hands the units over in stream
   // order. A shard's buffer past `shard_limit` bytes makes take_log_due() true (the log then
   // drains early). encode must neither call the store nor throw.
-  using change_encoder_type = std::function<std::size_t(const change_type&, bool, std::string&)>;
   void set_change_log(change_encoder_type encode, std::function<void(std::uint64_t)> on_return = {},
                       std::size_t shard_limit = std::size_t{1} << 16) {
     const bool on = static_cast<bool>(encode);
@@ -720,13 +759,14 @@ class BasicConcurrentStore
     }
   }
 
+  // What scan_stored() returns when the shard rehashed since the last step.
+  static constexpr std::uint64_t kRestarted = engine_type::kRestarted;
   // A walk over one shard's stored entries, a few at a time, as ExpiringStore::scan_stored():
   // fn(const K&, const V&, std::optional<std::int64_t> deadline) for up to `count` entries
   // from `cursor` (0 starts), under that shard's lock (fn must not call the store); returns
   // the cursor to go on with, 0 when the shard is done, or kRestarted when the shard rehashed
   // since the last step (walk that shard again). What a snapshot or a log rewrite of a running
   // store is made of: a writer waits for at most one step of one shard.
-  static constexpr std::uint64_t kRestarted = engine_type::kRestarted;
   template <class F>
   std::uint64_t scan_stored(std::size_t shard, std::uint64_t cursor, std::size_t count, F&& fn) const {
     Shard& sh = shards_[shard];
@@ -734,8 +774,13 @@ class BasicConcurrentStore
     return sh.engine->scan_stored(cursor, count, std::forward<F>(fn));
   }
 
+  // The Options the constructor took, store-wide (each shard has its share of the limits),
+  // with `replica` as set_replica() left it.
   const Options& options() const noexcept { return options_; }
+  // A copy of the key hash, keyed with Options::seed when one was given (keep it secret): it
+  // picks each key's shard.
   Hash hash_function() const { return hash_; }
+  // A copy of the key equality.
   KeyEqual key_eq() const { return eq_; }
   // A store of hashes: the hasher a new hash's fields take (the first shard's).
   template <class VV = V, std::enable_if_t<hash_value_traits<VV>::enabled, int> = 0>
@@ -774,6 +819,7 @@ class BasicConcurrentStore
     }
     return n;
   }
+  // Stored keys with a TTL (INFO keyspace `expires=`), summed over the shards as size() is.
   std::size_t expires_size() const {
     std::size_t n = 0;
     for (std::size_t i = 0; i < shards_n_; ++i) {
@@ -793,6 +839,9 @@ class BasicConcurrentStore
     return sum;
   }
 
+  // INFO stats and keyspace figures (see ExpiringStore::stats()), summed over the shards, each
+  // read under its lock (not one snapshot); the ratios and averages (expired_stale_perc,
+  // avg_ttl) are the shards' mean. The hits and misses of reads without a lock are added.
   Stats stats() const {
     Stats s;
     for (std::size_t i = 0; i < shards_n_; ++i) {
@@ -803,6 +852,8 @@ class BasicConcurrentStore
     s.keyspace_misses += readers_.misses();
     return s;
   }
+  // Cache statistics (stats.hpp), summed over the shards as stats() is, with the hits and
+  // misses of reads without a lock, and get_or_load()'s load time and failures.
   CacheStats cache_stats() const {
     CacheStats c;
     for (std::size_t i = 0; i < shards_n_; ++i) {
@@ -840,6 +891,7 @@ class BasicConcurrentStore
     }
   }
 
+  // The Clock's now in Unix milliseconds (the first shard's copy of the clock).
   std::int64_t now_ms() const { return shards_[0].engine->now_ms(); }
 
  private:
@@ -1712,9 +1764,12 @@ Result<std::optional<V>> BasicConcurrentStore<K, V, H, E, C, P>::get_or_load(con
 template <class Store>
 class Expirer {
  public:
+  // Starts the thread: it calls store.tick() at once, then again 1/hz seconds after each call
+  // returns (hz < 1: one second). `store` must outlive the Expirer.
   explicit Expirer(Store& store, int hz = 10) : store_(store), period_(std::chrono::microseconds(1000000 / std::max(1, hz))) {
     thread_ = detail::quiet_thread([this] { loop(); });
   }
+
   Expirer(const Expirer&) = delete;
   Expirer& operator=(const Expirer&) = delete;
   ~Expirer() { stop(); }
@@ -1729,6 +1784,7 @@ class Expirer {
     std::lock_guard<std::mutex> j(join_mu_);
     if (thread_.joinable()) thread_.join();
   }
+  // The number of tick() calls the thread has made so far.
   std::uint64_t ticks() const noexcept { return ticks_.load(std::memory_order_relaxed); }
 
  private:

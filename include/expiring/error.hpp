@@ -146,6 +146,7 @@ constexpr const char* to_string(Errc e) noexcept {
   return "unknown error";
 }
 
+// Writes to_string(e). The stream operators are templates: the caller includes `<ostream>`.
 template <class Ch, class Tr>
 std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, Errc e) {
   return os << to_string(e);
@@ -155,7 +156,9 @@ std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, Errc e) {
 // there is a programming error, not an expected outcome. what() is to_string(error()).
 class BadResultAccess : public std::logic_error {
  public:
+  // For the error `e` the Result held.
   explicit BadResultAccess(Errc e) : std::logic_error(to_string(e)), error_(e) {}
+  // The error the Result held.
   Errc error() const noexcept { return error_; }
 
  private:
@@ -177,28 +180,40 @@ namespace detail {
 template <class T>
 class [[nodiscard]] Result {
  public:
+  // The type of the value a successful Result holds.
   using value_type = T;
 
+  // Success, implicitly from a value: a function returning a Result can `return value;`.
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  // Failure, implicitly from an Errc: `return Errc::invalid_expire_time;`.
   Result(Errc error) : error_(error) {}          // NOLINT: implicit by design
 
+  // Whether the result holds a value (no error).
   bool ok() const noexcept { return value_.has_value(); }
   // The error; unspecified (Errc{}) when ok().
   Errc error() const noexcept { return error_; }
 
+  // The value; throws BadResultAccess when the result holds an error.
   T& value() & { check(); return *value_; }
   const T& value() const& { check(); return *value_; }
+  // The value, moved out of a Result about to go (a call's `.value()`); throws as above.
   T&& value() && { check(); return std::move(*value_); }
+  // `*r` and `r->`: value(), checked the same way (unlike std::optional's, never unchecked).
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   const T* operator->() const { return &value(); }
+  // A copy of the value, or `fallback` converted to T when the result holds an error.
   template <class U>
   T value_or(U&& fallback) const& { return ok() ? *value_ : static_cast<T>(std::forward<U>(fallback)); }
 
+  // `r == v`: ok() and the value equals `v`; `r == e`: the result holds the error `e`. `!=` is
+  // the negation of `==`.
   friend bool operator==(const Result& r, const T& v) { return r.ok() && *r.value_ == v; }
   friend bool operator!=(const Result& r, const T& v) { return !(r == v); }
   friend bool operator==(const Result& r, Errc e) { return !r.ok() && r.error_ == e; }
   friend bool operator!=(const Result& r, Errc e) { return !(r == e); }
+  // Writes the value (the word `value` for a T without an `operator<<`), or `error(<text>)`
+  // with to_string(error()) as the text.
   template <class Ch, class Tr>
   friend std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, const Result& r) {
     if (!r.ok()) return os << "error(" << r.error_ << ")";
@@ -225,26 +240,38 @@ class [[nodiscard]] Result {
 template <>
 class [[nodiscard]] Result<bool> {
  public:
+  // The type of the value a successful Result holds: bool.
   using value_type = bool;
 
+  // Success, implicitly from a bool, as Result<T>'s.
   Result(bool value) : bits_(static_cast<std::uint16_t>(kOk | (value ? 1u : 0u))) {}  // NOLINT: implicit by design
+  // Failure, implicitly from an Errc, as Result<T>'s.
   Result(Errc error) : bits_(static_cast<std::uint8_t>(error)) {}  // NOLINT: implicit by design
 
+  // Whether the result holds a value (no error).
   bool ok() const noexcept { return (bits_ & kOk) != 0; }
+  // The error; Errc{} when ok().
   Errc error() const noexcept { return ok() ? Errc{} : static_cast<Errc>(bits_ & 0xFFu); }
 
+  // The value; throws BadResultAccess when the result holds an error.
   bool value() const {
     if (EXPIRING_UNLIKELY(!ok())) detail::throw_bad_result(error());
     return (bits_ & 1u) != 0;
   }
+  // `*r`: value(), checked the same way.
   bool operator*() const { return value(); }
+  // The value, or `fallback` converted to bool when the result holds an error.
   template <class U>
   bool value_or(U&& fallback) const { return ok() ? (bits_ & 1u) != 0 : static_cast<bool>(std::forward<U>(fallback)); }
 
+  // `r == v`: ok() and the value is `v` (`store.expire(k, 10) == true`); `r == e`: the result
+  // holds the error `e`. `!=` is the negation of `==`.
   friend bool operator==(const Result& r, bool v) { return r.bits_ == (kOk | (v ? 1u : 0u)); }
   friend bool operator!=(const Result& r, bool v) { return !(r == v); }
   friend bool operator==(const Result& r, Errc e) { return !r.ok() && r.error() == e; }
   friend bool operator!=(const Result& r, Errc e) { return !(r == e); }
+  // Writes the value as the stream writes a bool (`1`/`0`, or `true`/`false` under
+  // std::boolalpha), or `error(<text>)` with to_string(error()) as the text.
   template <class Ch, class Tr>
   friend std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, const Result& r) {
     if (!r.ok()) return os << "error(" << r.error() << ")";
@@ -260,17 +287,24 @@ class [[nodiscard]] Result<bool> {
 template <>
 class [[nodiscard]] Result<void> {
  public:
+  // Success by default (`return {};`), or failure from an Errc (implicit: `return Errc::...;`).
   Result() = default;
   Result(Errc error) : error_(error), ok_(false) {}  // NOLINT: implicit by design
 
+  // Whether the call succeeded.
   bool ok() const noexcept { return ok_; }
+  // The error; Errc{} when ok().
   Errc error() const noexcept { return error_; }
+  // Throws BadResultAccess when the result holds an error, and does nothing otherwise: `.value()`
+  // turns a call's error into an exception.
   void value() const {
     if (EXPIRING_UNLIKELY(!ok_)) detail::throw_bad_result(error_);
   }
 
+  // `r == e`: the result holds the error `e`. `!=` is the negation of `==`.
   friend bool operator==(const Result& r, Errc e) { return !r.ok_ && r.error_ == e; }
   friend bool operator!=(const Result& r, Errc e) { return !(r == e); }
+  // Writes `ok`, or `error(<text>)` with to_string(error()) as the text.
   template <class Ch, class Tr>
   friend std::basic_ostream<Ch, Tr>& operator<<(std::basic_ostream<Ch, Tr>& os, const Result& r) {
     return r.ok_ ? os << "ok" : os << "error(" << r.error_ << ")";

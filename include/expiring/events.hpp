@@ -32,6 +32,8 @@ enum class KeyEventCause : std::uint8_t {
                 // points at a hash that holds exactly those fields, names and values
 };
 
+// The cause's name, as its enumerator is spelled ("expired", "rename_from"): Redis's event
+// name where Redis has the event. "unknown" for a value outside the enumeration.
 constexpr const char* to_string(KeyEventCause c) noexcept {
   switch (c) {
     case KeyEventCause::set: return "set";
@@ -58,18 +60,25 @@ constexpr const char* to_string(KeyEventCause c) noexcept {
 class KeyEventCauses {
  public:
   constexpr KeyEventCauses() noexcept = default;  // none
+  // The causes listed (a cause listed twice counts once).
   constexpr KeyEventCauses(std::initializer_list<KeyEventCause> causes) noexcept {
     for (KeyEventCause c : causes) bits_ = static_cast<std::uint16_t>(bits_ | bit(c));
   }
+  // Every cause: what a listener subscribes to by default.
   static constexpr KeyEventCauses all() noexcept { return KeyEventCauses(std::uint16_t{(1u << 15) - 1}); }
+  // The removals: del, expired and evicted, the causes whose event carries the removed value.
   static constexpr KeyEventCauses removals() noexcept {
     return {KeyEventCause::del, KeyEventCause::expired, KeyEventCause::evicted};
   }
+  // Whether `c` is in the set.
   constexpr bool contains(KeyEventCause c) const noexcept { return (bits_ & bit(c)) != 0; }
+  // Whether the set holds no cause.
   constexpr bool empty() const noexcept { return bits_ == 0; }
+  // The causes of either set.
   friend constexpr KeyEventCauses operator|(KeyEventCauses a, KeyEventCauses b) noexcept {
     return KeyEventCauses(static_cast<std::uint16_t>(a.bits_ | b.bits_));
   }
+  // Whether two sets hold the same causes.
   friend constexpr bool operator==(KeyEventCauses a, KeyEventCauses b) noexcept { return a.bits_ == b.bits_; }
   friend constexpr bool operator!=(KeyEventCauses a, KeyEventCauses b) noexcept { return a.bits_ != b.bits_; }
 
@@ -86,9 +95,9 @@ class KeyEventCauses {
 // otherwise. Both references live only for the duration of the listener call.
 template <class K, class V>
 struct KeyEvent {
-  KeyEventCause cause;
-  const K& key;
-  const V* value;
+  KeyEventCause cause;  // why the key changed
+  const K& key;         // the key that changed (a rename: the source or the destination)
+  const V* value;       // the removed value, the reclaimed fields, or null: see above
 };
 
 }  // namespace expiring

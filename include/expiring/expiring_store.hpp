@@ -128,6 +128,7 @@ using Store = ExpiringStore<K, V, expiring::Hash<K>, std::equal_to<>, Clock, Exp
 template <class V>
 class Computed {
  public:
+  // The decision, as keep(), remove(), store() and retime() make it.
   enum class Op : std::uint8_t { keep, remove, store, retime };
   // Leave the key as it is (a missing key stays missing).
   static Computed keep() { return Computed(Op::keep); }
@@ -148,6 +149,8 @@ class Computed {
     c.ttl_ = ttl;
     return c;
   }
+  // What compute() reads back: the decision, the value to write (store() only: compute() moves
+  // it out), and the TTL argument (store() and retime()).
   Op op() const noexcept { return op_; }
   std::optional<V>& value() noexcept { return value_; }
   SetExpiry ttl() const noexcept { return ttl_; }
@@ -204,14 +207,19 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   static constexpr bool kHashes = engine_type::kHashes;
 
  public:
+  // The template's key, value and clock types.
   using key_type = K;
   using mapped_type = V;
   using clock_type = Clock;
+  // A key event (events.hpp) and the listener set_listener() takes.
   using event_type = KeyEvent<K, V>;
   using listener_type = std::function<void(const event_type&)>;
+  // A change record (change_feed.hpp) and the feed set_change_feed() takes.
   using change_type = Change<K, V>;
   using change_feed_type = std::function<void(const change_type&)>;
+  // The per-entry weigher set_weigher() takes: an entry's weight against Options::maxmemory.
   using weigher_type = std::function<std::size_t(const K&, const V&)>;
+  // How volatile keys are indexed for tick(): SampledExpiry or TimeOrderedExpiry (options.hpp).
   using expiry_policy = ExpiryPolicy;
 
   // TTL replies, as Redis: -2 = no such key, -1 = no TTL.
@@ -233,8 +241,11 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   explicit ExpiringStore(Clock clk) : base_type(std::forward<Clock>(clk), Hash{}, KeyEqual{}) {
     if constexpr (kHashes) this->init_field_hash(options_.seed);
   }
+  // A store reading a default-constructed Clock (any clock of clock.hpp, not a reference such
+  // as `ManualClock&`), with default Options.
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
   ExpiringStore() : ExpiringStore(Clock{}) {}
+  // A store reading a default-constructed Clock, with `options` (which throw as above).
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
   explicit ExpiringStore(Options options) : ExpiringStore(Clock{}, std::move(options)) {}
 
@@ -284,15 +295,16 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   template <class Keys>
   std::size_t get_many(const Keys& keys, const V** out);
 
+  // What lookup() returns.
+  struct LookupResult {
+    const V* value;        // the live value (valid as get()'s), or nullptr
+    Freshness freshness;   // missing, fresh, refresh (due for a refresh-ahead) or stale
+    std::int64_t pttl;     // PTTL: the remaining ms; kNoKey (-2) missing, kNoTtl (-1) no TTL
+  };
   // GET with freshness (soft TTL, see Options::stale_window_ms): the value (nullptr when
   // missing or expired), whether it is fresh, due for a refresh-ahead, or stale (past its
   // soft deadline: still served), and its PTTL (-2 missing, -1 no TTL). Counts a hit or miss
   // and reclaims a stale key as get() does. One probe.
-  struct LookupResult {
-    const V* value;
-    Freshness freshness;
-    std::int64_t pttl;
-  };
   template <class KK>
   [[nodiscard]] LookupResult lookup(const KK& key) {
     const std::int64_t now = now_ms();
@@ -630,22 +642,31 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
 
   // Iteration over live entries (a quiet path: no statistics, nothing deleted). The clock is
   // read once, by begin(). Any non-const call invalidates iterators.
+  // An EntryView is one live entry, by reference into the store: valid as its iterator.
   struct EntryView {
-    const K& key;
-    const V& value;
+    const K& key;              // the stored key
+    const V& value;            // the stored value
     std::int64_t pexpiretime;  // absolute deadline in Unix ms, or -1 without TTL
   };
+  // A forward iterator over the live entries, in storage order: it skips stale ones (without
+  // deleting them), against the clock reading begin() took.
   class const_iterator {
    public:
+    // The standard member types: `*it` is an EntryView made on the spot (a value, not a
+    // reference into the store), so `it->` returns a `pointer` that holds one.
     using iterator_category = std::forward_iterator_tag;
     using value_type = EntryView;
     using difference_type = std::ptrdiff_t;
     using reference = EntryView;
+    // What `it->` returns: an EntryView held by value, so that `it->key` works.
     struct pointer {
-      EntryView view;
+      EntryView view;  // the entry `it` was at
+      // The held EntryView's address: `it->key` goes through it.
       const EntryView* operator->() const noexcept { return &view; }
     };
 
+    // The standard operations of a forward iterator: a default-constructed one is singular,
+    // `++` moves to the next live entry, and two iterators are equal at the same position.
     const_iterator() = default;
     reference operator*() const {
       const entry_type& e = store_->ks_.entry(i_);
@@ -681,6 +702,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     std::uint32_t i_ = 0;
     std::int64_t now_ = 0;
   };
+  // The live entries, from the first (begin() reads the clock, once for the whole walk) to the
+  // end. O(1) each, plus the slots skipped.
   const_iterator begin() const { return const_iterator(this, 0, now_ms()); }
   const_iterator end() const { return const_iterator(this, static_cast<std::uint32_t>(ks_.slot_count()), 0); }
 
@@ -888,6 +911,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     options_.refresh_window_ms = refresh_window_ms;
     return {};
   }
+  // The same with std::chrono durations, rounded up to whole ms; Errc::out_of_range (nothing
+  // changes) if either is negative or beyond the int64 range of ms.
   template <class R1, class P1, class R2, class P2>
   Result<void> set_soft_ttl(std::chrono::duration<R1, P1> stale_window, std::chrono::duration<R2, P2> refresh_window) noexcept {
     const detail::CheckedMs a = detail::to_ms(stale_window), b = detail::to_ms(refresh_window);
@@ -903,6 +928,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // REPLICAOF host port / REPLICAOF NO ONE: turns replica mode (Options::replica) on or off.
   // Turned off, the store expires its stale keys again, lazily and by tick().
   void set_replica(bool on) noexcept { options_.replica = on; }
+  // CONFIG GET: the settings in force, as the constructor took them and the setters above
+  // changed them since (hz clamped to [1, 500]).
   const Options& options() const noexcept { return options_; }
   // The parameters the current effort and hz give (semantics.md B §3.2).
   CycleParams cycle() const noexcept { return cycle_params(options_.active_expire_effort, options_.hz); }
@@ -945,11 +972,13 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // as ahead_slot, is a two-stage pipeline: the control bytes, then the free slot), so that
   // the cache misses of a large load overlap. nullptr: none.
   struct LoadStep {
-    std::uint64_t hash;
-    std::int64_t now;
-    const std::uint64_t* ahead_group = nullptr;
-    const std::uint64_t* ahead_slot = nullptr;
+    std::uint64_t hash;                          // hash_function()(key) of the key stored
+    std::int64_t now;                            // the load's clock reading (Unix ms)
+    const std::uint64_t* ahead_group = nullptr;  // a later key's hash: fetch its group's control bytes
+    const std::uint64_t* ahead_slot = nullptr;   // a later key's hash: fetch the free slot it will take
   };
+  // apply_set() with what the loader knows (snapshot.hpp's loads pass one per key): the key
+  // is not hashed again, and the slots of the keys ahead are prefetched. Returns true.
   Result<bool> apply_set(K&& key, V&& value, std::optional<std::int64_t> deadline, const LoadStep& step) {
     if (step.ahead_group != nullptr) ks_.prefetch_group(ks_.template hash_from<K>(*step.ahead_group));
     if (step.ahead_slot != nullptr) ks_.prefetch_free_slot(ks_.template hash_from<K>(*step.ahead_slot));

@@ -54,25 +54,35 @@
 
 namespace expiring {
 
+// A hash's fields: names of type F, values of type V, and for each field an optional deadline
+// in ms (a store's are Unix times, as its clock's now_ms()). Fields are addressed by position,
+// 0 .. size() - 1, which erase() changes for the last field. FieldHash hashes names (one
+// hasher shared by copies, see above) and FieldEq compares them.
 template <class F, class V, class FieldHash = expiring::Hash<F>, class FieldEq = std::equal_to<>>
 class FieldMap {
  public:
+  // The field hasher, the field name type and the value type: FieldHash, F and V.
   using hasher = FieldHash;
   using field_type = F;
   using mapped_type = V;
+  // The position find() returns for a name that is not there.
   static constexpr std::uint32_t npos = detail::kNoSlot;
+  // The deadline of a field without one: INT64_MAX, later than any deadline.
   static constexpr std::int64_t kNoDeadline = std::numeric_limits<std::int64_t>::max();
   // The largest deadline a field can have: Redis 7.4's cap, 2^46 - 1 ms (year 4199).
   static constexpr std::int64_t kMaxDeadline = (std::int64_t{1} << 46) - 1;
 
+  // A field as stored, what at() and iteration give; its deadline is kept apart (deadline()).
   struct Field {
-    F name;
-    V value;
+    F name;   // not to be changed in place: the map's index hashes it
+    V value;  // changed in place, or by assign() and replace_value()
   };
 
   // An empty map hashing with the process-wide default hasher, or with `hash`.
   FieldMap() : hash_(default_hasher()) {}
+  // An empty map hashing with `hash` (null: the default one); a store passes its field hasher.
   explicit FieldMap(std::shared_ptr<const FieldHash> hash) : hash_(hash ? std::move(hash) : default_hasher()) {}
+  // A copy shares the hasher and copies the fields and their deadlines.
   FieldMap(const FieldMap&) = default;
   FieldMap& operator=(const FieldMap&) = default;
   // A moved-from map is empty and usable, with the same hasher.
@@ -88,6 +98,7 @@ class FieldMap {
         small_earliest_known_(o.small_earliest_known_) {
     o.release_all();
   }
+  // Takes o's fields and hasher; `o` is left empty and usable, with the same hasher.
   FieldMap& operator=(FieldMap&& o) noexcept {
     if (this != &o) {
       hash_ = o.hash_;
@@ -104,8 +115,11 @@ class FieldMap {
     return *this;
   }
 
+  // The field hasher: find(name, hash) and assign(name, value, hash) take a hash computed by it.
   const std::shared_ptr<const FieldHash>& hash_function() const noexcept { return hash_; }
 
+  // The number of fields stored, stale ones included (the map never looks at a clock), and
+  // whether it is 0.
   std::size_t size() const noexcept { return fields_.size(); }
   bool empty() const noexcept { return fields_.empty(); }
   // Fields with a deadline.
@@ -612,10 +626,13 @@ class FieldMap {
 // A FieldMap is a hash value (detail/hash_value.hpp).
 template <class F, class W, class H, class E>
 struct hash_value_traits<FieldMap<F, W, H, E>> {
-  static constexpr bool enabled = true;
-  using map_type = FieldMap<F, W, H, E>;
+  static constexpr bool enabled = true;   // a FieldMap is a hash
+  using map_type = FieldMap<F, W, H, E>;  // the hash a value holds: the FieldMap itself
+  // The hash `v` holds: `v` itself, never null.
   static map_type* map(map_type& v) noexcept { return &v; }
+  // The same for a const value.
   static const map_type* map(const map_type& v) noexcept { return &v; }
+  // An empty FieldMap hashing its fields with `h`.
   static map_type make(std::shared_ptr<const H> h) { return map_type(std::move(h)); }
 };
 

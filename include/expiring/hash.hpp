@@ -77,6 +77,7 @@ namespace expiring {
 
 // 128 bits of key material for a keyed hash.
 struct HashKey {
+  // The key's two 64-bit halves (all zero by default: a fixed key, not a secret).
   std::uint64_t k0 = 0;
   std::uint64_t k1 = 0;
 
@@ -87,9 +88,11 @@ struct HashKey {
   // built with Options::seed; a key derived from a seed an attacker can guess is no secret.
   static constexpr HashKey from_seed(std::uint64_t seed) noexcept;
 
+  // Whether two keys are the same 128 bits.
   friend constexpr bool operator==(const HashKey& a, const HashKey& b) noexcept {
     return a.k0 == b.k0 && a.k1 == b.k1;
   }
+  // Whether two keys differ in any bit.
   friend constexpr bool operator!=(const HashKey& a, const HashKey& b) noexcept { return !(a == b); }
 };
 
@@ -354,6 +357,7 @@ struct Hash<K, std::enable_if_t<detail::is_string_key_v<K>>> : detail::Xxh3Secre
   using is_avalanching = void;  // every output bit depends on every key bit: the table uses it as is
   using is_transparent = void;
   using Xxh3Secret::Xxh3Secret;
+  // XXH3 of the bytes of `s` under this instance's secret.
   std::size_t operator()(std::string_view s) const noexcept {
     return static_cast<std::size_t>(hash_bytes(s.data(), s.size()));
   }
@@ -364,6 +368,8 @@ template <class K>
 struct Hash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> : detail::Xxh3Secret {
   using is_avalanching = void;  // every output bit depends on every key bit: the table uses it as is
   using Xxh3Secret::Xxh3Secret;
+  // XXH3 of `key`'s value as a 64-bit word (an enum's underlying value) under this instance's
+  // secret.
   std::size_t operator()(K key) const noexcept {
     const std::uint64_t v = detail::key_word(key);
     return static_cast<std::size_t>(hash_bytes(&v, sizeof v));
@@ -383,13 +389,17 @@ struct SipHash<K, std::enable_if_t<detail::is_string_key_v<K>>> {
 
   // A fresh random key (one read of the OS random source).
   SipHash() noexcept : key_(HashKey::random()) {}
+  // Keyed with `key`: two instances with the same key hash alike.
   explicit SipHash(HashKey key) noexcept : key_(key) {}
 
+  // SipHash-1-3 of the bytes of `s`.
   std::size_t operator()(std::string_view s) const noexcept {
     return static_cast<std::size_t>(detail::SipHash13::bytes(s.data(), s.size(), key_));
   }
 
+  // Replaces the key: a store built with Options::seed rekeys its hash from the seed.
   void rekey(HashKey key) noexcept { key_ = key; }
+  // The key in use.
   HashKey key() const noexcept { return key_; }
 
  private:
@@ -400,14 +410,19 @@ struct SipHash<K, std::enable_if_t<detail::is_string_key_v<K>>> {
 template <class K>
 struct SipHash<K, std::enable_if_t<std::is_integral_v<K> || std::is_enum_v<K>>> {
   using is_avalanching = void;  // every output bit depends on every key bit: the table uses it as is
+  // A fresh random key (one read of the OS random source).
   SipHash() noexcept : key_(HashKey::random()) {}
+  // Keyed with `key`: two instances with the same key hash alike.
   explicit SipHash(HashKey key) noexcept : key_(key) {}
 
+  // SipHash-1-3 of `key`'s value as 8 little-endian bytes (an enum's underlying value).
   std::size_t operator()(K key) const noexcept {
     return static_cast<std::size_t>(detail::SipHash13::word(detail::key_word(key), key_));
   }
 
+  // Replaces the key: a store built with Options::seed rekeys its hash from the seed.
   void rekey(HashKey key) noexcept { key_ = key; }
+  // The key in use.
   HashKey key() const noexcept { return key_; }
 
  private:

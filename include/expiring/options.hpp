@@ -33,12 +33,16 @@ namespace expiring {
 // never turns an invalid TTL into a valid one or the reverse.
 class Jitter {
  public:
+  // What amount() means: a percentage of the TTL for `percent`, milliseconds for `spread`.
   enum class Kind : std::uint8_t {
     inherit,  // per call: use the store's Options::ttl_jitter (the default argument)
     none,     // no jitter
     percent,  // a percentage of the TTL
     spread,   // an absolute spread in milliseconds
   };
+  // Jitter{} is `inherit`: a call given it uses the store's Options::ttl_jitter. none() turns
+  // jitter off; percent(p) spreads by p% of the TTL (p in 0..100); spread_ms(ms) by `ms`
+  // milliseconds (ms >= 0). An amount outside its range makes an invalid Jitter (see valid()).
   constexpr Jitter() noexcept = default;
   static constexpr Jitter none() noexcept { return Jitter(Kind::none, 0); }
   static constexpr Jitter percent(std::int64_t p) noexcept { return Jitter(Kind::percent, p); }
@@ -51,6 +55,7 @@ class Jitter {
     const detail::CheckedMs ms = detail::to_ms(d);
     return Jitter(Kind::spread, ms.ok && d >= std::chrono::duration<Rep, Period>::zero() ? ms.ms : -1);
   }
+  // The kind, and its amount: a percentage for `percent`, milliseconds for `spread`, else 0.
   constexpr Kind kind() const noexcept { return kind_; }
   constexpr std::int64_t amount() const noexcept { return amount_; }
   // Percent within 0..100, spread >= 0 (a store refuses anything else).
@@ -63,6 +68,7 @@ class Jitter {
     if (kind_ == Kind::spread) return amount_;
     return 0;
   }
+  // Equal when both the kind and the amount are.
   friend constexpr bool operator==(Jitter a, Jitter b) noexcept { return a.kind_ == b.kind_ && a.amount_ == b.amount_; }
   friend constexpr bool operator!=(Jitter a, Jitter b) noexcept { return !(a == b); }
 
@@ -86,10 +92,13 @@ class Jitter {
 // Relative seconds (Redis EX). Must be positive in SET/GETEX. `Ex{30}.with(Jitter::percent(10))`
 // jitters this one write (overriding the store's default).
 struct Ex {
-  std::int64_t seconds;
-  Jitter jitter{};
+  std::int64_t seconds;  // the TTL, in seconds
+  Jitter jitter{};       // this write's jitter; Jitter{} (inherit) takes Options::ttl_jitter
   bool invalid = false;  // built from a duration beyond the int64 range of ms
+  // From a count of seconds: `Ex{30}`.
   constexpr explicit Ex(std::int64_t s) noexcept : seconds(s) {}
+  // From a std::chrono duration of whole seconds, implicitly: `Ex{5min}`. A finer period does
+  // not compile.
   template <class Rep, class Period>
   constexpr Ex(std::chrono::duration<Rep, Period> d) noexcept  // NOLINT: implicit by design
       : seconds(0) {
@@ -100,6 +109,7 @@ struct Ex {
     seconds = s.ms;
     invalid = !ms.ok;
   }
+  // A copy whose write is jittered by `j`.
   constexpr Ex with(Jitter j) const noexcept {
     Ex e = *this;
     e.jitter = j;
@@ -108,13 +118,16 @@ struct Ex {
 };
 // Relative milliseconds (Redis PX). Must be positive in SET/GETEX. `.with(Jitter)` as Ex.
 struct Px {
-  std::int64_t ms;
-  Jitter jitter{};
+  std::int64_t ms;       // the TTL, in milliseconds
+  Jitter jitter{};       // this write's jitter; Jitter{} (inherit) takes Options::ttl_jitter
   bool invalid = false;  // built from a duration beyond the int64 range of ms
+  // From a count of milliseconds: `Px{1500}`.
   constexpr explicit Px(std::int64_t m) noexcept : ms(m) {}
+  // From a std::chrono duration, implicitly, rounded up to the next whole ms (1 us is 1 ms).
   template <class Rep, class Period>
   constexpr Px(std::chrono::duration<Rep, Period> d) noexcept  // NOLINT: implicit by design
       : ms(detail::to_ms(d).ms), invalid(!detail::to_ms(d).ok) {}
+  // A copy whose write is jittered by `j`.
   constexpr Px with(Jitter j) const noexcept {
     Px p = *this;
     p.jitter = j;
@@ -123,15 +136,18 @@ struct Px {
 };
 // Absolute Unix seconds (Redis EXAT). Must be positive.
 struct ExAt {
-  std::int64_t unix_seconds;
+  std::int64_t unix_seconds;  // the deadline, in seconds since the Unix epoch
+  // From Unix seconds.
   constexpr explicit ExAt(std::int64_t s) noexcept : unix_seconds(s) {}
 };
 // Absolute Unix milliseconds (Redis PXAT). Must be positive. From a system_clock time point:
 // its time since the epoch, rounded up to the next ms.
 struct PxAt {
-  std::int64_t unix_ms;
+  std::int64_t unix_ms;  // the deadline, in milliseconds since the Unix epoch
   bool invalid = false;  // built from a time point beyond the int64 range of ms
+  // From Unix milliseconds.
   constexpr explicit PxAt(std::int64_t m) noexcept : unix_ms(m) {}
+  // From a std::chrono::system_clock time point (implicitly), rounded up to the next whole ms.
   template <class D>
   constexpr PxAt(std::chrono::time_point<std::chrono::system_clock, D> t) noexcept  // NOLINT: implicit
       : unix_ms(detail::to_unix_ms(t).ms), invalid(!detail::to_unix_ms(t).ok) {}
@@ -158,6 +174,8 @@ struct ExpirySpec {
 // Ex, Px, ExAt, PxAt, KeepTtl.
 class SetExpiry {
  public:
+  // Nothing (SET then removes the TTL), or an Ex, Px, ExAt or PxAt as given, implicitly:
+  // `set(k, v, Px{100})`.
   constexpr SetExpiry() noexcept = default;
   constexpr SetExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.invalid, e.seconds, e.jitter} {}  // NOLINT
   constexpr SetExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.invalid, p.ms, p.jitter} {}       // NOLINT
@@ -169,7 +187,9 @@ class SetExpiry {
   template <class D>
   constexpr SetExpiry(std::chrono::time_point<std::chrono::system_clock, D> t) noexcept  // NOLINT
       : SetExpiry(PxAt(t)) {}
+  // KEEPTTL: `set(k, v, KeepTtl{})`.
   constexpr SetExpiry(KeepTtl) noexcept : spec_{detail::ExpiryKind::keepttl, false, 0} {}         // NOLINT
+  // Used by the store: the argument as one tagged value (its kind, value, validity and jitter).
   constexpr detail::ExpirySpec spec() const noexcept { return spec_; }
 
  private:
@@ -179,6 +199,8 @@ class SetExpiry {
 // The option of GETEX: nothing (TTL untouched), or one of Ex, Px, ExAt, PxAt, Persist.
 class GetExExpiry {
  public:
+  // Nothing (GETEX then leaves the TTL as it is), or an Ex, Px, ExAt or PxAt as given,
+  // implicitly: `getex(k, Ex{60})`.
   constexpr GetExExpiry() noexcept = default;
   constexpr GetExExpiry(Ex e) noexcept : spec_{detail::ExpiryKind::ex, e.invalid, e.seconds, e.jitter} {}  // NOLINT
   constexpr GetExExpiry(Px p) noexcept : spec_{detail::ExpiryKind::px, p.invalid, p.ms, p.jitter} {}       // NOLINT
@@ -190,7 +212,9 @@ class GetExExpiry {
   template <class D>
   constexpr GetExExpiry(std::chrono::time_point<std::chrono::system_clock, D> t) noexcept  // NOLINT
       : GetExExpiry(PxAt(t)) {}
+  // PERSIST: `getex(k, Persist{})` removes the TTL.
   constexpr GetExExpiry(Persist) noexcept : spec_{detail::ExpiryKind::persist, false, 0} {}         // NOLINT
+  // Used by the store: the option as one tagged value (its kind, value, validity and jitter).
   constexpr detail::ExpirySpec spec() const noexcept { return spec_; }
 
  private:
@@ -212,9 +236,11 @@ enum class ExpireFlags : std::uint8_t {
   GT = 4,  // only if the new deadline is later than the current one (no TTL = infinite)
   LT = 8,  // only if the new deadline is earlier than the current one (no TTL = infinite)
 };
+// Both sets of flags: `ExpireFlags::XX | ExpireFlags::GT`.
 constexpr ExpireFlags operator|(ExpireFlags a, ExpireFlags b) noexcept {
   return static_cast<ExpireFlags>(static_cast<std::uint8_t>(a) | static_cast<std::uint8_t>(b));
 }
+// Whether `set` includes `flag`.
 constexpr bool has(ExpireFlags set, ExpireFlags flag) noexcept {
   return (static_cast<std::uint8_t>(set) & static_cast<std::uint8_t>(flag)) != 0;
 }
@@ -236,6 +262,8 @@ struct SampledExpiry {};
 // 4 bytes per volatile key plus 8 per entry (its bucket and position there). The sampling parameters (keys_per_loop, acceptable_stale,
 // full_pass_ticks) do not apply; the budgets do, and avg_ttl is not estimated (0).
 struct TimeOrderedExpiry {};
+// Defined (as 1) where TimeOrderedExpiry exists, for code that builds against versions with
+// and without it: `#if defined(EXPIRING_HAS_TIME_ORDERED_EXPIRY)`.
 #define EXPIRING_HAS_TIME_ORDERED_EXPIRY 1
 
 
@@ -279,6 +307,7 @@ enum class Freshness : std::uint8_t {
   stale,    // live, past its soft deadline: served, but refresh it now
 };
 
+// The enumerator's name, as "stale".
 constexpr const char* to_string(Freshness f) noexcept {
   switch (f) {
     case Freshness::missing: return "missing";
@@ -303,6 +332,7 @@ enum class EvictionPolicy : std::uint8_t {
   volatile_ttl,     // evict the key with the nearest deadline among the samples
 };
 
+// Redis's name of the policy, as "allkeys-lru" (CONFIG GET maxmemory-policy).
 constexpr const char* to_string(EvictionPolicy p) noexcept {
   switch (p) {
     case EvictionPolicy::noeviction: return "noeviction";
@@ -319,6 +349,9 @@ constexpr const char* to_string(EvictionPolicy p) noexcept {
 
 // ---- Store settings ---------------------------------------------------------------------
 
+// The store's settings, given to its constructor, which checks them (see ExpiringStore's). Most
+// are Redis configuration directives under their redis.conf names; setters of the store
+// (set_maxmemory(), set_hz(), ...) change some of them later, and options() reads them back.
 struct Options {
   // Redis `hz`: how often the caller intends to run slow ticks per second. It sizes the slow
   // cycle's time budget. Clamped to [1, 500] as Redis does.

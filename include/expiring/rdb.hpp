@@ -56,7 +56,7 @@ namespace expiring {
 
 // How load_rdb() reads.
 struct RdbLoadOptions {
-  LoadAs as = LoadAs::primary;
+  LoadAs as = LoadAs::primary;  // primary skips keys and fields past their deadline; replica keeps them
   // Lists, sets, sorted sets and streams (and module values Redis can skip): skipped and
   // counted instead of refused.
   bool skip_other_types = false;
@@ -69,7 +69,7 @@ struct RdbInfo {
   unsigned version = 0;           // the file's RDB version
   std::uint64_t keys = 0;         // keys now in the store
   std::uint64_t expired = 0;      // keys skipped because their deadline had passed (LoadAs::primary)
-  std::uint64_t expired_fields = 0;
+  std::uint64_t expired_fields = 0;  // hash fields skipped likewise (a hash left with none: in `expired`)
   std::uint64_t skipped = 0;      // values of other types skipped (skip_other_types)
   std::uint64_t other_db = 0;     // keys of other databases
   std::uint64_t bytes = 0;        // the input's size
@@ -95,6 +95,7 @@ template <class Store>
 FileResult<RdbInfo> load_rdb_databases_bytes(const std::vector<Store*>& dbs, std::string_view bytes,
                                              const RdbLoadOptions& options = {});
 #if defined(EXPIRING_SNAPSHOT_POSIX)
+// From the regular file at `path`, opened and read as load_rdb() reads one.
 template <class Store>
 FileResult<RdbInfo> load_rdb_databases(const std::vector<Store*>& dbs, const std::string& path,
                                        const RdbLoadOptions& options = {});
@@ -126,6 +127,7 @@ FileResult<RdbInfo> save_rdb(const Store& s, const std::string& path, const RdbS
 template <class Store>
 FileResult<RdbInfo> save_rdb_databases(const std::vector<Store*>& dbs, std::string& out, const RdbSaveOptions& options = {});
 #if defined(EXPIRING_SNAPSHOT_POSIX)
+// To a file, as save_rdb() writes one.
 template <class Store>
 FileResult<RdbInfo> save_rdb_databases(const std::vector<Store*>& dbs, const std::string& path,
                                        const RdbSaveOptions& options = {});

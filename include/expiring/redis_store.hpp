@@ -93,6 +93,8 @@
 
 namespace expiring {
 
+// The client's types under the store's names: a node's address (RedisOptions::nodes), and the
+// counters client_stats() returns.
 using RedisEndpoint = client::Endpoint;
 using RedisClientStats = client::ClientStats;
 
@@ -125,6 +127,8 @@ struct RedisOptions {
   // Commands written per pipelined round trip (get_many, mset, del_many), and keys per MGET
   // or DEL of a standalone get_many / del_many; >= 1.
   std::size_t pipeline_chunk = 1000;
+  // TCP keepalive on every connection (hiredis's redisEnableKeepAlive), so that the kernel
+  // notices a dead server behind an idle connection.
   bool keepalive = true;
   // false when the program already ignores SIGPIPE (signal(SIGPIPE, SIG_IGN), as most servers
   // do): saves four system calls per round trip. true: each round trip blocks SIGPIPE in its
@@ -142,6 +146,9 @@ struct RedisOptions {
   std::function<std::uint64_t()> random;
 };
 
+// ExpiringStore's API over a Redis or Valkey server, standalone or cluster (see the top of
+// this file). KeyCodec and ValueCodec turn keys and values into Redis strings and back
+// (client/codec.hpp).
 template <class K, class V, class KeyCodec = RedisCodec<K>, class ValueCodec = RedisCodec<V>>
 class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec>, V>,
                    public api::HashCommands<RedisStore<K, V, KeyCodec, ValueCodec>,
@@ -152,20 +159,29 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
                                                typename detail::HashTypes<V>::value_type>;
 
  public:
+  // The key type K and the value type V.
   using key_type = K;
   using mapped_type = V;
   // A store of hashes (V a FieldMap<F, FV>): its fields' and their values' types, each sent
   // through its RedisCodec.
   using hash_field_type = typename detail::HashTypes<V>::field_type;
   using hash_value_type = typename detail::HashTypes<V>::value_type;
+  // The TTL replies of a missing key (-2) and of a key without TTL (-1), as Redis's.
   static constexpr std::int64_t kNoKey = -2;
   static constexpr std::int64_t kNoTtl = -1;
 
+  // Checks `options` and connects to nothing yet: the first call opens a connection (in a
+  // cluster, after loading the slot map). Throws std::invalid_argument for no node, a bad
+  // address, a cluster with db != 0, db < 0, pool_size or pipeline_chunk 0, max_redirects < 0
+  // or an invalid ttl_jitter.
   explicit RedisStore(RedisOptions options = {}) : o_(validated(std::move(options))), router_(router_settings(o_)) {}
+
   RedisStore(const RedisStore&) = delete;
   RedisStore& operator=(const RedisStore&) = delete;
 
+  // The options the store was built with; a ttl_jitter of Jitter{} (`inherit`) reads as none().
   const RedisOptions& options() const noexcept { return o_; }
+  // Whether the store talks to a Redis Cluster (RedisOptions::cluster).
   bool cluster() const noexcept { return o_.cluster; }
 
   // ==== Reading ===================================================================================
@@ -506,7 +522,9 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     add_field_value(c, value);
     return hash_count(c, false);
   }
+  // hset(key, pairs), several fields at once: api/hash_commands.hpp, over hset_range().
   using hash_commands_type::hset;
+  // HSETNX: writes the field only if the hash does not have it; whether it wrote.
   template <class KK, class FF, class VV>
   Result<bool> hsetnx(const KK& key, const FF& field, const VV& value) {
     client::Cmd c = hash_cmd("HSETNX", key);
@@ -516,6 +534,7 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     if (!r.ok()) return r.error();
     return *r == 1;
   }
+  // HGET: a copy of the field's value, or nullopt (no key or no such field).
   template <class KK, class FF>
   Result<std::optional<hash_value_type>> hget(const KK& key, const FF& field) {
     client::Cmd c = hash_cmd("HGET", key);
@@ -535,10 +554,13 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     if (const std::optional<Errc> e = contract_error(*r, c)) return *e;
     return values_of(*r, c, n, out);
   }
+  // HLEN: the number of fields, 0 when the key is missing (Redis 7.4 also counts expired
+  // fields it has not reclaimed yet: semantics.md D20).
   template <class KK>
   Result<std::size_t> hlen(const KK& key) {
     return hash_count(hash_cmd("HLEN", key), true);
   }
+  // HEXISTS: whether the hash has the field.
   template <class KK, class FF>
   Result<bool> hexists(const KK& key, const FF& field) {
     client::Cmd c = hash_cmd("HEXISTS", key);
@@ -564,6 +586,7 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     for (const auto& p : *all) fn(p.first, p.second);
     return all->size();
   }
+  // HGETALL: copies of the fields and their values, in the server's order.
   template <class KK>
   Result<std::vector<std::pair<hash_field_type, hash_value_type>>> hgetall(const KK& key) {
     client::Cmd c = hash_cmd("HGETALL", key);
@@ -575,6 +598,7 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     });
     return out;
   }
+  // HKEYS, HVALS: copies of the fields' names, or of their values.
   template <class KK>
   Result<std::vector<hash_field_type>> hkeys(const KK& key) {
     client::Cmd c = hash_cmd("HKEYS", key);
@@ -595,6 +619,8 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     for (std::size_t j = 0; j < r->elements; ++j) out.push_back(*field_value_of(*r->element[j], c));
     return out;
   }
+  // HINCRBY: adds delta to the field's integer value and returns the sum (a missing field
+  // counts as 0). Errc::overflow and not_an_integer, as ExpiringStore's (hash_fields.hpp).
   template <class KK, class FF>
   Result<std::int64_t> hincrby(const KK& key, const FF& field, std::int64_t delta) {
     client::Cmd c = hash_cmd("HINCRBY", key);

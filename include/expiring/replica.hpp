@@ -59,15 +59,15 @@ namespace expiring {
 // Where the primary is and how to follow it.
 struct ReplicaOptions {
   std::string host = "127.0.0.1";  // a name or an IPv4/IPv6 address
-  int port = 6379;
+  int port = 6379;                 // the primary's port
   std::string password;            // the primary's requirepass (Redis's masterauth)
   std::int64_t db = 0;             // the database followed (SELECT number)
   int listening_port = 0;          // what the primary's INFO shows for this replica
   redis::LinkLimits limits;        // the most the primary can make it hold
-  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds connect_timeout{2000};  // the wait for each address the host resolves to
   std::chrono::milliseconds timeout{60000};  // Redis's repl-timeout
-  std::chrono::milliseconds backoff_min{100};
-  std::chrono::milliseconds backoff_max{5000};
+  std::chrono::milliseconds backoff_min{100};   // the first wait before reconnecting (reset by a sync)
+  std::chrono::milliseconds backoff_max{5000};  // each failed link doubles the wait, up to this
 };
 
 // What the replica has done, as of the call.
@@ -85,6 +85,10 @@ struct ReplicaStats {
   std::string last_error;          // why the last link failed ("" while none did)
 };
 
+// Follows a Redis primary into `store` from a thread of its own, from construction until
+// stop() or destruction (see the file's comment). Store has std::string keys and, to follow
+// both strings and hashes, redis::Value values; a ConcurrentStore lets other threads read it
+// meanwhile. Not copyable.
 template <class Store>
 class Replica {
  public:
@@ -93,7 +97,9 @@ class Replica {
     store_.set_replica(true);
     thread_ = detail::quiet_thread([this] { run(); });
   }
+  // Stops the thread, as stop() does; the store stays in replica mode.
   ~Replica() { stop(); }
+
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
 
@@ -107,6 +113,7 @@ class Replica {
     if (thread_.joinable()) thread_.join();
   }
 
+  // What the replica has done, as of the call; any thread may ask.
   ReplicaStats stats() const {
     std::lock_guard<std::mutex> l(mu_);
     ReplicaStats s = stats_;

@@ -80,6 +80,7 @@
 #include "field_map.hpp"
 
 #if defined(__unix__) || defined(__unix) || (defined(__APPLE__) && defined(__MACH__))
+// Defined on POSIX systems, where the functions that take a path (open, fsync, rename) exist.
 #define EXPIRING_SNAPSHOT_POSIX 1
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -120,9 +121,9 @@ struct SnapshotInfo {
 //   Errc::io_error             open, read, write, fsync or rename failed (errno's text)
 //   another code               the store refused a record (apply()); see load()
 struct FileError {
-  Errc code{};
-  std::uint64_t offset = 0;
-  std::string message;
+  Errc code{};               // what went wrong (the codes above)
+  std::uint64_t offset = 0;  // where: a byte offset from the start of the file or stream
+  std::string message;       // what and where, in English
 };
 
 // Either a T or a FileError, [[nodiscard]], used as Result<T> (error.hpp) is: ok(), value()
@@ -130,16 +131,23 @@ struct FileError {
 template <class T>
 class [[nodiscard]] FileResult {
  public:
+  // The type of the value a successful FileResult holds.
   using value_type = T;
 
+  // Implicit from a value (success) or from a FileError (failure), so that a function
+  // returning a FileResult can `return value;` or `return FileError{...};`.
   FileResult(T value) : value_(std::move(value)) {}                 // NOLINT: implicit by design
   FileResult(FileError error) : error_(std::move(error)) {}         // NOLINT: implicit by design
 
+  // Whether the result holds a value (no error).
   bool ok() const noexcept { return value_.has_value(); }
   // The error; a default FileError (code Errc{}) when ok().
   const FileError& error() const noexcept { return error_; }
+  // The error's code, error().code: Errc{} when ok().
   Errc code() const noexcept { return error_.code; }
 
+  // The value; throws BadResultAccess (with the error's code) when the result holds an error.
+  // `*r` and `r->` check the same way: unlike std::optional's, they are never unchecked.
   T& value() & { check(); return *value_; }
   const T& value() const& { check(); return *value_; }
   T&& value() && { check(); return std::move(*value_); }
@@ -147,8 +155,10 @@ class [[nodiscard]] FileResult {
   const T& operator*() const& { return value(); }
   const T* operator->() const { return &value(); }
 
+  // `r == e`: the result holds an error whose code is `e`. `!=` is the negation of `==`.
   friend bool operator==(const FileResult& r, Errc e) { return !r.ok() && r.error_.code == e; }
   friend bool operator!=(const FileResult& r, Errc e) { return !(r == e); }
+  // Writes "ok", or "error(<code>: <message>)".
   friend std::ostream& operator<<(std::ostream& os, const FileResult& r) {
     if (r.ok()) return os << "ok";
     return os << "error(" << r.error_.code << ": " << r.error_.message << ")";

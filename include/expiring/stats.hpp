@@ -14,9 +14,9 @@ namespace expiring {
 // (2^(b-1), 2^b] ms, bucket 31 anything later. Redis and Valkey do not report this (redis
 // #15620, valkey #4385 ask for it).
 struct LatenessHistogram {
-  static constexpr int kBuckets = 32;
-  std::array<std::uint64_t, kBuckets> active{};
-  std::array<std::uint64_t, kBuckets> lazy{};
+  static constexpr int kBuckets = 32;            // buckets 0 (<= 1 ms) to 31 (over 2^30 ms)
+  std::array<std::uint64_t, kBuckets> active{};  // keys reclaimed by active expiry (tick()), per bucket
+  std::array<std::uint64_t, kBuckets> lazy{};    // keys reclaimed by lazy expiry (a call), per bucket
 
   // The bucket of a lateness of `ms` (>= 0).
   static constexpr int bucket_of(std::int64_t ms) noexcept {
@@ -40,6 +40,7 @@ struct LatenessHistogram {
     }
     return upper_ms(kBuckets - 1);
   }
+  // Adds `o`'s counts, bucket by bucket (a sum over several stores).
   LatenessHistogram& operator+=(const LatenessHistogram& o) noexcept {
     for (std::size_t b = 0; b < active.size(); ++b) {
       active[b] += o.active[b];
@@ -49,6 +50,9 @@ struct LatenessHistogram {
   }
 };
 
+// What stats() reports, under the names of Redis's INFO fields: counters since the store was
+// built or its last reset_stats(), the active-expire cycle's stale average, and figures of the
+// keyspace as it is now (keys, expires, avg_ttl, subexpiry, lazyfree_pending_objects).
 struct Stats {
   std::uint64_t keyspace_hits = 0;    // reads that found a live key
   std::uint64_t keyspace_misses = 0;  // reads that found nothing (or a stale key)
@@ -84,16 +88,19 @@ struct CacheStats {
   std::uint64_t eviction_count = 0;      // keys evicted (either limit)
   std::uint64_t eviction_weight = 0;     // their summed weight (the weigher's, see maxmemory)
 
+  // hit_count + miss_count: the value reads counted.
   std::uint64_t request_count() const noexcept { return hit_count + miss_count; }
   // hits / requests; 1.0 when there was no request (Caffeine's convention).
   double hit_rate() const noexcept {
     const std::uint64_t n = request_count();
     return n == 0 ? 1.0 : static_cast<double>(hit_count) / static_cast<double>(n);
   }
+  // misses / requests; 0.0 when there was no request.
   double miss_rate() const noexcept {
     const std::uint64_t n = request_count();
     return n == 0 ? 0.0 : static_cast<double>(miss_count) / static_cast<double>(n);
   }
+  // load_success_count + load_failure_count: the loader calls.
   std::uint64_t load_count() const noexcept { return load_success_count + load_failure_count; }
   // Mean time per load in ns; 0 without loads.
   double average_load_penalty_ns() const noexcept {

@@ -81,11 +81,13 @@ struct FieldReply {
 // expire_fields() primitive takes.
 struct FieldExpireRequest {
   std::int64_t amount = 0;  // a TTL (relative) or a Unix time (absolute), in `unit`
-  detail::TimeUnit unit = detail::TimeUnit::seconds;
-  detail::TimeBase base = detail::TimeBase::relative;
-  ExpireFlags flags = ExpireFlags::None;
+  detail::TimeUnit unit = detail::TimeUnit::seconds;  // seconds (HEXPIRE, HEXPIREAT) or ms
+  detail::TimeBase base = detail::TimeBase::relative;  // relative (HEXPIRE, HPEXPIRE) or absolute
+  ExpireFlags flags = ExpireFlags::None;               // NX, XX, GT, LT, XX|GT, XX|LT or None
   bool overflowed = false;  // a std::chrono value beyond the int64 range of ms
 
+  // The four commands: HEXPIRE (seconds), HPEXPIRE (ms), HEXPIREAT (a Unix time in seconds),
+  // HPEXPIREAT (in ms).
   static FieldExpireRequest hexpire(std::int64_t seconds, ExpireFlags f = ExpireFlags::None) {
     return {seconds, detail::TimeUnit::seconds, detail::TimeBase::relative, f, false};
   }
@@ -104,6 +106,7 @@ struct FieldExpireRequest {
     const detail::CheckedMs ms = detail::to_ms(ttl);
     return {ms.ms, detail::TimeUnit::ms, detail::TimeBase::relative, f, !ms.ok};
   }
+  // A system_clock time point: HPEXPIREAT of its Unix time in ms, rounded up.
   template <class D>
   static FieldExpireRequest at(std::chrono::time_point<std::chrono::system_clock, D> when, ExpireFlags f) {
     const detail::CheckedMs ms = detail::to_unix_ms(when);
@@ -117,21 +120,29 @@ struct FieldExpireRequest {
 // (its limits and errors; a time now or in the past deletes the fields, after they are read
 // or written). Each command's default is its form without a TTL argument.
 struct FieldTtl {
+  // Keep the TTLs, remove them, or give the fields the deadline `time` says.
   enum class Kind : std::uint8_t { keep, persist, expire };
-  Kind kind = Kind::keep;
+  Kind kind = Kind::keep;   // what is done to the fields' TTLs
   FieldExpireRequest time;  // Kind::expire: the time argument (flags unused)
 
+  // Keep each field's TTL, or its lack of one (HGETEX without a TTL argument; HSETEX KEEPTTL).
   static FieldTtl keep() { return {}; }
+  // Remove the fields' TTLs (HGETEX PERSIST; HSETEX without a TTL argument).
   static FieldTtl persist() { return {Kind::persist, {}}; }
+  // EX seconds: a TTL in seconds.
   static FieldTtl ex(std::int64_t seconds) { return {Kind::expire, FieldExpireRequest::hexpire(seconds)}; }
+  // PX milliseconds: a TTL in ms.
   static FieldTtl px(std::int64_t ms) { return {Kind::expire, FieldExpireRequest::hpexpire(ms)}; }
+  // EXAT unix-time-seconds: a deadline as a Unix time in seconds.
   static FieldTtl exat(std::int64_t unix_seconds) { return {Kind::expire, FieldExpireRequest::hexpireat(unix_seconds)}; }
+  // PXAT unix-time-milliseconds: a deadline in ms since the Unix epoch.
   static FieldTtl pxat(std::int64_t unix_ms) { return {Kind::expire, FieldExpireRequest::hpexpireat(unix_ms)}; }
   // A duration, or a system_clock time point (in ms rounded up, as the HEXPIRE family's).
   template <class Rep, class Period>
   static FieldTtl after(std::chrono::duration<Rep, Period> ttl) {
     return {Kind::expire, FieldExpireRequest::after(ttl, ExpireFlags::None)};
   }
+  // PXAT at a system_clock time point, in Unix ms rounded up.
   template <class D>
   static FieldTtl at(std::chrono::time_point<std::chrono::system_clock, D> when) {
     return {Kind::expire, FieldExpireRequest::at(when, ExpireFlags::None)};
@@ -156,6 +167,10 @@ std::size_t field_count(const Fields& fields) {
 
 namespace api {
 
+// The hash commands' overload sets (the list above), written once over the primitives of a
+// store of hashes, of which this is a base: `Store` implements them (ExpiringStore's hash
+// layer, ConcurrentStore, RedisStore), `F` is the field type and `V` the fields' value type.
+// Call them on the store: `store.hdel(k, {"a", "b"})`.
 template <class Store, class F, class V>
 class HashCommands {
   using Names = std::initializer_list<F>;  // what a braced list of fields becomes
@@ -175,21 +190,29 @@ class HashCommands {
   }
 
   // ==== HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT =====================================
+  // HEXPIRE key seconds [NX|XX|GT|LT] FIELDS n field...: a TTL in seconds for each field. One
+  // FieldReply code per field, in order: no_field (-2, also for every field of a missing key),
+  // condition_not_met (0), set (1) or deleted (2: a TTL of 0). Errors (hash_fields.hpp) come
+  // before any change.
   template <class KK, class Fields = Names>
   Result<std::vector<int>> hexpire(const KK& key, std::int64_t seconds, const Fields& fields,
                                    ExpireFlags flags = ExpireFlags::None) {
     return codes(key, FieldExpireRequest::hexpire(seconds, flags), fields);
   }
+  // HPEXPIRE: hexpire() with a TTL in milliseconds.
   template <class KK, class Fields = Names>
   Result<std::vector<int>> hpexpire(const KK& key, std::int64_t ms, const Fields& fields,
                                     ExpireFlags flags = ExpireFlags::None) {
     return codes(key, FieldExpireRequest::hpexpire(ms, flags), fields);
   }
+  // HEXPIREAT: the deadline as a Unix time in seconds; a time at or before now deletes the
+  // fields (code 2). Replies as hexpire().
   template <class KK, class Fields = Names>
   Result<std::vector<int>> hexpireat(const KK& key, std::int64_t unix_seconds, const Fields& fields,
                                      ExpireFlags flags = ExpireFlags::None) {
     return codes(key, FieldExpireRequest::hexpireat(unix_seconds, flags), fields);
   }
+  // HPEXPIREAT: hexpireat() in ms since the Unix epoch.
   template <class KK, class Fields = Names>
   Result<std::vector<int>> hpexpireat(const KK& key, std::int64_t unix_ms, const Fields& fields,
                                       ExpireFlags flags = ExpireFlags::None) {
@@ -202,16 +225,19 @@ class HashCommands {
                                    ExpireFlags flags = ExpireFlags::None) {
     return codes(key, FieldExpireRequest::after(ttl, flags), fields);
   }
+  // HPEXPIRE of a duration: the same call as hexpire() of it (both in ms, rounded up).
   template <class KK, class Rep, class Period, class Fields = Names>
   Result<std::vector<int>> hpexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, const Fields& fields,
                                     ExpireFlags flags = ExpireFlags::None) {
     return codes(key, FieldExpireRequest::after(ttl, flags), fields);
   }
+  // HEXPIREAT at a system_clock time point, taken in Unix ms rounded up.
   template <class KK, class D, class Fields = Names>
   Result<std::vector<int>> hexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
                                      const Fields& fields, ExpireFlags flags = ExpireFlags::None) {
     return codes(key, FieldExpireRequest::at(when, flags), fields);
   }
+  // HPEXPIREAT at a system_clock time point: the same call as hexpireat() of it.
   template <class KK, class D, class Fields = Names>
   Result<std::vector<int>> hpexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
                                       const Fields& fields, ExpireFlags flags = ExpireFlags::None) {
@@ -222,20 +248,26 @@ class HashCommands {
   Result<void> hexpire(const KK& key, std::int64_t seconds, const Fields& fields, ExpireFlags flags, int* out) {
     return self().expire_fields(key, FieldExpireRequest::hexpire(seconds, flags), fields, out);
   }
+  // hpexpire() into out[0 .. size(fields)), allocating nothing.
   template <class KK, class Fields = Names>
   Result<void> hpexpire(const KK& key, std::int64_t ms, const Fields& fields, ExpireFlags flags, int* out) {
     return self().expire_fields(key, FieldExpireRequest::hpexpire(ms, flags), fields, out);
   }
+  // hexpireat() into out[0 .. size(fields)), allocating nothing.
   template <class KK, class Fields = Names>
   Result<void> hexpireat(const KK& key, std::int64_t unix_seconds, const Fields& fields, ExpireFlags flags, int* out) {
     return self().expire_fields(key, FieldExpireRequest::hexpireat(unix_seconds, flags), fields, out);
   }
+  // hpexpireat() into out[0 .. size(fields)), allocating nothing.
   template <class KK, class Fields = Names>
   Result<void> hpexpireat(const KK& key, std::int64_t unix_ms, const Fields& fields, ExpireFlags flags, int* out) {
     return self().expire_fields(key, FieldExpireRequest::hpexpireat(unix_ms, flags), fields, out);
   }
 
   // ==== HTTL / HPTTL / HEXPIRETIME / HPEXPIRETIME =======================================
+  // HTTL / HPTTL key FIELDS n field...: each field's remaining time, in seconds (rounded up) or
+  // ms; HEXPIRETIME / HPEXPIRETIME: its deadline as a Unix time, in seconds (rounded up) or ms.
+  // Per field, -1 (FieldReply::no_ttl) without a TTL and -2 (no_field) for no such field.
   template <class KK, class Fields = Names>
   Result<std::vector<std::int64_t>> httl(const KK& key, const Fields& fields) {
     return times(key, fields, FieldTimeQuery::ttl_s);
@@ -252,6 +284,7 @@ class HashCommands {
   Result<std::vector<std::int64_t>> hpexpiretime(const KK& key, const Fields& fields) {
     return times(key, fields, FieldTimeQuery::at_ms);
   }
+  // The same into out[0 .. size(fields)), allocating nothing.
   template <class KK, class Fields = Names>
   Result<void> httl(const KK& key, const Fields& fields, std::int64_t* out) {
     return self().field_times(key, fields, FieldTimeQuery::ttl_s, out);
@@ -279,6 +312,7 @@ class HashCommands {
     if (!r.ok()) return r.error();
     return out;
   }
+  // The same into out[0 .. size(fields)), allocating nothing; returns the number found.
   template <class KK, class Fields = Names>
   Result<std::size_t> hgetex(const KK& key, const Fields& fields, const FieldTtl& ttl, std::optional<V>* out) {
     return self().getex_fields(key, fields, ttl, out);
@@ -291,6 +325,7 @@ class HashCommands {
     if (!r.ok()) return r.error();
     return out;
   }
+  // The same into out[0 .. size(fields)), allocating nothing; returns the number found.
   template <class KK, class Fields = Names>
   Result<std::size_t> hgetdel(const KK& key, const Fields& fields, std::optional<V>* out) {
     return self().getdel_fields(key, fields, out);
@@ -305,6 +340,8 @@ class HashCommands {
   }
 
   // ==== HPERSIST ========================================================================
+  // HPERSIST key FIELDS n field...: removes the fields' TTLs. Per field: 1 removed (persisted),
+  // -1 no TTL (no_ttl), -2 no such field (no_field). Cause `hpersist` if any was removed.
   template <class KK, class Fields = Names>
   Result<std::vector<int>> hpersist(const KK& key, const Fields& fields) {
     std::vector<int> out(detail::field_count(fields));
@@ -312,6 +349,7 @@ class HashCommands {
     if (!r.ok()) return r.error();
     return out;
   }
+  // The same into out[0 .. size(fields)), allocating nothing.
   template <class KK, class Fields = Names>
   Result<void> hpersist(const KK& key, const Fields& fields, int* out) {
     return self().persist_fields(key, fields, out);

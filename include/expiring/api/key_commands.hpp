@@ -65,9 +65,9 @@ namespace expiring {
 // build one directly.
 struct ExpireRequest {
   std::int64_t amount = 0;  // a TTL (relative) or a Unix time (absolute), in `unit`
-  detail::TimeUnit unit = detail::TimeUnit::seconds;
-  detail::TimeBase base = detail::TimeBase::relative;
-  ExpireFlags flags = ExpireFlags::None;
+  detail::TimeUnit unit = detail::TimeUnit::seconds;  // seconds (EXPIRE, EXPIREAT) or ms
+  detail::TimeBase base = detail::TimeBase::relative;  // relative (EXPIRE, PEXPIRE) or absolute
+  ExpireFlags flags = ExpireFlags::None;               // NX, XX, GT, LT, XX|GT, XX|LT or None
   Jitter jitter{};          // relative TTLs only
   bool overflowed = false;  // a std::chrono value beyond the int64 range of ms
 
@@ -90,6 +90,7 @@ struct ExpireRequest {
     const detail::CheckedMs ms = detail::to_ms(ttl);
     return {ms.ms, detail::TimeUnit::ms, detail::TimeBase::relative, f, j, !ms.ok};
   }
+  // A system_clock time point: PEXPIREAT of its Unix time in ms, rounded up; never jittered.
   template <class D>
   static ExpireRequest at(std::chrono::time_point<std::chrono::system_clock, D> when, ExpireFlags f) {
     const detail::CheckedMs ms = detail::to_unix_ms(when);
@@ -99,31 +100,43 @@ struct ExpireRequest {
 
 namespace api {
 
+// The key commands every store shares (the list above), written once over the store's
+// primitives: a base of ExpiringStore, ConcurrentStore and RedisStore, `Store` being the store
+// itself and `V` its value type. Call them on the store: `store.expire(k, 30)`.
 template <class Store, class V>
 class KeyCommands {
  public:
   // ==== EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT ==========================================
+  // EXPIRE key seconds [NX|XX|GT|LT]: a TTL in seconds, jittered if positive (`jitter`, by
+  // default the store's ttl_jitter option). True when the TTL was set or the key deleted (a TTL <= 0),
+  // false when the key is missing or a condition failed; errors as the list above says.
   template <class KK>
   Result<bool> expire(const KK& key, std::int64_t seconds, ExpireFlags flags = ExpireFlags::None,
                       Jitter jitter = {}) {
     return self().expire_request(key, ExpireRequest::expire(seconds, flags, jitter));
   }
+  // EXPIRE without flags, with this call's jitter: `expire(k, 60, Jitter::percent(10))`.
   template <class KK>
   Result<bool> expire(const KK& key, std::int64_t seconds, Jitter jitter) {
     return self().expire_request(key, ExpireRequest::expire(seconds, ExpireFlags::None, jitter));
   }
+  // PEXPIRE key ms [NX|XX|GT|LT]: expire() with a TTL in milliseconds.
   template <class KK>
   Result<bool> pexpire(const KK& key, std::int64_t ms, ExpireFlags flags = ExpireFlags::None, Jitter jitter = {}) {
     return self().expire_request(key, ExpireRequest::pexpire(ms, flags, jitter));
   }
+  // PEXPIRE without flags, with this call's jitter.
   template <class KK>
   Result<bool> pexpire(const KK& key, std::int64_t ms, Jitter jitter) {
     return self().expire_request(key, ExpireRequest::pexpire(ms, ExpireFlags::None, jitter));
   }
+  // EXPIREAT key unix-time-seconds [NX|XX|GT|LT]: the deadline as a Unix time in seconds,
+  // never jittered; a time at or before now deletes the key. Replies as expire().
   template <class KK>
   Result<bool> expireat(const KK& key, std::int64_t unix_seconds, ExpireFlags flags = ExpireFlags::None) {
     return self().expire_request(key, ExpireRequest::expireat(unix_seconds, flags));
   }
+  // PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]: expireat() in ms since the Unix epoch.
   template <class KK>
   Result<bool> pexpireat(const KK& key, std::int64_t unix_ms, ExpireFlags flags = ExpireFlags::None) {
     return self().expire_request(key, ExpireRequest::pexpireat(unix_ms, flags));
@@ -135,24 +148,29 @@ class KeyCommands {
                       Jitter jitter = {}) {
     return self().expire_request(key, ExpireRequest::after(ttl, flags, jitter));
   }
+  // expire() of a duration without flags, with this call's jitter.
   template <class KK, class Rep, class Period>
   Result<bool> expire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
     return self().expire_request(key, ExpireRequest::after(ttl, ExpireFlags::None, jitter));
   }
+  // PEXPIRE of a duration: the same call as expire() of it (both in ms, rounded up).
   template <class KK, class Rep, class Period>
   Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, ExpireFlags flags = ExpireFlags::None,
                        Jitter jitter = {}) {
     return self().expire_request(key, ExpireRequest::after(ttl, flags, jitter));
   }
+  // pexpire() of a duration without flags, with this call's jitter.
   template <class KK, class Rep, class Period>
   Result<bool> pexpire(const KK& key, std::chrono::duration<Rep, Period> ttl, Jitter jitter) {
     return self().expire_request(key, ExpireRequest::after(ttl, ExpireFlags::None, jitter));
   }
+  // EXPIREAT at a system_clock time point, taken in Unix ms rounded up (PEXPIREAT's precision).
   template <class KK, class D>
   Result<bool> expireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
                         ExpireFlags flags = ExpireFlags::None) {
     return self().expire_request(key, ExpireRequest::at(when, flags));
   }
+  // PEXPIREAT at a system_clock time point: the same call as expireat() of it.
   template <class KK, class D>
   Result<bool> pexpireat(const KK& key, std::chrono::time_point<std::chrono::system_clock, D> when,
                          ExpireFlags flags = ExpireFlags::None) {
@@ -168,6 +186,7 @@ class KeyCommands {
                                   ExpireFlags flags = ExpireFlags::None) {
     return self().expire_request_if_equal(key, expected, ExpireRequest::pexpireat(unix_ms, flags));
   }
+  // The same with a system_clock time point, in Unix ms rounded up.
   template <class KK, class VV, class D>
   Result<bool> pexpireat_if_equal(const KK& key, const VV& expected,
                                   std::chrono::time_point<std::chrono::system_clock, D> when,
@@ -186,11 +205,12 @@ class KeyCommands {
   [[nodiscard]] bool setnx(KK&& key, VV&& value) {
     return self().set(std::forward<KK>(key), std::forward<VV>(value), SetExpiry{}, SetCond::NX) == true;
   }
-  // SETEX key seconds value / PSETEX key ms value.
+  // SETEX key seconds value.
   template <class KK, class VV>
   Result<void> setex(KK&& key, std::int64_t seconds, VV&& value) {
     return status_of(self().set(std::forward<KK>(key), std::forward<VV>(value), Ex{seconds}, SetCond::Always));
   }
+  // PSETEX key ms value.
   template <class KK, class VV>
   Result<void> psetex(KK&& key, std::int64_t ms, VV&& value) {
     return status_of(self().set(std::forward<KK>(key), std::forward<VV>(value), Px{ms}, SetCond::Always));
@@ -200,6 +220,7 @@ class KeyCommands {
   Result<void> setex(KK&& key, std::chrono::duration<Rep, Period> ttl, VV&& value) {
     return status_of(self().set(std::forward<KK>(key), std::forward<VV>(value), Px{ttl}, SetCond::Always));
   }
+  // psetex() of a duration: the same call as setex() of it.
   template <class KK, class Rep, class Period, class VV>
   Result<void> psetex(KK&& key, std::chrono::duration<Rep, Period> ttl, VV&& value) {
     return status_of(self().set(std::forward<KK>(key), std::forward<VV>(value), Px{ttl}, SetCond::Always));
@@ -212,6 +233,9 @@ class KeyCommands {
   }
 
   // ==== MGET, by copy ====================================================================
+  // MGET: out[i] becomes a copy of keys[i]'s live value or nullopt (`out` has room for
+  // size(keys) elements); returns the number of hits. One get() per key, unless the store
+  // has a faster get_many of its own (the list above).
   template <class Keys>
   std::size_t get_many(const Keys& keys, std::optional<V>* out) {
     std::size_t hits = 0;

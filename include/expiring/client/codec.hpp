@@ -22,6 +22,8 @@
 
 namespace expiring {
 
+// The codec of T for RedisStore: none by default (a static_assert); the specialisations below
+// and your own give it encode() and decode().
 template <class T, class Enable = void>
 struct RedisCodec {
   static_assert(sizeof(T) == 0,
@@ -30,9 +32,12 @@ struct RedisCodec {
                 "or pass a codec type to RedisStore");
 };
 
+// std::string: the bytes as they are, NULs included; every Redis string decodes.
 template <>
 struct RedisCodec<std::string> {
+  // Appends v's bytes to `out`.
   static void encode(std::string_view v, std::string& out) { out.append(v.data(), v.size()); }
+  // Copies `bytes` into `out`; always true.
   static bool decode(std::string_view bytes, std::string& out) {
     out.assign(bytes.data(), bytes.size());
     return true;
@@ -49,11 +54,14 @@ struct RedisCodec<T, std::enable_if_t<hash_value_traits<T>::enabled>> {};
 // types, no spaces, no leading '+', in range).
 template <class T>
 struct RedisCodec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
+  // Appends v in decimal, with a '-' when negative (std::to_chars).
   static void encode(T v, std::string& out) {
     char buf[24];
     const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
     out.append(buf, static_cast<std::size_t>(r.ptr - buf));
   }
+  // Parses the whole of `bytes` as a decimal T (std::from_chars). False when it is empty, has
+  // anything else in it, or is out of T's range.
   static bool decode(std::string_view bytes, T& out) {
     if (bytes.empty()) return false;
     const char* end = bytes.data() + bytes.size();

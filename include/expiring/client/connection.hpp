@@ -53,7 +53,9 @@ namespace expiring {
 // prefixed with the node's address for transport errors.
 class RedisError : public std::runtime_error {
  public:
+  // An error of kind `code` whose what() is `message`.
   RedisError(Errc code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  // The kind of failure: an Errc, usually one from Errc::io_error on; what() has the details.
   Errc code() const noexcept { return code_; }
 
  private:
@@ -64,21 +66,27 @@ namespace client {
 
 // host:port of one node.
 struct Endpoint {
-  std::string host = "127.0.0.1";
-  int port = 6379;
+  std::string host = "127.0.0.1";  // a host name or an IP address (IPv6 without brackets)
+  int port = 6379;                 // the TCP port
+  // "host:port", for messages.
   std::string str() const { return host + ":" + std::to_string(port); }
+  // The same port and the same host text: "localhost" and "127.0.0.1" are different nodes.
   friend bool operator==(const Endpoint& a, const Endpoint& b) { return a.port == b.port && a.host == b.host; }
 };
 
 // What a connection is opened with (a part of RedisOptions).
 struct ConnectionSettings {
+  // The TCP connect's limit. A value <= 0 is taken as 1 ms, not as no limit.
   std::chrono::milliseconds connect_timeout{1000};
+  // The socket's read and write timeouts (SO_RCVTIMEO, SO_SNDTIMEO): how long one read or
+  // write of a command may block. A value <= 0 is taken as 1 ms, not as no limit.
   std::chrono::milliseconds command_timeout{1000};
+
   std::string user;      // AUTH user password (Redis 6 ACL); empty: AUTH password
   std::string password;  // empty: no AUTH
   int db = 0;            // SELECT db when not 0 (standalone only)
-  bool keepalive = true;
-  bool block_sigpipe = true;
+  bool keepalive = true;      // TCP keepalive on the socket (hiredis's redisEnableKeepAlive)
+  bool block_sigpipe = true;  // SigpipeGuard around each read(); false when SIGPIPE is ignored
 };
 
 // ---- Commands ----------------------------------------------------------------------------
@@ -88,8 +96,10 @@ struct ConnectionSettings {
 // key; crossslot() says two keys hash to different slots.
 class Cmd {
  public:
+  // A command named `name` ("GET"), its first argument, with no other argument yet.
   explicit Cmd(std::string_view name) { arg(name); }
 
+  // Appends an argument that is not a key, its bytes as they are. Returns *this.
   Cmd& arg(std::string_view a) {
     body_ += '$';
     append_number(body_, static_cast<std::int64_t>(a.size()));
@@ -99,6 +109,7 @@ class Cmd {
     ++argc_;
     return *this;
   }
+  // Appends an integer argument as decimal text ("-7"). Returns *this.
   Cmd& arg(std::int64_t v) {
     char buf[24];
     const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
@@ -115,8 +126,11 @@ class Cmd {
     return arg(k);
   }
 
+  // The slot of the first key added with key(), 0..16383, or -1 when none was.
   int slot() const noexcept { return slot_; }
+  // Whether two keys added with key() hash to different slots (a cluster answers CROSSSLOT).
   bool crossslot() const noexcept { return crossslot_; }
+  // The number of arguments, the name included.
   std::size_t argc() const noexcept { return argc_; }
   // The command's first argument, for messages.
   std::string_view name() const {
@@ -146,15 +160,22 @@ class Cmd {
 
 // ---- Replies -----------------------------------------------------------------------------
 
+// The deleter of Reply.
 struct ReplyDeleter {
+  // Frees `r` and every element in it (hiredis's freeReplyObject).
   void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
 };
+// A reply from hiredis, owned: freed with its elements when it goes out of scope.
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
+// Whether `r` is an error reply ("-ERR ...", REDIS_REPLY_ERROR).
 inline bool is_error(const redisReply& r) noexcept { return r.type == REDIS_REPLY_ERROR; }
+// The bytes of a string, status or error reply, as a view into `r`; empty for a reply with no
+// string (an integer, an array, nil).
 inline std::string_view text(const redisReply& r) noexcept {
   return r.str == nullptr ? std::string_view() : std::string_view(r.str, r.len);
 }
+// Whether `s` begins with `prefix` (std::string_view::starts_with is C++20).
 inline bool starts_with(std::string_view s, std::string_view prefix) noexcept {
   return s.substr(0, prefix.size()) == prefix;
 }
@@ -189,6 +210,7 @@ inline bool is_contract_error(Errc e) noexcept { return e < Errc::io_error; }  /
 // write to a closed socket). A SIGPIPE that was pending or blocked before is left alone.
 class SigpipeGuard {
  public:
+  // Blocks SIGPIPE when `on`; with `on` false (the program ignores SIGPIPE), does nothing.
   explicit SigpipeGuard(bool on) noexcept : on_(on) {
     if (!on_) return;
     sigemptyset(&pipe_);
@@ -200,6 +222,7 @@ class SigpipeGuard {
     ::pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
     was_blocked_ = sigismember(&old_, SIGPIPE) == 1;
   }
+
   SigpipeGuard(const SigpipeGuard&) = delete;
   SigpipeGuard& operator=(const SigpipeGuard&) = delete;
   ~SigpipeGuard() {
@@ -227,6 +250,9 @@ class SigpipeGuard {
 
 // ---- Connection --------------------------------------------------------------------------
 
+// One blocking connection to one node, set up as the top of this file says. It has no lock:
+// one thread uses it at a time (a NodePool lends it out). It is never reconnected: once
+// broken(), it is destroyed and another is opened.
 class Connection {
  public:
   // Opens and sets up a connection (see the top of this file). Throws RedisError: timeout or
@@ -265,6 +291,7 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
   ~Connection() { redisFree(c_); }
 
+  // The node it is connected to.
   const Endpoint& endpoint() const noexcept { return at_; }
   // A transport error happened: the connection must not be used again.
   bool broken() const noexcept { return broken_; }

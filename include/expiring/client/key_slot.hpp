@@ -15,6 +15,7 @@
 
 namespace expiring::client {
 
+// The number of slots in a Redis Cluster: slots are 0 .. kSlotCount - 1.
 inline constexpr int kSlotCount = 16384;
 
 namespace detail {

@@ -48,6 +48,9 @@ struct ClientStats {
 
 // The same counters, updated from many threads.
 struct AtomicClientStats {
+  // ClientStats's counters, one atomic each: bump() adds `n` to one, snapshot() copies them all
+  // into a ClientStats. Relaxed: each counter is exact, but a snapshot taken while commands run
+  // is not one instant's.
   std::atomic<std::uint64_t> connects{0}, connect_failures{0}, backoff_refusals{0}, dropped_idle{0},
       transport_errors{0}, round_trips{0}, commands{0}, retries{0}, moved{0}, ask{0}, tryagain{0}, clusterdown{0},
       slot_map_refreshes{0};
@@ -64,39 +67,53 @@ struct AtomicClientStats {
 // sent, but the node is busy, not gone: the router does not retry elsewhere.
 class PoolExhausted : public RedisError {
  public:
+  // As RedisError's: the code (Errc::timeout) and the message.
   using RedisError::RedisError;
 };
 
+// A NodePool's size, wait and reconnect backoff (RedisOptions: pool_size, pool_wait,
+// reconnect_backoff_min and _max).
 struct PoolSettings {
-  std::size_t size = 8;
-  std::chrono::milliseconds wait{1000};
-  std::chrono::milliseconds backoff_min{10};
-  std::chrono::milliseconds backoff_max{1000};
+  std::size_t size = 8;                         // connections at most: idle, leased or opening
+  std::chrono::milliseconds wait{1000};         // for one to come back, then PoolExhausted
+  std::chrono::milliseconds backoff_min{10};    // the first delay after a failed connect (1 ms at least)
+  std::chrono::milliseconds backoff_max{1000};  // the delay's cap (backoff_min at least)
 };
 
+// The connections to one node, shared by every thread (see the top of this file). A Lease
+// points to its pool: the pool must outlive its Leases (a Router keeps its pools to the end).
 class NodePool {
  public:
+  // The clock of acquire()'s wait and of the reconnect backoff.
   using clock = std::chrono::steady_clock;
 
+  // A pool with no connection yet: acquire() opens them as they are needed. `stats`, shared
+  // by every pool of a Router, must outlive it.
   NodePool(Endpoint at, ConnectionSettings conn, PoolSettings pool, AtomicClientStats& stats)
       : at_(std::move(at)), conn_(std::move(conn)), pool_(pool), stats_(stats),
         rng_(static_cast<std::uint64_t>(clock::now().time_since_epoch().count()) ^
              reinterpret_cast<std::uintptr_t>(this)) {}
+
   NodePool(const NodePool&) = delete;
   NodePool& operator=(const NodePool&) = delete;
 
+  // The node this pool connects to.
   const Endpoint& endpoint() const noexcept { return at_; }
 
   // A connection checked out of the pool; returned (or destroyed if broken) on destruction.
   class Lease {
    public:
+    // Holds `c` for `pool`, which gets it back at destruction (acquire() makes Leases).
     Lease(NodePool* pool, std::unique_ptr<Connection> c) noexcept : pool_(pool), c_(std::move(c)) {}
+    // Takes o's connection: `o` then gives nothing back and must not be dereferenced.
     Lease(Lease&& o) noexcept : pool_(o.pool_), c_(std::move(o.c_)) {}
+
     Lease& operator=(Lease&&) = delete;
     Lease(const Lease&) = delete;
     ~Lease() {
       if (c_) pool_->give_back(std::move(c_));
     }
+    // The leased connection (none on a moved-from Lease).
     Connection& operator*() const noexcept { return *c_; }
     Connection* operator->() const noexcept { return c_.get(); }
 

@@ -46,22 +46,25 @@
 
 namespace expiring::client {
 
+// What a Router is built with (RedisStore fills it from RedisOptions).
 struct RouterSettings {
-  bool cluster = false;
-  std::vector<Endpoint> seeds;  // standalone: seeds[0] is the server
-  ConnectionSettings connection;
-  PoolSettings pool;
-  int max_redirects = 16;
-  std::size_t pipeline_chunk = 1000;
+  bool cluster = false;               // Redis Cluster: route by slot, follow redirections
+  std::vector<Endpoint> seeds;        // standalone: seeds[0] is the server
+  ConnectionSettings connection;      // how every connection is opened
+  PoolSettings pool;                  // each node's pool
+  int max_redirects = 16;             // redirections and cluster retries per command, at most
+  std::size_t pipeline_chunk = 1000;  // commands per round trip in execute_many() (>= 1)
 };
 
 // A redirection's target, parsed from "MOVED 3999 127.0.0.1:6381" (the address is split at
 // its last ':', for IPv6).
 struct Redirect {
-  bool ask = false;
-  int slot = -1;
-  Endpoint to;
+  bool ask = false;  // ASK (this command only) rather than MOVED (the slot for good)
+  int slot = -1;     // the slot, 0..16383
+  Endpoint to;       // the node to send the command to
 };
+// Parses the text of a MOVED or ASK error reply into `out`. False for any other text and for
+// a malformed one (a slot or a port out of range, no ':'); `out` may then be partly written.
 inline bool parse_redirect(std::string_view t, Redirect& out) {
   std::string_view rest;
   if (starts_with(t, "MOVED ")) {
@@ -90,22 +93,37 @@ inline bool parse_redirect(std::string_view t, Redirect& out) {
   return true;
 }
 
+// Runs commands on the node that serves them, as the top of this file says. Every member may
+// be called from any number of threads at once. It owns one NodePool per node and the
+// client's counters.
 class Router {
  public:
+  // The clock of the slot map's reload interval.
   using clock = std::chrono::steady_clock;
 
+  // A router with no connection open yet. Standalone: a pool for seeds[0] (127.0.0.1:6379
+  // when `seeds` is empty). Cluster: the first command loads the slot map.
   explicit Router(RouterSettings s) : s_(std::move(s)) {
     if (s_.seeds.empty()) s_.seeds.push_back(Endpoint{});
     slots_.fill(kNoNode);
     if (!s_.cluster) pool_for(s_.seeds.front());
   }
+
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 
+  // A copy of the client's counters, summed over every node.
   ClientStats stats() const noexcept { return stats_.snapshot(); }
 
   // ---- One command ----------------------------------------------------------------------
 
+  // Runs `cmd` on the node that serves its slot (standalone: the server) and returns its
+  // reply, following redirections as the top of this file says. An error reply is returned,
+  // not thrown; so is the last MOVED, ASK, TRYAGAIN or CLUSTERDOWN once max_redirects are
+  // used up. `idempotent`: a command that was sent and lost its connection may be sent once
+  // more. Throws RedisError: io_error, timeout or protocol_error from the connection (with
+  // "(the command may have run)" when it was sent and not idempotent), what acquire() throws
+  // (PoolExhausted at once), and what loading the slot map throws.
   Reply execute(const Cmd& cmd, bool idempotent) {
     NodePool* ask_to = nullptr;
     bool resent = false;

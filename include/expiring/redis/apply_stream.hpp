@@ -63,12 +63,18 @@ enum class StreamOutcome : std::uint8_t {
   failed,    // the stream breaks the protocol: MULTI inside MULTI, EXEC without MULTI
 };
 
+// Applies a primary's command stream, one command at a time, to a store (one database) or to
+// a vector of stores (every database), as a Redis replica does (the file's comment has the
+// commands). Store is an ExpiringStore or a ConcurrentStore with std::string keys.
 template <class Store>
 class StreamApplier {
  public:
+  // The store's key and value types; K must be std::string.
   using K = typename Store::key_type;
   using V = typename Store::mapped_type;
   static_assert(std::is_same_v<K, std::string>, "expiring::redis::StreamApplier: a Redis stream's keys are byte strings");
+  // Which commands the store can follow: the hash commands when V may hold a hash, the
+  // string commands when a std::string makes a V. The others are skipped.
   static constexpr bool kHashes = hash_value_traits<V>::enabled;
   static constexpr bool kStrings = std::is_constructible_v<V, std::string>;
 
@@ -132,9 +138,11 @@ class StreamApplier {
 
   // What a MULTI not yet executed holds (its commands' bytes), for the link's memory bound.
   std::size_t held_bytes() const noexcept { return multi_bytes_; }
+  // Whether a MULTI is open: its commands are held until EXEC.
   bool in_multi() const noexcept { return in_multi_; }
   // The database SELECT chose last (Redis's replica starts at 0 after a full sync).
   std::int64_t selected_db() const noexcept { return selected_; }
+  // Back to database 0, as after a full sync (the link calls it once the RDB is loaded).
   void reset_selected_db() noexcept {
     selected_ = 0;
     retarget();
@@ -145,6 +153,10 @@ class StreamApplier {
   using PublishHandler = std::function<void(const std::string& channel, const std::string& message)>;
   void set_publish_handler(PublishHandler h) { on_publish_ = std::move(h); }
 
+  // Commands counted since the applier was made: applied to the store (a MULTI's, each at its
+  // EXEC), skipped (another database's, a type the store does not hold), refused by the store.
+  // What only steers the stream (PING, SELECT, REPLCONF, MULTI, EXEC, DISCARD, PUBLISH) is not
+  // counted.
   std::uint64_t applied() const noexcept { return applied_; }
   std::uint64_t skipped() const noexcept { return skipped_; }
   std::uint64_t refused() const noexcept { return refused_; }

@@ -115,7 +115,7 @@ using ValueStore = Store<std::string, Value, Clock>;
 
 // What the server must do after sending a command's reply.
 enum class Action : std::uint8_t {
-  none,
+  none,      // nothing: the connection goes on
   close,     // QUIT: send the reply, then close the connection
   shutdown,  // SHUTDOWN: stop the server (no reply is sent)
 };
@@ -141,6 +141,7 @@ struct Session {
   // may run only AUTH, HELLO and QUIT (-NOAUTH otherwise), and its server parses its requests
   // with ParserLimits::authenticated false.
   bool authenticated = true;
+
   std::size_t db = 0;  // the database SELECT chose
   int resp = 2;        // the protocol HELLO chose: 2 (RESP2) or 3 (RESP3)
 
@@ -153,22 +154,29 @@ struct Session {
   bool queued_write = false;    // a queued command writes
   std::vector<std::vector<std::string>> queued;
   std::size_t queued_bytes = 0;
+  // A key WATCH registered, and the database it is in (the session's at the WATCH); EXEC
+  // answers nil, and runs nothing, when it changed since.
   struct Watched {
-    std::size_t db;
-    std::string key;
+    std::size_t db;   // the database the key is in
+    std::string key;  // the key, as WATCH named it
     bool stale;  // stored but past its deadline when watched (Redis's watchedKey.expired)
   };
+  // The keys the session WATCHes, in WATCH order (UNWATCH, EXEC and DISCARD clear them).
   std::vector<Watched> watched;
   // Publish/subscribe (cmd_pubsub.hpp): the channels and patterns subscribed to, and where
   // messages go (the server's output buffer of the connection; none: not delivered).
   std::vector<std::string> channels, patterns;
   OutputBuffer* push = nullptr;
+
   void* owner = nullptr;  // the server's, for its push hook
   // CLIENT SETNAME; CLIENT REPLY OFF, and SKIP (the next command's reply).
   std::string name;
   bool reply_off = false;
   bool reply_skip = false;
+
   const detail::WatchRegistry* registry = nullptr;  // set while watching or subscribed
+  // Whether a channel or a pattern is subscribed to: in RESP2, subscribed mode, where only the
+  // (un)subscribe commands, PING, QUIT and RESET run.
   bool subscribed() const noexcept { return !channels.empty() || !patterns.empty(); }
 
   Session() = default;
@@ -183,9 +191,9 @@ struct Session {
 // bytes, or stays at `soft` bytes or more for longer than `soft_seconds`, is disconnected.
 // 0 bytes = no such limit.
 struct OutputBufferLimit {
-  std::uint64_t hard = 0;
-  std::uint64_t soft = 0;
-  std::int64_t soft_seconds = 0;
+  std::uint64_t hard = 0;         // bytes: reached, the client is disconnected at once
+  std::uint64_t soft = 0;         // bytes: held for longer than soft_seconds, likewise
+  std::int64_t soft_seconds = 0;  // seconds the output may stay at `soft` bytes or more
 };
 
 // Settings the command layer reports and CONFIG SET changes; a server reads them (options())
@@ -458,9 +466,14 @@ inline constexpr EvictionPolicy kPolicies[] = {
 
 }  // namespace detail
 
+// Redis's command layer over one or more ValueStore<Clock> databases: execute() or
+// execute_into() runs one command for a Session (a connection's state) and answers as Redis
+// 7.0 does (the file's comment lists the commands). A server adds what needs files, processes
+// or sockets with add_command() and the hooks below. One thread at a time; not copyable.
 template <class Clock>
 class CommandExecutor {
  public:
+  // The store of one database, and a command: its arguments, binary-safe, the name first.
   using store_type = ValueStore<Clock>;
   using Args = std::vector<std::string>;
 
@@ -504,23 +517,29 @@ class CommandExecutor {
   // Called around the commands EXEC runs (true before the first, false after the last), for a
   // server that propagates a transaction as one unit (MULTI ... EXEC in its stream).
   using TransactionHook = std::function<void(bool begin)>;
+  // Installs the hook; without one (the default) EXEC calls nothing around its commands.
   void set_transaction_hook(TransactionHook hook) { transaction_hook_ = std::move(hook); }
   // Called after a message was appended to a session's push buffer (Session::push) by another
   // session's PUBLISH or by a keyspace notification (cmd_pubsub.hpp): the server sends it.
   using PushHook = std::function<void(Session& to)>;
+  // Installs the hook; without one (the default) messages still land in Session::push, and the
+  // server finds them there when it next looks.
   void set_push_hook(PushHook hook) { push_hook_ = std::move(hook); }
   // Asked, while min-replicas-to-write is above 0, before a write command runs (and before
   // EXEC of a queue with one): an error text refuses it, as Redis refuses writes with
   // -NOREPLICAS.
   using WriteGate = std::function<std::optional<std::string>()>;
+  // Installs the gate; without one (the default) min-replicas-to-write refuses nothing.
   void set_write_gate(WriteGate gate) { write_gate_ = std::move(gate); }
   // Asked, while replica-serve-stale-data is no, before a command Redis refuses on a replica
   // whose link to its primary is down: true refuses it with -MASTERDOWN.
   using LinkDownQuery = std::function<bool()>;
+  // Installs the query; without one (the default) replica-serve-stale-data no refuses nothing.
   void set_link_down_query(LinkDownQuery q) { link_down_ = std::move(q); }
   // Called after PUBLISH delivered a message (with the publisher's database), for a server that
   // propagates PUBLISH to its replicas, as Redis does.
   using PublishHook = std::function<void(const std::string& channel, const std::string& message, std::size_t db)>;
+  // Installs the hook; without one (the default) a message reaches this executor's sessions only.
   void set_publish_hook(PublishHook hook) { publish_hook_ = std::move(hook); }
   // Publishes as PUBLISH does (a server's own messages); how many sessions received it.
   std::size_t publish(const std::string& channel, const std::string& message);
@@ -529,6 +548,10 @@ class CommandExecutor {
   // REPLICAOF, ...: what needs files, processes or sockets). It takes precedence over a
   // built-in command of the same name; run_builtin() reaches the built-in one.
   using ServerCommand = std::function<Reply(const Args&, Session&)>;
+  // Adds the command `name` (case-insensitive; adding it again replaces it). `arity` is
+  // Redis's: n, exactly n arguments with the name; -n, at least n. `flags` are Redis's,
+  // space-separated; only `write` is read (is_write(), and the min-replicas check of a MULTI
+  // that queues the command).
   void add_command(std::string name, int arity, std::string flags, ServerCommand handler) {
     name = detail::lowercase(name);
     server_commands_[name] = ServerSpec{arity, std::move(flags), std::move(handler)};
@@ -645,6 +668,9 @@ class CommandExecutor {
   }
 
  public:
+  // Runs one command in a Session of its own, made for it and dropped after it (database 0,
+  // RESP2, authenticated): for a command that needs no connection (tests, an embedding
+  // program). The list form takes the arguments as `{"SET", "k", "v"}`.
   Reply execute(const Args& argv) {
     Session s;
     return execute(argv, s);
@@ -660,6 +686,7 @@ class CommandExecutor {
   store_type& store() noexcept { return *store_; }
   // Database `n`: the store a session that SELECTed n uses.
   store_type& store(std::size_t n) noexcept { return *dbs_[n]; }
+  // How many databases there are (Redis's `databases`): SELECT takes 0 to databases() - 1.
   std::size_t databases() const noexcept { return dbs_.size(); }
   // The databases: entry n is database n's store. SWAPDB swaps two entries; a replica's link
   // (ReplicaLink over this vector) swaps them too when its primary's stream has a SWAPDB.
@@ -680,7 +707,10 @@ class CommandExecutor {
   }
   // The statistics of every database, summed (INFO stats).
   Stats stats() const;
+  // The settings as CONFIG SET left them; a server reads its client limits here.
   const CommandOptions& options() const noexcept { return options_; }
+  // Installs the INFO hook; without one (the default) INFO leaves out the sections only a
+  // server has (clients, persistence, replication).
   void set_info_hook(InfoHook hook) { info_hook_ = std::move(hook); }
   // A read-only setting CONFIG GET reports (e.g. "port", "maxclients"; "appendonly" replaces
   // the default "no").
@@ -694,6 +724,8 @@ class CommandExecutor {
   }
   // Commands this executor knows (COMMAND COUNT).
   std::size_t command_count() const noexcept { return table().size(); }
+  // Commands run so far (INFO's total_commands_processed); one refused before it ran (an
+  // unknown name, a wrong argument count, OOM, ...) is not counted.
   std::uint64_t commands_processed() const noexcept { return commands_processed_; }
 
  private:

@@ -41,6 +41,7 @@
 
 namespace expiring::redis {
 
+// A change of a ValueStore as its change feed reports it: what write_change() sends.
 using ValueChange = Change<std::string, Value>;
 
 namespace detail {
@@ -175,12 +176,13 @@ struct LinkLimits {
 // was cut off asks to continue; "?" and -1 ask for a full sync) and the database it follows
 // (one store) or in which the stream it continues stands (every database).
 struct LinkStart {
-  int listening_port = 0;
+  int listening_port = 0;    // sent as REPLCONF listening-port
   // The primary's requirepass (Redis's masterauth): AUTH after PING when not empty.
   std::string password;
-  std::string replid = "?";
+
+  std::string replid = "?";  // the replication ID of the primary it holds data of; "?": none
   std::int64_t offset = -1;  // the offset of the last byte it applied
-  std::int64_t db = 0;
+  std::int64_t db = 0;       // the database followed (one store) or the stream is in (every one)
 };
 
 // Everything a replica reads from its primary, bytes in, store changes and replies out:
@@ -214,6 +216,8 @@ struct LinkStart {
 template <class Store>
 class ReplicaLink {
  public:
+  // Where the link is: the handshake (up to PSYNC's answer), the full sync's `$` line, its
+  // RDB's bytes, the stream; or failed, for good.
   enum class State : std::uint8_t { handshake, sync_header, sync_payload, streaming, failed };
 
   // Follows database start.db of the primary into `store`.
@@ -263,6 +267,8 @@ class ReplicaLink {
     if (state_ == State::streaming) send({"REPLCONF", "ACK", std::to_string(offset_)});
   }
 
+  // Where the link is; syncing(): not yet streaming (nor failed); error(): why it failed, ""
+  // before it did.
   State state() const noexcept { return state_; }
   bool syncing() const noexcept { return state_ != State::streaming && state_ != State::failed; }
   const std::string& error() const noexcept { return error_; }

@@ -65,8 +65,12 @@ namespace expiring::redis {
 
 // ==== Reply ===================================================================================
 
+// One reply, as a value: its type, its text (str()), its integer and its elements. The static
+// members build each type; write_resp() encodes a reply in RESP2 or RESP3 and from_resp()
+// decodes one. Replies compare with `==` (type, text, integer and elements, deeply).
 class Reply {
  public:
+  // The kind of a reply: RESP2's seven, then RESP3's, each with the bytes that start it.
   enum class Type : std::uint8_t {
     status,     // +OK
     error,      // -ERR message (the text is stored without the '-')
@@ -89,34 +93,46 @@ class Reply {
 
   Reply() = default;  // a nil bulk
 
+  // A status reply, `+s` (one line: a CR or LF in `s` is written as a space).
   static Reply status(std::string s) { return Reply(Type::status, std::move(s)); }
+  // `+OK`, the status most writes answer.
   static Reply ok() { return status("OK"); }
   // `text` is the whole error line without the leading '-', e.g. "ERR syntax error" or
   // "WRONGTYPE Operation against a key holding the wrong kind of value".
   static Reply error(std::string text) { return Reply(Type::error, std::move(text)); }
+  // An integer reply, `:v`.
   static Reply integer(std::int64_t v) {
     Reply r(Type::integer, {});
     r.int_ = v;
     return r;
   }
+  // A bulk string, `$<length>` then the bytes of `s` (binary-safe).
   static Reply bulk(std::string s) { return Reply(Type::bulk, std::move(s)); }
+  // The nil bulk, `$-1` (RESP3 `_`): GET of a missing key.
   static Reply nil() { return Reply(); }
+  // An array of replies, `*<n>` then each element.
   static Reply array(std::vector<Reply> elements = {}) {
     Reply r(Type::array, {});
     r.elements_ = std::move(elements);
     return r;
   }
+  // The nil array, `*-1` (RESP3 `_`): EXEC of a transaction a WATCHed key aborted.
   static Reply nil_array() { return Reply(Type::nil_array, {}); }
+  // A RESP3 map, `%<n>`: `pairs` holds key, value, key, value, ... (n pairs); to a RESP2
+  // client, the flat array of those 2n replies.
   static Reply map(std::vector<Reply> pairs = {}) {  // key, value, key, value, ...
     Reply r = array(std::move(pairs));
     r.type_ = Type::map;
     return r;
   }
+  // A RESP3 set, `~<n>`; to a RESP2 client, an array.
   static Reply set(std::vector<Reply> elements = {}) {
     Reply r = array(std::move(elements));
     r.type_ = Type::set;
     return r;
   }
+  // A RESP3 push, `><n>`: out-of-band data, such as a pub/sub message; to a RESP2 client,
+  // an array.
   static Reply push_message(std::vector<Reply> elements) {
     Reply r = array(std::move(elements));
     r.type_ = Type::push;
@@ -129,25 +145,36 @@ class Reply {
                                 : std::snprintf(buf, sizeof buf, "%.17g", d);
     return Reply(Type::double_, std::string(buf, static_cast<std::size_t>(n > 0 ? n : 0)));
   }
+  // A RESP3 boolean, `#t` or `#f`; to a RESP2 client, the integer 1 or 0.
   static Reply boolean(bool b) {
     Reply r(Type::boolean, {});
     r.int_ = b ? 1 : 0;
     return r;
   }
+  // A RESP3 verbatim string, `=<length>` then `txt:` and `text` (INFO answers one); to a RESP2
+  // client, the bulk of `text`.
   static Reply verbatim(std::string text) { return Reply(Type::verbatim, std::move(text)); }
+  // A RESP3 big number, `(` then `digits` as given; to a RESP2 client, their bulk string.
   static Reply big_number(std::string digits) { return Reply(Type::big_number, std::move(digits)); }
+  // `reply` with RESP3 attributes, `|<n>` then `attributes_map` (a map()) before it; to a
+  // RESP2 client, `reply` alone.
   static Reply with_attribute(Reply attributes_map, Reply reply) {
     Reply r = array({std::move(attributes_map), std::move(reply)});
     r.type_ = Type::attribute;
     return r;
   }
 
+  // The reply's type; is_error() and is_nil() test for an error and for the nil bulk (not the
+  // nil array).
   Type type() const noexcept { return type_; }
   bool is_error() const noexcept { return type_ == Type::error; }
   bool is_nil() const noexcept { return type_ == Type::nil; }
   // The text of a status, error or bulk reply.
   const std::string& str() const noexcept { return str_; }
+  // The value of an integer reply (a boolean's 1 or 0); 0 for the other types.
   std::int64_t integer() const noexcept { return int_; }
+  // The elements of an array, set or push; a map's keys and values in turn; an attribute's
+  // {map, reply}. Empty for the other types.
   const std::vector<Reply>& elements() const noexcept { return elements_; }
   std::vector<Reply>& elements() noexcept { return elements_; }
   // Appends an element to an array reply.
@@ -272,6 +299,8 @@ class Reply {
   static void write_push_header(Sink& out, std::size_t n, int proto) {
     write_header(out, proto >= 3 ? '>' : '*', n);
   }
+  // More pieces: an integer (`:v`), an array's header (`*n`, its n elements follow), and any
+  // aggregate's header (`type`, then n).
   template <class Sink>
   static void write_integer(Sink& out, std::int64_t v) {
     out.append(":", 1);
@@ -288,6 +317,7 @@ class Reply {
     append_int(out, static_cast<std::int64_t>(n));
     out.append("\r\n", 2);
   }
+  // The encoding in protocol `proto` (2 or 3) as a string: write_resp() into a new one.
   std::string to_resp(int proto = 2) const {
     std::string out;
     write_resp(out, proto);
@@ -365,6 +395,7 @@ class Reply {
     }
   }
 
+  // Equal when the types, texts, integers and elements are (elements compared deeply).
   friend bool operator==(const Reply& a, const Reply& b) {
     return a.type_ == b.type_ && a.str_ == b.str_ && a.int_ == b.int_ && a.elements_ == b.elements_;
   }
@@ -446,6 +477,9 @@ class OutputBuffer {
  public:
   static constexpr std::size_t kBlockSize = 16 * 1024;  // Redis PROTO_REPLY_CHUNK_BYTES
 
+  // Appends bytes: into the last block's free room, then a new block of kBlockSize, or of
+  // the rest's size when larger. Once the blocks hold limit() bytes or more, an append is
+  // dropped and over_limit() turns true.
   void append(const char* p, std::size_t n) {
     if (n == 0 || dropping_) return;
     if (limit_ != 0 && allocated_ >= limit_) {  // from here on the client is being closed
@@ -469,6 +503,7 @@ class OutputBuffer {
     size_ += n;
     allocated_ += b.capacity();
   }
+  // Appends `s`, or the unsent bytes of `o` (which is left as it is).
   void append(std::string_view s) { append(s.data(), s.size()); }
   void append(const OutputBuffer& o) {
     for (std::size_t i = 0; i < o.blocks(); ++i) append(o.block(i));
@@ -505,6 +540,7 @@ class OutputBuffer {
     }
     return t;
   }
+  // Whether no byte waits to be sent.
   bool empty() const noexcept { return size_ == 0; }
   // Bytes the blocks hold allocated (what the buffer costs): client-output-buffer-limit
   // and used memory count this, as Redis counts its reply list's block sizes.
@@ -512,6 +548,7 @@ class OutputBuffer {
 
   // The unsent bytes as blocks: block(0) starts with the next byte to send.
   std::size_t blocks() const noexcept { return blocks_.size(); }
+  // Block `i` (< blocks()): a view, valid until the buffer next changes.
   std::string_view block(std::size_t i) const noexcept {
     const std::string& b = blocks_[i];
     return i == 0 ? std::string_view(b).substr(head_) : std::string_view(b);
@@ -606,6 +643,8 @@ inline bool parse_int64(std::string_view s, std::int64_t& out) noexcept {
 
 // ==== Request parser ==========================================================================
 
+// What a RequestParser lets one client make the server hold, with Redis's defaults; CONFIG SET
+// changes them through RequestParser::set_limits().
 struct ParserLimits {
   // Redis proto-max-bulk-len: the largest bulk argument accepted.
   std::size_t max_bulk_len = std::size_t{512} * 1024 * 1024;
@@ -726,8 +765,11 @@ inline std::size_t args_cost(const std::vector<std::string>& args) noexcept {
   return n;
 }
 
+// Turns the bytes a client sends into commands, as Redis 7.0's networking.c does (the file's
+// comment has the details): feed() what arrives, then call next() until it answers incomplete.
 class RequestParser {
  public:
+  // What next() found.
   enum class Status : std::uint8_t {
     incomplete,      // need more input
     command,         // a command was parsed into argv (argv is never empty)
@@ -735,9 +777,11 @@ class RequestParser {
     limit,           // max_query_buffer exceeded: close the connection without a reply
   };
 
+  // A parser with Redis's default limits, or with `limits`.
   RequestParser() = default;
   explicit RequestParser(ParserLimits limits) : limits_(limits) {}
 
+  // The limits in force.
   const ParserLimits& limits() const noexcept { return limits_; }
   // New limits (CONFIG SET proto-max-bulk-len / client-query-buffer-limit): they apply from
   // the next header line or buffer check on, to a request already being assembled too.
@@ -791,6 +835,8 @@ class RequestParser {
   // The error reply text of the last protocol error, e.g.
   // "ERR Protocol error: invalid bulk length" (without the RESP '-').
   const std::string& error() const noexcept { return error_; }
+  // Whether the parser stopped for good: after a protocol error, or past max_query_buffer.
+  // next() then answers the same failure again, and feed() ignores what it is given.
   bool failed() const noexcept { return state_ == State::error || state_ == State::over_limit; }
 
   // Bytes held: unparsed input plus the arguments assembled so far, at their real cost

@@ -21,16 +21,27 @@
 
 namespace expiring::redis {
 
+// A hash value: fields and their values, binary-safe strings, each field with its own
+// deadline (Redis 7.4's hash field TTLs; field_map.hpp, hash_fields.hpp).
 using Hash = FieldMap<std::string, std::string>;
 
+// One value of the keyspace: a std::string or a Hash, as TYPE tells (type_name()). A hash is
+// held through a pointer; copying a Value copies a hash deeply.
 class Value {
  public:
+  // An empty string.
   Value() = default;
+  // A string; implicit, so that a string is a Value wherever one is expected.
   Value(std::string s) noexcept : v_(std::move(s)) {}  // NOLINT: a string converts, as in SET
+  // A string: a copy of the NUL-terminated `s`.
   Value(const char* s) : v_(std::string(s)) {}         // NOLINT
+  // A string: a copy of the bytes of `s`.
   Value(std::string_view s) : v_(std::string(s)) {}    // NOLINT
+  // A hash, moved into a box of its own (explicit: a Hash does not turn into a Value unasked).
   explicit Value(Hash h) : v_(std::make_unique<Hash>(std::move(h))) {}
 
+  // Copying copies the string or the whole hash, O(fields), as COPY does; moving takes the
+  // string or the hash's box, O(1). A moved-from Value may only be assigned or destroyed.
   Value(const Value& o) : v_(copy_of(o.v_)) {}
   Value(Value&&) noexcept = default;
   Value& operator=(const Value& o) {
@@ -39,6 +50,7 @@ class Value {
   }
   Value& operator=(Value&&) noexcept = default;
 
+  // Which of the two the value holds (TYPE answers "string" or "hash").
   bool is_string() const noexcept { return v_.index() == 0; }
   bool is_hash() const noexcept { return v_.index() == 1; }
   // The string, or nullptr for a hash.
@@ -66,6 +78,8 @@ class Value {
     return data >= self && data < self + sizeof(s) ? 0 : s.capacity() + 1;
   }
 
+  // `v == s`: v holds the string s. `a == b`: two strings with the same bytes, or the very
+  // same hash object (hashes are not compared field by field).
   friend bool operator==(const Value& a, const std::string& b) noexcept {
     return a.string() != nullptr && *a.string() == b;
   }
@@ -87,20 +101,25 @@ class Value {
 
 namespace expiring {
 
+// How a store finds the hash in a redis::Value (detail/hash_value.hpp): a Value that holds a
+// string has none, so a store's hash members answer Errc::wrong_type for it (WRONGTYPE).
 template <>
 struct hash_value_traits<redis::Value> {
-  static constexpr bool enabled = true;
-  using map_type = redis::Hash;
+  static constexpr bool enabled = true;  // a store of Values has the hash members
+  using map_type = redis::Hash;          // the hash type a Value may hold
+  // The hash v holds, or nullptr when v holds a string.
   static map_type* map(redis::Value& v) noexcept { return v.hash(); }
   static const map_type* map(const redis::Value& v) noexcept { return v.hash(); }
+  // A Value holding an empty hash that hashes its fields with h (the store's field hasher).
   static redis::Value make(std::shared_ptr<const map_type::hasher> h) { return redis::Value(map_type(std::move(h))); }
 };
 
 // The command layer's value: a tag byte (0 string, 1 hash), then the string or the hash.
 template <>
 struct Codec<redis::Value> {
-  static constexpr char kString = 0;
-  static constexpr char kHash = 1;
+  static constexpr char kString = 0;  // the tag byte of a string
+  static constexpr char kHash = 1;    // the tag byte of a hash
+  // Appends v's bytes to out: its tag, then Codec<std::string>'s or Codec<redis::Hash>'s bytes.
   static void encode(const redis::Value& v, std::string& out) {
     if (const redis::Hash* h = v.hash()) {
       out.push_back(kHash);
