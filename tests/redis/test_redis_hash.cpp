@@ -2076,3 +2076,28 @@ TEST_CASE("hash: HSETEX is refused over maxmemory, HGETEX and HGETDEL are not", 
   CHECK(f.R({"HGETEX", "h", "EX", "10", "FIELDS", "1", "a"}) == ARR({B("1")}));
   CHECK(f.R({"HGETDEL", "h", "FIELDS", "1", "a"}) == ARR({B("1")}));
 }
+
+TEST_CASE("hash: a Value moved from is an empty string, which copies, weighs and compares", "[redis][hash][value]") {
+  using expiring::redis::Value;
+  Value h(expiring::redis::Hash{});
+  REQUIRE(h.hash() != nullptr);
+  (void)h.hash()->assign(std::string("f"), std::string("v"));
+  Value taken(std::move(h));
+  CHECK(taken.hash() != nullptr);
+  CHECK(taken.hash()->size() == 1);
+  // The source is left valid: an empty string (a copy of it and its weight are defined).
+  CHECK(h.is_string());  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  CHECK(h == std::string());
+  const Value copy(h);
+  CHECK(copy.is_string());
+  CHECK(h.heap_bytes() == 0);
+  Value assigned("x");
+  assigned = std::move(taken);
+  CHECK(assigned.is_hash());
+  CHECK(taken.is_string());  // NOLINT(bugprone-use-after-move)
+  CHECK(*taken.string() == "");
+  Value& self = assigned;
+  assigned = std::move(self);  // a self-move leaves the value as it was
+  CHECK(assigned.is_hash());
+  CHECK(assigned.hash()->size() == 1);
+}

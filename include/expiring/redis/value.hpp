@@ -41,14 +41,20 @@ class Value {
   explicit Value(Hash h) : v_(std::make_unique<Hash>(std::move(h))) {}
 
   // Copying copies the string or the whole hash, O(fields), as COPY does; moving takes the
-  // string or the hash's box, O(1). A moved-from Value may only be assigned or destroyed.
+  // string or the hash's box, O(1), and leaves the source an empty string.
   Value(const Value& o) : v_(copy_of(o.v_)) {}
-  Value(Value&&) noexcept = default;
+  Value(Value&& o) noexcept : v_(std::move(o.v_)) { o.v_.emplace<std::string>(); }
   Value& operator=(const Value& o) {
     if (this != &o) v_ = copy_of(o.v_);
     return *this;
   }
-  Value& operator=(Value&&) noexcept = default;
+  Value& operator=(Value&& o) noexcept {
+    if (this != &o) {
+      v_ = std::move(o.v_);
+      o.v_.emplace<std::string>();
+    }
+    return *this;
+  }
 
   // Which of the two the value holds (TYPE answers "string" or "hash").
   bool is_string() const noexcept { return v_.index() == 0; }
