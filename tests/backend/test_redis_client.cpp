@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "backend/backends.hpp"
 #include "catch.hpp"
 #include "expiring/client/key_slot.hpp"
+#include "expiring/client/router.hpp"
 
 using expiring::Errc;
 using expiring::RedisError;
@@ -132,6 +134,40 @@ TEST_CASE("redis client: codecs", "[unit]") {
   std::string s;
   CHECK(expiring::RedisCodec<std::string>::decode(std::string_view("a\0b", 3), s));
   CHECK(s == std::string("a\0b", 3));
+  // Integers decode exactly as encode() writes them: no leading zero, no "-0" (Redis's
+  // string2ll refuses both), and the ends of the range round-trip.
+  v = 5;
+  for (const char* bad : {"007", "00", "-0", "-012", "+1", "-"}) {
+    CHECK_FALSE(expiring::RedisCodec<std::int64_t>::decode(bad, v));
+    CHECK(v == 5);  // unchanged by a refused decode
+  }
+  CHECK(expiring::RedisCodec<std::int64_t>::decode("0", v));
+  CHECK(v == 0);
+  for (const std::int64_t x : {std::numeric_limits<std::int64_t>::min(), std::int64_t{-1}, std::int64_t{10},
+                               std::numeric_limits<std::int64_t>::max()}) {
+    out.clear();
+    expiring::RedisCodec<std::int64_t>::encode(x, out);
+    CHECK(expiring::RedisCodec<std::int64_t>::decode(out, v));
+    CHECK(v == x);
+  }
+}
+
+TEST_CASE("redis client: a MOVED or ASK reply is read whole, or refused", "[unit]") {
+  using expiring::client::parse_redirect;
+  expiring::client::Redirect r;
+  REQUIRE(parse_redirect("MOVED 3999 127.0.0.1:6381", r));
+  CHECK_FALSE(r.ask);
+  CHECK(r.slot == 3999);
+  CHECK(r.to.host == "127.0.0.1");
+  CHECK(r.to.port == 6381);
+  REQUIRE(parse_redirect("ASK 16383 ::1:7000", r));  // an IPv6 host: the last ':' splits
+  CHECK(r.ask);
+  CHECK(r.to.host == "::1");
+  CHECK(r.to.port == 7000);
+  for (const char* bad : {"MOVED 12x h:6379", "MOVED 12 h:6379x", "MOVED 16384 h:1", "MOVED -1 h:1", "MOVED 1 h:0",
+                          "MOVED 1 h:65536", "MOVED 1 h:", "MOVED 1", "MOVED  h:1", "ERR 1 h:1"}) {
+    CHECK_FALSE(parse_redirect(bad, r));
+  }
 }
 
 TEST_CASE("redis client: invalid options are refused at construction", "[unit]") {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <charconv>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -56,17 +57,24 @@ template <class T>
 struct RedisCodec<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>> {
   // Appends v in decimal, with a '-' when negative (std::to_chars).
   static void encode(T v, std::string& out) {
-    char buf[24];
+    char buf[std::numeric_limits<T>::digits10 + 3];  // every digit, a sign (also __int128's)
     const std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
     out.append(buf, static_cast<std::size_t>(r.ptr - buf));
   }
   // Parses the whole of `bytes` as a decimal T (std::from_chars). False when it is empty, has
-  // anything else in it, or is out of T's range.
+  // anything else in it, is out of T's range, or is not as encode() writes it: a leading zero
+  // ("007") or "-0" (Redis's own integer parser refuses those too).
   static bool decode(std::string_view bytes, T& out) {
     if (bytes.empty()) return false;
+    const std::size_t digits = bytes[0] == '-' ? 1 : 0;
+    if (bytes.size() > digits + 1 && bytes[digits] == '0') return false;  // a leading zero
+    if (digits == 1 && bytes.size() == 2 && bytes[1] == '0') return false;  // "-0"
     const char* end = bytes.data() + bytes.size();
-    const std::from_chars_result r = std::from_chars(bytes.data(), end, out);
-    return r.ec == std::errc() && r.ptr == end;
+    T v{};
+    const std::from_chars_result r = std::from_chars(bytes.data(), end, v);
+    if (r.ec != std::errc() || r.ptr != end) return false;
+    out = v;
+    return true;
   }
 };
 

@@ -64,7 +64,8 @@ struct Redirect {
   Endpoint to;       // the node to send the command to
 };
 // Parses the text of a MOVED or ASK error reply into `out`. False for any other text and for
-// a malformed one (a slot or a port out of range, no ':'); `out` may then be partly written.
+// a malformed one (a number with anything after it, a slot or a port out of range, no ':');
+// `out` may then be partly written.
 inline bool parse_redirect(std::string_view t, Redirect& out) {
   std::string_view rest;
   if (starts_with(t, "MOVED ")) {
@@ -86,7 +87,10 @@ inline bool parse_redirect(std::string_view t, Redirect& out) {
   int port = 0;
   const std::from_chars_result a = std::from_chars(slot.data(), slot.data() + slot.size(), s);
   const std::from_chars_result b = std::from_chars(addr.data() + colon + 1, addr.data() + addr.size(), port);
-  if (a.ec != std::errc() || b.ec != std::errc() || s < 0 || s >= kSlotCount || port <= 0 || port > 65535) return false;
+  if (a.ec != std::errc() || b.ec != std::errc() || a.ptr != slot.data() + slot.size() ||
+      b.ptr != addr.data() + addr.size() || s < 0 || s >= kSlotCount || port <= 0 || port > 65535) {
+    return false;  // each number whole, in range
+  }
   out.slot = s;
   out.to.host = std::string(addr.substr(0, colon));
   out.to.port = port;
