@@ -275,6 +275,12 @@ TEST_CASE("resp3: nulls, maps, verbatim strings and DEBUG PROTOCOL's samples, ea
     CHECK(pos == bytes.size());
     CHECK(back.to_resp(3) == bytes);
   }
+  // A boolean is #t or #f; anything else is not RESP.
+  for (const char* bad : {"#x\r\n", "#\r\n", "#tt\r\n"}) {
+    std::size_t pos = 0;
+    Reply back;
+    CHECK_FALSE(Reply::from_resp(bad, pos, back));
+  }
 }
 
 TEST_CASE("command: count, info, list, no docs (enough for redis-cli)", "[redis][server]") {
@@ -1436,6 +1442,16 @@ TEST_CASE("execute_into: the output buffer gets the same bytes as execute()'s re
   REQUIRE(r.elements().size() == 2);
   CHECK(r.elements()[0] == Reply::bulk("v"));
   CHECK(r.elements()[1].is_nil());
+}
+
+TEST_CASE("output buffer: appended to itself, it doubles once", "[redis][stream]") {
+  expiring::redis::OutputBuffer out;
+  out.append("+OK\r\n");
+  Reply::write_bulk(out, std::string(20'000, 'y'));  // more than one block
+  const std::string once = out.str();
+  REQUIRE(out.blocks() > 1);
+  out.append(out);
+  CHECK(out.str() == once + once);
 }
 
 TEST_CASE("output buffer: blocks, sizes and partial sends", "[redis][stream]") {

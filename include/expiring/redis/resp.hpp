@@ -372,7 +372,10 @@ class Reply {
       case '_': out = nil(); return true;
       case ',': out = Reply(Type::double_, std::string(line)); return true;
       case '(': out = big_number(std::string(line)); return true;
-      case '#': out = boolean(line == "t"); return true;
+      case '#':
+        if (line != "t" && line != "f") return false;
+        out = boolean(line == "t");
+        return true;
       case '=':
         if (!parse_length(line, n) || n < 4 || in.size() - pos < static_cast<std::size_t>(n) + 2) return false;
         out = verbatim(std::string(in.substr(pos + 4, static_cast<std::size_t>(n) - 4)));
@@ -506,6 +509,12 @@ class OutputBuffer {
   // Appends `s`, or the unsent bytes of `o` (which is left as it is).
   void append(std::string_view s) { append(s.data(), s.size()); }
   void append(const OutputBuffer& o) {
+    if (&o == this) {  // appending to itself: from a copy, since the blocks grow as it goes
+      std::string all;
+      for (std::size_t i = 0; i < blocks(); ++i) all.append(block(i));
+      append(all);
+      return;
+    }
     for (std::size_t i = 0; i < o.blocks(); ++i) append(o.block(i));
   }
 
