@@ -1247,6 +1247,18 @@ TEST_CASE("concurrent: an Expirer's destructor stops and joins its thread", "[co
   CHECK(at_exit >= 3);
 }
 
+TEST_CASE("concurrent: an Expirer's hz is clamped to Redis's 500, so a huge one does not spin", "[concurrent]") {
+  CountingStore counter;
+  {
+    expiring::Expirer<CountingStore> expirer(counter, std::numeric_limits<int>::max());
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  // At most one tick every 2 ms (plus the first, at once); an hz taken as given ticked with no
+  // pause at all, hundreds of thousands of times in the same 200 ms.
+  CHECK(counter.ticks.load() >= 1);
+  CHECK(counter.ticks.load() <= 200 / 2 + 1);
+}
+
 // =============================================================================================
 // 1g. Stress: disjoint key ranges, each thread with its own sequential model
 // =============================================================================================

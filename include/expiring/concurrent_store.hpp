@@ -1765,8 +1765,9 @@ template <class Store>
 class Expirer {
  public:
   // Starts the thread: it calls store.tick() at once, then again 1/hz seconds after each call
-  // returns (hz < 1: one second). `store` must outlive the Expirer.
-  explicit Expirer(Store& store, int hz = 10) : store_(store), period_(std::chrono::microseconds(1000000 / std::max(1, hz))) {
+  // returns (hz clamped to [1, 500], Redis's range for its hz). `store` must outlive the Expirer.
+  explicit Expirer(Store& store, int hz = 10)
+      : store_(store), period_(std::chrono::microseconds(1000000 / std::clamp(hz, 1, 500))) {
     thread_ = detail::quiet_thread([this] { loop(); });
   }
 

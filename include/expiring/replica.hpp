@@ -42,6 +42,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -292,7 +293,9 @@ class Replica {
         continue;
       }
       pollfd p{fd, POLLOUT, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(options_.connect_timeout.count()));
+      // poll()'s int ms: a negative timeout (which poll() takes as none) waits not at all.
+      const auto wait_ms = std::clamp<std::int64_t>(options_.connect_timeout.count(), 0, INT_MAX);
+      const int ready = ::poll(&p, 1, static_cast<int>(wait_ms));
       int err = 0;
       socklen_t len = sizeof err;
       if (ready == 1) ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
