@@ -303,6 +303,41 @@ TEST_CASE("transactions: a write gate (min-replicas-to-write) refuses writes and
   CHECK(f.A({"CONFIG", "GET", "min-replicas-*"}).find("min-replicas-max-lag") != std::string::npos);
 }
 
+TEST_CASE("a server's own commands are checked as Redis checks its: write for min-replicas, denyoom for memory",
+          "[redis][multi]") {
+  Fx f;
+  int runs = 0;
+  const auto handler = [&](const std::vector<std::string>&, expiring::redis::Session&) {
+    ++runs;
+    return expiring::redis::Reply::ok();
+  };
+  f.ex->add_command("xwrite", 1, "write fast", handler);
+  f.ex->add_command("xgrow", 1, "write denyoom", handler);
+  f.ex->add_command("xread", 1, "readonly fast", handler);
+  bool refuse = true;
+  f.ex->set_write_gate([&]() -> std::optional<std::string> {
+    if (!refuse) return std::nullopt;
+    return std::string("NOREPLICAS Not enough good replicas to write.");
+  });
+  CHECK(f.A({"CONFIG", "SET", "min-replicas-to-write", "1"}) == OK);
+  CHECK(f.A({"XWRITE"}) == E("NOREPLICAS Not enough good replicas to write."));
+  CHECK(f.A({"XREAD"}) == OK);
+  CHECK(runs == 1);
+  refuse = false;
+  CHECK(f.A({"XWRITE"}) == OK);
+  CHECK(runs == 2);
+  // Over maxmemory (noeviction), a denyoom command is refused before it runs, in MULTI too.
+  CHECK(f.A({"SET", "big", std::string(4096, 'x')}) == OK);
+  CHECK(f.A({"CONFIG", "SET", "maxmemory", "1"}) == OK);
+  CHECK(f.A({"XGROW"}).rfind("-OOM command not allowed", 0) == 0);
+  CHECK(f.A({"XWRITE"}) == OK);  // write, not denyoom: runs (as DEL does)
+  CHECK(runs == 3);
+  CHECK(f.A({"MULTI"}).rfind("-OOM", 0) != 0);
+  CHECK(f.A({"XGROW"}).rfind("-OOM command not allowed", 0) == 0);
+  CHECK(f.A({"DISCARD"}) == OK);
+  CHECK(runs == 3);
+}
+
 TEST_CASE("replica-serve-stale-data no: MASTERDOWN while the link is down, EXEC aborted", "[redis][multi]") {
   Fx f;
   bool down = false;

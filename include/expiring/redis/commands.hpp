@@ -550,8 +550,8 @@ class CommandExecutor {
   using ServerCommand = std::function<Reply(const Args&, Session&)>;
   // Adds the command `name` (case-insensitive; adding it again replaces it). `arity` is
   // Redis's: n, exactly n arguments with the name; -n, at least n. `flags` are Redis's,
-  // space-separated; only `write` is read (is_write(), and the min-replicas check of a MULTI
-  // that queues the command).
+  // space-separated; two are read, as for a built-in command: `write` (is_write(), refused
+  // by min-replicas-to-write) and `denyoom` (refused over maxmemory).
   void add_command(std::string name, int arity, std::string flags, ServerCommand handler) {
     name = detail::lowercase(name);
     server_commands_[name] = ServerSpec{arity, std::move(flags), std::move(handler)};
@@ -830,6 +830,17 @@ class CommandExecutor {
     if (!in_exec_ && refused_as_stale(it->first)) {
       ++it->second.stat.rejected;
       return masterdown_error();
+    }
+    // The checks prepare() makes of a built-in command, by the flags the server gave.
+    if (store_->options().maxmemory != 0 && !in_exec_ && !memory_check() && has_flag(it->second.flags, "denyoom")) {
+      ++it->second.stat.rejected;
+      return oom_error();
+    }
+    if (options_.min_replicas_to_write > 0 && write_gate_ && !in_exec_ && has_flag(it->second.flags, "write")) {
+      if (std::optional<std::string> refused = write_gate_()) {
+        ++it->second.stat.rejected;
+        return Reply::error(std::move(*refused));
+      }
     }
     ++commands_processed_;
     const auto start = std::chrono::steady_clock::now();
