@@ -1247,6 +1247,18 @@ TEST_CASE("concurrent: an Expirer's destructor stops and joins its thread", "[co
   CHECK(at_exit >= 3);
 }
 
+TEST_CASE("concurrent: avg_ttl is the mean over the volatile keys, not over the shards", "[concurrent]") {
+  ManualClock clock(T0);
+  CStore store(clock, test_options(31), shards(8));
+  REQUIRE(store.set("k", "v", expiring::Px{100'000}).ok());
+  (void)store.tick();  // the active cycle samples the key and sets its shard's estimate
+  const expiring::Stats s = store.stats();
+  CHECK(s.expires == 1);
+  // The seven shards without a volatile key count for nothing (their mean said 12,500). A
+  // time-ordered index estimates no avg_ttl (semantics.md case 149): 0 there.
+  CHECK(s.avg_ttl == (std::is_same_v<TestPolicy, expiring::SampledExpiry> ? 100'000 : 0));
+}
+
 TEST_CASE("concurrent: an Expirer's hz is clamped to Redis's 500, so a huge one does not spin", "[concurrent]") {
   CountingStore counter;
   {

@@ -840,8 +840,8 @@ class BasicConcurrentStore
   }
 
   // INFO stats and keyspace figures (see ExpiringStore::stats()), summed over the shards, each
-  // read under its lock (not one snapshot); the ratios and averages (expired_stale_perc,
-  // avg_ttl) are the shards' mean. The hits and misses of reads without a lock are added.
+  // read under its lock (not one snapshot); expired_stale_perc is the shards' mean, avg_ttl
+  // the mean over the volatile keys. The hits and misses of reads without a lock are added.
   Stats stats() const {
     Stats s;
     for (std::size_t i = 0; i < shards_n_; ++i) {

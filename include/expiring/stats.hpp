@@ -128,8 +128,13 @@ struct TickReport {
 namespace detail {
 
 // A sum over several stores (ConcurrentStore's shards), one part at a time: the counters add
-// up; the two averages (expired_stale_perc, avg_ttl) are averaged over the `parts`.
+// up; expired_stale_perc is averaged over the `parts`, and avg_ttl over their volatile keys
+// (each part's estimate weighed by its `expires`: a part without one counts for nothing).
 inline void add_part(Stats& sum, const Stats& part, std::size_t parts) noexcept {
+  if (part.expires != 0) {  // the running mean, before sum.expires takes the part's count
+    const double share = static_cast<double>(part.expires) / static_cast<double>(sum.expires + part.expires);
+    sum.avg_ttl += static_cast<std::int64_t>(static_cast<double>(part.avg_ttl - sum.avg_ttl) * share);
+  }
   sum.keyspace_hits += part.keyspace_hits;
   sum.keyspace_misses += part.keyspace_misses;
   sum.expired_keys += part.expired_keys;
@@ -138,7 +143,6 @@ inline void add_part(Stats& sum, const Stats& part, std::size_t parts) noexcept 
   sum.expired_stale_perc += part.expired_stale_perc / static_cast<double>(parts);
   sum.expired_time_cap_reached_count += part.expired_time_cap_reached_count;
   sum.expire_cycle_cpu_microseconds += part.expire_cycle_cpu_microseconds;
-  sum.avg_ttl += part.avg_ttl / static_cast<std::int64_t>(parts);
   sum.keys += part.keys;
   sum.expires += part.expires;
   sum.subexpiry += part.subexpiry;
