@@ -790,6 +790,16 @@ TEST_CASE("api: getex_ptr with a deadline already past deletes the key and retur
   CHECK(store.stats().expired_keys == 0);  // a deletion, not an expiry
 }
 
+TEST_CASE("api: Result's -> reaches the value's non-const members, checked as value() is", "[service-api][result]") {
+  expiring::Result<std::string> r = std::string("a");
+  r->append("b");  // a non-const member through ->
+  CHECK(*r == "ab");
+  const expiring::Result<std::string>& c = r;
+  CHECK(c->size() == 2);
+  expiring::Result<std::string> bad = expiring::Errc::wrong_type;
+  CHECK_THROWS_AS(bad->append("x"), expiring::BadResultAccess);
+}
+
 TEST_CASE("api: Result<bool> holds a value or an error in one word and says which", "[service-api][result]") {
   using expiring::Result;
   STATIC_REQUIRE(sizeof(Result<bool>) == 2);

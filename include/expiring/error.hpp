@@ -201,6 +201,7 @@ class [[nodiscard]] Result {
   // `*r` and `r->`: value(), checked the same way (unlike std::optional's, never unchecked).
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   // A copy of the value, or `fallback` converted to T when the result holds an error.
   template <class U>

@@ -65,7 +65,11 @@ class KeyEventCauses {
     for (KeyEventCause c : causes) bits_ = static_cast<std::uint16_t>(bits_ | bit(c));
   }
   // Every cause: what a listener subscribes to by default.
-  static constexpr KeyEventCauses all() noexcept { return KeyEventCauses(std::uint16_t{(1u << 15) - 1}); }
+  static constexpr KeyEventCauses all() noexcept {
+    static_assert(static_cast<unsigned>(KeyEventCause::hexpired) == 14,
+                  "a new KeyEventCause: all() must take its bit, and the last cause must be named here");
+    return KeyEventCauses(std::uint16_t{(1u << 15) - 1});
+  }
   // The removals: del, expired and evicted, the causes whose event carries the removed value.
   static constexpr KeyEventCauses removals() noexcept {
     return {KeyEventCause::del, KeyEventCause::expired, KeyEventCause::evicted};
