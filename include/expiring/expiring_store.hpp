@@ -229,8 +229,11 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // ==== Construction ======================================================================
 
   // A store reading `clk` (held by value; pass `ManualClock&` to share one). Throws
-  // std::invalid_argument if options.active_expire_effort is outside 1..10, ttl_jitter is
-  // invalid, or a soft-TTL window is negative.
+  // std::invalid_argument, naming the option, if options.active_expire_effort is outside
+  // 1..10, ttl_jitter is invalid, a soft-TTL window or expire_after_access is negative,
+  // maxmemory_samples is outside 1..64, lfu_log_factor or lfu_decay_time is negative,
+  // lru_clock_resolution_ms is below 1, or lazyfree_background is set without a
+  // lazyfree_queue_max.
   explicit ExpiringStore(Clock clk, Options options, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
       : base_type(std::forward<Clock>(clk), std::move(options), std::move(hash), std::move(eq)) {
     if constexpr (kHashes) this->init_field_hash(options_.seed);

@@ -76,7 +76,7 @@ struct ReplicaStats {
   bool link_up = false;            // synced and streaming
   std::string master_replid;       // the primary's replication ID
   std::int64_t offset = -1;        // the primary's offset of the last byte applied
-  std::int64_t ms_since_last_io = -1;  // since the last byte from the primary (-1: never)
+  std::int64_t ms_since_last_io = -1;  // since the last byte from the primary, or the connect (-1: never)
   std::uint64_t full_syncs = 0;    // RDBs loaded
   std::uint64_t partial_syncs = 0; // reconnections the primary continued (+CONTINUE)
   std::uint64_t connects = 0;      // connections made

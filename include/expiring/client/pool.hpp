@@ -8,9 +8,10 @@
 //
 // Reconnecting backs off: after a failed connect the node is not tried again for a delay
 // that starts at backoff_min and doubles up to backoff_max (each drawn in [d/2, d], so that
-// many clients do not retry in step); in that window acquire() fails at once with
-// Errc::io_error and the last connect error, rather than piling up connect timeouts. The
-// first connect that succeeds resets the delay.
+// many clients do not retry in step); in that window acquire() fails at once with the last
+// connect's error code (Errc::io_error, or Errc::timeout after a connect that timed out) and
+// its message, rather than piling up connect timeouts. The first connect that succeeds resets
+// the delay.
 #pragma once
 
 #include <algorithm>
@@ -122,9 +123,9 @@ class NodePool {
     std::unique_ptr<Connection> c_;
   };
 
-  // Throws RedisError: io_error (connect failed, or in backoff), timeout (connect timed out),
-  // auth_failed, server_error (SELECT); PoolExhausted (timeout) when no connection came back
-  // within `wait`.
+  // Throws RedisError: io_error (connect failed), timeout (connect timed out), either of them
+  // again at once while in backoff, auth_failed, server_error (SELECT); PoolExhausted
+  // (timeout) when no connection came back within `wait`.
   Lease acquire() {
     std::unique_lock<std::mutex> lock(mu_);
     const clock::time_point deadline = clock::now() + pool_.wait;
