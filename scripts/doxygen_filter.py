@@ -3,7 +3,7 @@
 
 The headers are written to be read top-down, as Abseil's are: plain `//` comments, a file
 comment at the top, a comment directly above each declaration, and one comment above a run
-of overloads. Doxygen reads only `///`-style comments, so docs/Doxyfile runs every header
+of overloads. Doxygen reads only `///`-style comments, so docs/reference/Doxyfile runs every header
 through this filter (INPUT_FILTER), which rewrites the comments in the text Doxygen parses
 and leaves the files as they are. It keeps every line where it was, so Doxygen's warnings
 point at the real header's lines.
@@ -15,7 +15,9 @@ class or an enum, and which open code):
     block with a `// ----` or `// ====` rule in it is a section heading and stays a comment;
   * when the block is followed by several declarations with no blank line between them (a
     set of overloads, an accessor pair), they become one Doxygen member group that shares
-    the block (`@{` ... `@}`, with DISTRIBUTE_GROUP_DOC);
+    the block (`@{` ... `@}`, with DISTRIBUTE_GROUP_DOC), unless they are out-of-class
+    definitions, or the last one has its own trailing comment and a comment follows at once
+    (Doxygen has no good place for the group's end there: each member needs its comment);
   * a comment after a member or an enumerator on its line (`int x;  // ...`), with the
     comment lines aligned under it, documents that member (`///<`).
 Text outside `backticks` is escaped, so `<offset>`, `\\r`, `#1` or `50%` read as written.
@@ -231,7 +233,8 @@ def filter_text(text):
                     code, _ = code_part(lines[k])
                     # Out-of-class definitions of members (`R X<T>::f(`) are documented where
                     # they are declared: such a run is not made a group.
-                    if trial.depth() == depth and re.search(r'(\w|>)::(~?\w+|operator\S*)\s*$', code.split('(')[0]):
+                    declarator = code.split('(')[0]
+                    if trial.depth() == depth and re.search(r'(\w|>)::(~?\w+|operator\S*)\s*$', declarator):
                         qualified = True
                     decls += trial.feed(code, depth)
                     if trial.depth() < depth:
@@ -264,8 +267,7 @@ def filter_text(text):
                     sc.doc_scope() and code.rstrip().endswith(';'))):
                 # A trailing comment documents the member; aligned comment lines continue it.
                 if not line[col:].startswith('///'):
-                    close = '/**@}*/ ' if '/**@}*/' in out[i] else ''  # the group it ends
-                    out[i] = code + close + '///<' + escape(line[col + 2:])
+                    out[i] = code + '///<' + escape(line[col + 2:])
                     k = i + 1
                     while k < n and re.match(r'^ {%d}//(?!/)' % col, lines[k]):
                         out[k] = ' ' * col + '///<' + escape(lines[k][col + 2:])
