@@ -17,7 +17,7 @@
 # on the cached clock: throughput against threads), hash_fields.md (bench_hash_fields and
 # bench_concurrent_hashes), concurrent_log.md (bench_concurrent_log), durability.md
 # (bench_durability), vs_redis.md (bench_vs_redis: GET and SET PX in the store and on
-# redis-server over loopback), and replica.md with replica_lag.svg (bench_replica: the lag of
+# redis-server over loopback), and replica.md with replica.svg (bench_replica: the lag of
 # an in-process replica of redis-server against the write rate); last, README.md's performance
 # tables (scripts/bench_readme.py, from bench_engine and bench_vs_redis). Every page is written
 # whole by this script: regenerate it, do not edit its figures.
@@ -107,20 +107,29 @@ page() {
   } > "$docs/$file.md"
 }
 
+# plot_page TITLE FILE SOURCE ALT BODY: writes $docs/FILE.md: the title, what made it, the
+# machine line, the plot $docs/FILE's svg (ALT its text), then BODY, a Markdown file.
+plot_page() {
+  local title="$1" file="$2" source="$3" alt="$4" body="$5"
+  {
+    echo "<!-- written by scripts/bench.sh from $source; regenerate, do not edit -->"
+    echo "# $title"
+    echo
+    echo "$(sed -n 1p "$results/machine.txt"); $(sed -n 2p "$results/machine.txt")"
+    echo
+    echo "![$alt]($file.svg)"
+    echo
+    cat "$body"
+  } > "$docs/$file.md"
+}
+
 echo "=== bench_concurrent ($mode, cached clock) ==="
 mkdir -p "$results/concurrent"
 "$build/bench/bench_concurrent" --"$mode" --clock=cached --out="$results/concurrent"
 python3 scripts/plot_concurrent.py "$results/concurrent/concurrent.csv" "$docs/concurrent.svg"
-{
-  echo "<!-- written by scripts/bench.sh from bench/bench_concurrent --$mode --clock=cached and scripts/plot_concurrent.py; regenerate, do not edit -->"
-  echo "# ConcurrentStore throughput (bench_concurrent)"
-  echo
-  echo "$(sed -n 1p "$results/machine.txt"); $(sed -n 2p "$results/machine.txt")"
-  echo
-  echo "![throughput against threads](concurrent.svg)"
-  echo
-  cat "$results/concurrent/concurrent_table.md"
-} > "$docs/concurrent.md"
+plot_page "ConcurrentStore throughput (bench_concurrent)" concurrent \
+  "bench/bench_concurrent --$mode --clock=cached and scripts/plot_concurrent.py" "throughput against threads" \
+  "$results/concurrent/concurrent_table.md"
 
 page "Hash fields against nested maps, and on ConcurrentStore" hash_fields \
   "bench/bench_hash_fields and bench/bench_concurrent_hashes" \
@@ -135,19 +144,11 @@ page "The store against redis-server doing the same work (bench_vs_redis)" vs_re
 echo "=== bench_replica ($mode): replication lag ==="
 mkdir -p "$results/replica"
 "$build/bench/bench_replica" --"$mode" --out="$results/replica" | tee "$results/replica.txt"
-python3 scripts/plot_replica.py "$results/replica/replica_lag.csv" "$docs/replica_lag.svg"
-{
-  echo "<!-- written by scripts/bench.sh from bench/bench_replica --$mode and scripts/plot_replica.py; regenerate, do not edit -->"
-  echo "# An in-process replica of redis-server (bench_replica)"
-  echo
-  echo "$(sed -n 1p "$results/machine.txt"); $(sed -n 2p "$results/machine.txt")"
-  echo
-  echo "![replication lag against the write rate](replica_lag.svg)"
-  echo
-  echo '```text'
-  cat "$results/replica.txt"
-  echo '```'
-} > "$docs/replica.md"
+python3 scripts/plot_replica.py "$results/replica/replica_lag.csv" "$docs/replica.svg"
+{ echo '```text'; cat "$results/replica.txt"; echo '```'; } > "$results/replica_body.md"
+plot_page "An in-process replica of redis-server (bench_replica)" replica \
+  "bench/bench_replica --$mode and scripts/plot_replica.py" "replication lag against the write rate" \
+  "$results/replica_body.md"
 echo "=== README.md: the performance tables ==="
 python3 scripts/bench_readme.py "$results" README.md
 echo "bench.sh: $mode run took $(( $(date +%s) - start )) s; results in $results, report in $docs/"

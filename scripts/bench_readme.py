@@ -20,7 +20,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_report import Paired, load_engine, sci  # noqa: E402
+from bench_report import Paired, in_out_args, load_engine, sci  # noqa: E402
 
 BEGIN = "<!-- performance: written by scripts/bench.sh (scripts/bench_readme.py); regenerate, do not edit -->"
 END = "<!-- end of performance -->"
@@ -119,11 +119,10 @@ def section(res):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.stderr.write(__doc__)
+    args = in_out_args(__doc__, "README.md")
+    if args is None:
         return 2
-    res = sys.argv[1]
-    readme = sys.argv[2] if len(sys.argv) == 3 else "README.md"
+    res, readme = args
     with open(readme) as f:
         lines = f.read().split("\n")
     try:

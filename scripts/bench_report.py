@@ -270,6 +270,15 @@ def g4_to_g7(rec, t):
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"]
 
 
+def in_out_args(doc, default_out):
+    """A plotting script's command line, INPUT [OUTPUT]: (INPUT, OUTPUT or default_out), or
+    None after printing `doc` (the usage) when it is not that."""
+    if len(sys.argv) not in (2, 3):
+        sys.stderr.write(doc)
+        return None
+    return sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else default_out
+
+
 def esc(s):
     return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 

@@ -45,21 +45,30 @@ def escape(text):
     return '`'.join(parts)
 
 
+def skip_literal(text, i):
+    """The index just past the string or character literal, or the /* */ comment, that starts
+    at text[i]; None when none starts there."""
+    n = len(text)
+    if text[i] in '"\'':
+        q = text[i]
+        i += 1
+        while i < n and text[i] != q:
+            i += 2 if text[i] == '\\' else 1
+        return i + 1
+    if text.startswith('/*', i):
+        end = text.find('*/', i + 2)
+        return n if end < 0 else end + 2
+    return None
+
+
 def code_part(line):
     """The line without its trailing // comment, and the column where the comment starts
     (None when it has none). Strings, characters and /* */ comments are skipped."""
     i, n = 0, len(line)
     while i < n:
-        c = line[i]
-        if c in '"\'':
-            q = c
-            i += 1
-            while i < n and line[i] != q:
-                i += 2 if line[i] == '\\' else 1
-            i += 1
-        elif line.startswith('/*', i):
-            end = line.find('*/', i + 2)
-            i = n if end < 0 else end + 2
+        past = skip_literal(line, i)
+        if past is not None:
+            i = past
         elif line.startswith('//', i):
             return line[:i], i
         else:
@@ -122,17 +131,11 @@ class Scopes:
         i, n = 0, len(code)
         while i < n:
             c = code[i]
-            if c in '"\'':
-                q = c
-                i += 1
-                while i < n and code[i] != q:
-                    i += 2 if code[i] == '\\' else 1
-                i += 1
-                self.head += 'x'
-                continue
-            if code.startswith('/*', i):
-                end = code.find('*/', i + 2)
-                i = n if end < 0 else end + 2
+            past = skip_literal(code, i)
+            if past is not None:
+                if c != '/':
+                    self.head += 'x'  # a literal stands in the head as one token
+                i = past
                 continue
             if c == '{':
                 h = self.head

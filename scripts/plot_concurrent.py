@@ -19,7 +19,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_report import COLORS, panel, size_label, svg  # noqa: E402
+from bench_report import COLORS, in_out_args, panel, size_label, svg  # noqa: E402
 
 ORDER = ["concurrent", "locked", "mutex", "tbb", "cuckoo", "unlocked"]
 LABEL = {
@@ -51,11 +51,10 @@ def load_meta(path):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.stderr.write(__doc__)
+    args = in_out_args(__doc__, os.path.join("docs", "bench", "concurrent.svg"))
+    if args is None:
         return 2
-    src = sys.argv[1]
-    dst = sys.argv[2] if len(sys.argv) == 3 else os.path.join("docs", "bench", "concurrent.svg")
+    src, dst = args
     data = load(src)
     meta = load_meta(os.path.join(os.path.dirname(src), "concurrent_meta.csv"))
     hw = int(meta.get("hardware_concurrency", "0") or 0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/plot_replica.py: draws bench_replica's replication lag against the write rate.
 
-    python3 scripts/plot_replica.py RESULTS_DIR/replica_lag.csv [docs/bench/replica_lag.svg]
+    python3 scripts/plot_replica.py RESULTS_DIR/replica_lag.csv [docs/bench/replica.svg]
 
 Reads replica_lag.csv (writes_per_s, seconds, sent, applied, p50_ms, p90_ms, p99_ms, p999_ms,
 max_ms: one row per rate), the time from a SET leaving its client for redis-server to the
@@ -14,17 +14,16 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_report import COLORS, panel, svg  # noqa: E402
+from bench_report import COLORS, in_out_args, panel, svg  # noqa: E402
 
 COLUMNS = [("p50_ms", "p50"), ("p90_ms", "p90"), ("p99_ms", "p99"), ("p999_ms", "p99.9"), ("max_ms", "max")]
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.stderr.write(__doc__)
+    args = in_out_args(__doc__, os.path.join("docs", "bench", "replica.svg"))
+    if args is None:
         return 2
-    src = sys.argv[1]
-    dst = sys.argv[2] if len(sys.argv) == 3 else os.path.join("docs", "bench", "replica_lag.svg")
+    src, dst = args
     with open(src) as f:
         rows = sorted(csv.DictReader(f), key=lambda r: float(r["writes_per_s"]))
     if not rows:
