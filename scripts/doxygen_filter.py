@@ -236,8 +236,10 @@ def filter_text(text):
                     code, _ = code_part(lines[k])
                     # Out-of-class definitions of members (`R X<T>::f(`) are documented where
                     # they are declared: such a run is not made a group.
+                    # (Not after an '=': `using F = std::function<std::size_t(...)>`.)
                     declarator = code.split('(')[0]
-                    if trial.depth() == depth and re.search(r'(\w|>)::(~?\w+|operator\S*)\s*$', declarator):
+                    if trial.depth() == depth and '=' not in re.sub(r'operator\S*', '', declarator) and \
+                            re.search(r'(\w|>)::(~?\w+|operator\S*)\s*$', declarator):
                         qualified = True
                     decls += trial.feed(code, depth)
                     if trial.depth() < depth:
@@ -331,6 +333,11 @@ def self_test():
         '',
         '// The version, as a macro.',
         '#define D_VERSION 1',
+        'struct F {',
+        '  // A type, and one whose declarator ends in a qualified name.',
+        '  using a = int;',
+        '  using b = std::function<std::size_t(int)>;',
+        '};',
         'struct E {',
         '  // Two flags.',
         '  bool a = false;',
@@ -345,6 +352,8 @@ def self_test():
     ])
     got = filter_text(src).split('\n')
     want = {
+        45: '  /// A type, and one whose declarator ends in a qualified name. @{',
+        47: '  using b = std::function<std::size_t(int)>; ///@}',
         0: '/// a.hpp: the file.',
         2: '/// Text with \\<offset\\> and \\\\r. \\file',
         5: '// ---- a section -----',
@@ -366,12 +375,12 @@ def self_test():
         38: '/// D::h, defined out of the class.',
         40: 'inline int D::g2() { return 2; }',
         42: '/// The version, as a macro.',
-        45: '  /// Two flags. @{',
-        47: '  bool b = false;  ///< the second',
-        45: '  /// Two flags.',
-        48: '  /// Calls fn.',
-        50: '    // inside',
-        54: '}  // namespace ns',
+        50: '  /// Two flags. @{',
+        52: '  bool b = false;  ///< the second',
+        50: '  /// Two flags.',
+        53: '  /// Calls fn.',
+        55: '    // inside',
+        59: '}  // namespace ns',
     }
     bad = 0
     if len(got) != len(src.split('\n')):

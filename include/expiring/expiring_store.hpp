@@ -207,19 +207,18 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   static constexpr bool kHashes = engine_type::kHashes;
 
  public:
-  // The template's key, value and clock types.
+  // The template's key, value and clock types; a key event (events.hpp) and the listener
+  // set_listener() takes; a change record (change_feed.hpp) and the feed set_change_feed()
+  // takes; the weigher set_weigher() takes (an entry's weight against Options::maxmemory); how
+  // volatile keys are indexed for tick() (SampledExpiry or TimeOrderedExpiry, options.hpp).
   using key_type = K;
   using mapped_type = V;
   using clock_type = Clock;
-  // A key event (events.hpp) and the listener set_listener() takes.
   using event_type = KeyEvent<K, V>;
   using listener_type = std::function<void(const event_type&)>;
-  // A change record (change_feed.hpp) and the feed set_change_feed() takes.
   using change_type = Change<K, V>;
   using change_feed_type = std::function<void(const change_type&)>;
-  // The per-entry weigher set_weigher() takes: an entry's weight against Options::maxmemory.
   using weigher_type = std::function<std::size_t(const K&, const V&)>;
-  // How volatile keys are indexed for tick(): SampledExpiry or TimeOrderedExpiry (options.hpp).
   using expiry_policy = ExpiryPolicy;
 
   // TTL replies, as Redis: -2 = no such key, -1 = no TTL.
@@ -229,11 +228,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // ==== Construction ======================================================================
 
   // A store reading `clk` (held by value; pass `ManualClock&` to share one). Throws
-  // std::invalid_argument, naming the option, if options.active_expire_effort is outside
-  // 1..10, ttl_jitter is invalid, a soft-TTL window or expire_after_access is negative,
-  // maxmemory_samples is outside 1..64, lfu_log_factor or lfu_decay_time is negative,
-  // lru_clock_resolution_ms is below 1, or lazyfree_background is set without a
-  // lazyfree_queue_max.
+  // std::invalid_argument, naming it, for an option outside the range options.hpp gives it.
   explicit ExpiringStore(Clock clk, Options options, Hash hash = Hash{}, KeyEqual eq = KeyEqual{})
       : base_type(std::forward<Clock>(clk), std::move(options), std::move(hash), std::move(eq)) {
     if constexpr (kHashes) this->init_field_hash(options_.seed);
@@ -244,11 +239,9 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   explicit ExpiringStore(Clock clk) : base_type(std::forward<Clock>(clk), Hash{}, KeyEqual{}) {
     if constexpr (kHashes) this->init_field_hash(options_.seed);
   }
-  // A store reading a default-constructed Clock (any clock of clock.hpp, not a reference such
-  // as `ManualClock&`), with default Options.
+  // A store reading a default-constructed Clock (not a reference), with default or given Options.
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
   ExpiringStore() : ExpiringStore(Clock{}) {}
-  // A store reading a default-constructed Clock, with `options` (which throw as above).
   template <class C = Clock, std::enable_if_t<std::is_default_constructible_v<C>, int> = 0>
   explicit ExpiringStore(Options options) : ExpiringStore(Clock{}, std::move(options)) {}
 
@@ -644,8 +637,8 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   }
 
   // Iteration over live entries (a quiet path: no statistics, nothing deleted). The clock is
-  // read once, by begin(). Any non-const call invalidates iterators.
-  // An EntryView is one live entry, by reference into the store: valid as its iterator.
+  // read once, by begin(). Any non-const call invalidates iterators. An EntryView is one live
+  // entry, by reference into the store: valid as its iterator.
   struct EntryView {
     const K& key;              // the stored key
     const V& value;            // the stored value
@@ -655,8 +648,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // deleting them), against the clock reading begin() took.
   class const_iterator {
    public:
-    // The standard member types: `*it` is an EntryView made on the spot (a value, not a
-    // reference into the store), so `it->` returns a `pointer` that holds one.
+    // The standard member types; `*it` makes an EntryView, so `it->` returns a `pointer`.
     using iterator_category = std::forward_iterator_tag;
     using value_type = EntryView;
     using difference_type = std::ptrdiff_t;
@@ -668,8 +660,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
       const EntryView* operator->() const noexcept { return &view; }
     };
 
-    // The standard operations of a forward iterator: a default-constructed one is singular,
-    // `++` moves to the next live entry, and two iterators are equal at the same position.
+    // A forward iterator's operations: `++` to the next live entry, equal at the same position.
     const_iterator() = default;
     reference operator*() const {
       const entry_type& e = store_->ks_.entry(i_);
@@ -705,8 +696,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     std::uint32_t i_ = 0;
     std::int64_t now_ = 0;
   };
-  // The live entries, from the first (begin() reads the clock, once for the whole walk) to the
-  // end. O(1) each, plus the slots skipped.
+  // The live entries (begin() reads the clock once for the walk); O(1) a step, plus skips.
   const_iterator begin() const { return const_iterator(this, 0, now_ms()); }
   const_iterator end() const { return const_iterator(this, static_cast<std::uint32_t>(ks_.slot_count()), 0); }
 
@@ -914,8 +904,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     options_.refresh_window_ms = refresh_window_ms;
     return {};
   }
-  // The same with std::chrono durations, rounded up to whole ms; Errc::out_of_range (nothing
-  // changes) if either is negative or beyond the int64 range of ms.
+  // The same in std::chrono durations (rounded up to ms; out_of_range if negative or too big).
   template <class R1, class P1, class R2, class P2>
   Result<void> set_soft_ttl(std::chrono::duration<R1, P1> stale_window, std::chrono::duration<R2, P2> refresh_window) noexcept {
     const detail::CheckedMs a = detail::to_ms(stale_window), b = detail::to_ms(refresh_window);
@@ -931,8 +920,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
   // REPLICAOF host port / REPLICAOF NO ONE: turns replica mode (Options::replica) on or off.
   // Turned off, the store expires its stale keys again, lazily and by tick().
   void set_replica(bool on) noexcept { options_.replica = on; }
-  // CONFIG GET: the settings in force, as the constructor took them and the setters above
-  // changed them since (hz clamped to [1, 500]).
+  // CONFIG GET: the settings in force, as the setters above left them (hz clamped to 1..500).
   const Options& options() const noexcept { return options_; }
   // The parameters the current effort and hz give (semantics.md B §3.2).
   CycleParams cycle() const noexcept { return cycle_params(options_.active_expire_effort, options_.hz); }
@@ -980,8 +968,7 @@ class ExpiringStore : public detail::HashFieldOps<detail::Engine<K, V, Hash, Key
     const std::uint64_t* ahead_group = nullptr;  // a later key's hash: fetch its group's control bytes
     const std::uint64_t* ahead_slot = nullptr;   // a later key's hash: fetch the free slot it will take
   };
-  // apply_set() with what the loader knows (snapshot.hpp's loads pass one per key): the key
-  // is not hashed again, and the slots of the keys ahead are prefetched. Returns true.
+  // apply_set() given a LoadStep (snapshot.hpp's loads): no second hash, keys ahead prefetched.
   Result<bool> apply_set(K&& key, V&& value, std::optional<std::int64_t> deadline, const LoadStep& step) {
     if (step.ahead_group != nullptr) ks_.prefetch_group(ks_.template hash_from<K>(*step.ahead_group));
     if (step.ahead_slot != nullptr) ks_.prefetch_free_slot(ks_.template hash_from<K>(*step.ahead_slot));
