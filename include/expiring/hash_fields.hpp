@@ -284,17 +284,8 @@ class HashFieldOps<Engine, V, true>
     return *v != nullptr;
   }
 
-  // HGET, as a visit: fn(const V& value) if the field is live. Returns whether it was. fn
-  // must not call the store. (Here hget() gives the pointer too; this form is the one every
-  // store of hashes has: ConcurrentStore's runs fn under the shard's lock, without a copy.)
-  template <class KK, class FF, class Fn>
-  Result<bool> hvisit(const KK& key, const FF& field, Fn&& fn) {
-    Result<const field_value_type*> v = hget(key, field);
-    if (!v.ok()) return v.error();
-    if (*v == nullptr) return false;
-    fn(**v);
-    return true;
-  }
+  // hvisit(key, field, fn), HGET as a visit: api/hash_commands.hpp, over hget().
+  using commands_type::hvisit;
   // HGETALL, as a visit: fn(const F& name, const V& value) for each live field, in no
   // particular order. Returns the number of fields. fn must not call the store.
   template <class KK, class Fn>

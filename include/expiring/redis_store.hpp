@@ -569,15 +569,8 @@ class RedisStore : public api::KeyCommands<RedisStore<K, V, KeyCodec, ValueCodec
     if (!r.ok()) return r.error();
     return *r == 1;
   }
-  // HGET, then fn(const FV&) with the copy if the field is live. Returns whether it was.
-  template <class KK, class FF, class Fn>
-  Result<bool> hvisit(const KK& key, const FF& field, Fn&& fn) {
-    Result<std::optional<hash_value_type>> v = hget(key, field);
-    if (!v.ok()) return v.error();
-    if (!v->has_value()) return false;
-    fn(**v);
-    return true;
-  }
+  // hvisit(key, field, fn), HGET and then fn on the copy: api/hash_commands.hpp.
+  using hash_commands_type::hvisit;
   // HGETALL, then fn(const F&, const FV&) per field of the copy. Returns the number of fields.
   template <class KK, class Fn>
   Result<std::size_t> hvisit(const KK& key, Fn&& fn) {

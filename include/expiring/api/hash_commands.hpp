@@ -14,6 +14,7 @@
 //
 //   hset(k, pairs)                              HSET k f v [f v ...]: a range of (field, value)
 //   hdel(k, fields)                             HDEL k f [f ...]
+//   hvisit(k, f, fn)                            HGET k f, as a visit: fn(const V&) if f is live
 //   hexpire(k, seconds | duration, fields [, flags])          HEXPIRE   (a duration: in ms)
 //   hpexpire(k, ms | duration, fields [, flags])              HPEXPIRE
 //   hexpireat(k, unix_s | system_clock time point, fields [, flags])  HEXPIREAT
@@ -38,6 +39,7 @@
 // The primitives a store provides (public: this base is nobody's friend):
 //   Result<std::size_t> hset_range(const KK&, It first, End last);
 //   Result<std::size_t> hdel_range(const KK&, It first, End last);
+//   hget(const KK&, const FF&): a Result of a pointer to the value or of a std::optional
 //   Result<void> expire_fields(const KK&, const FieldExpireRequest&, const Fields&, int* out);
 //   Result<void> field_times(const KK&, const Fields&, FieldTimeQuery, std::int64_t* out);
 //   Result<void> persist_fields(const KK&, const Fields&, int* out);
@@ -187,6 +189,17 @@ class HashCommands {
   template <class KK, class Fields = Names>
   Result<std::size_t> hdel(const KK& key, const Fields& fields) {
     return self().hdel_range(key, std::begin(fields), std::end(fields));
+  }
+  // HGET, as a visit: fn(const V&) with what the store's hget() gives (ExpiringStore: the
+  // stored value in place; RedisStore: a copy) if the field is live; whether it was. fn must
+  // not call the store. ConcurrentStore has its own, which runs fn under the shard's lock.
+  template <class KK, class FF, class Fn>
+  Result<bool> hvisit(const KK& key, const FF& field, Fn&& fn) {
+    auto v = self().hget(key, field);  // a Result of a pointer, or of an optional
+    if (!v.ok()) return v.error();
+    if (!*v) return false;
+    fn(**v);
+    return true;
   }
 
   // ==== HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT =====================================
