@@ -41,8 +41,8 @@ std::optional<Reply> CommandExecutor<Clock>::queue_in_multi(const Args& argv, Se
   bool denyoom = false, write = false;
   if (auto sc = server_commands_.find(name); sc != server_commands_.end()) {
     if (!arity_ok(sc->second.arity, argv.size())) return refuse(arity_error(sc->first));
-    write = has_flag(sc->second.flags, "write");
-    denyoom = has_flag(sc->second.flags, "denyoom");
+    write = sc->second.write;
+    denyoom = sc->second.denyoom;
   } else {
     auto it = index_.find(name);
     if (it == index_.end()) return refuse(unknown_command(argv));

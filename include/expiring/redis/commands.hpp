@@ -554,7 +554,7 @@ class CommandExecutor {
   // by min-replicas-to-write) and `denyoom` (refused over maxmemory).
   void add_command(std::string name, int arity, std::string flags, ServerCommand handler) {
     name = detail::lowercase(name);
-    server_commands_[name] = ServerSpec{arity, std::move(flags), std::move(handler)};
+    server_commands_[name] = ServerSpec{arity, has_flag(flags, "write"), has_flag(flags, "denyoom"), std::move(handler)};
   }
   // Runs the built-in command of argv[0], past any server command of that name.
   Reply run_builtin(const Args& argv, Session& session) {
@@ -565,7 +565,7 @@ class CommandExecutor {
   bool is_write(const Args& argv) const {
     if (argv.empty()) return false;
     const std::string name = detail::lowercase(argv[0]);
-    if (auto s = server_commands_.find(name); s != server_commands_.end()) return has_flag(s->second.flags, "write");
+    if (auto s = server_commands_.find(name); s != server_commands_.end()) return s->second.write;
     auto it = index_.find(name);
     return it != index_.end() && has_flag(table()[it->second].flags, "write");
   }
@@ -735,7 +735,7 @@ class CommandExecutor {
   };
   struct ServerSpec {
     int arity;
-    std::string flags;
+    bool write, denyoom;  // the two flags add_command() reads
     ServerCommand handler;
     CommandStat stat{};
   };
@@ -831,16 +831,9 @@ class CommandExecutor {
       ++it->second.stat.rejected;
       return masterdown_error();
     }
-    // The checks prepare() makes of a built-in command, by the flags the server gave.
-    if (store_->options().maxmemory != 0 && !in_exec_ && !memory_check() && has_flag(it->second.flags, "denyoom")) {
+    if (std::optional<Reply> refused = admit(it->second.denyoom, it->second.write)) {
       ++it->second.stat.rejected;
-      return oom_error();
-    }
-    if (options_.min_replicas_to_write > 0 && write_gate_ && !in_exec_ && has_flag(it->second.flags, "write")) {
-      if (std::optional<std::string> refused = write_gate_()) {
-        ++it->second.stat.rejected;
-        return Reply::error(std::move(*refused));
-      }
+      return std::move(*refused);
     }
     ++commands_processed_;
     const auto start = std::chrono::steady_clock::now();
@@ -885,24 +878,27 @@ class CommandExecutor {
       ++cmd_stats_[it->second].rejected;
       return nullptr;
     }
-    if (store_->options().maxmemory != 0 && !in_exec_) {  // (EXEC checked for all its commands)
-      const bool out_of_memory = !memory_check();
-      if (out_of_memory && denyoom_[it->second]) {
-        early = oom_error();
-        ++cmd_stats_[it->second].rejected;
-        return nullptr;
-      }
-    }
-    if (options_.min_replicas_to_write > 0 && write_gate_ && !in_exec_ && write_[it->second]) {
-      if (std::optional<std::string> refused = write_gate_()) {
-        early = Reply::error(std::move(*refused));
-        ++cmd_stats_[it->second].rejected;
-        return nullptr;
-      }
+    if (std::optional<Reply> refused = admit(denyoom_[it->second], write_[it->second])) {
+      early = std::move(*refused);
+      ++cmd_stats_[it->second].rejected;
+      return nullptr;
     }
     ++commands_processed_;
     if ((notify_flags_ & kNotifyNew) != 0) note_absent_keys(spec, argv);
     return &spec;
+  }
+
+  // Redis processCommand()'s checks of a command about to run, built-in or a server's, outside
+  // EXEC (which checked its commands as a whole): with a memory limit, evict first, then refuse
+  // a `denyoom` command if used memory is still over it; with min-replicas-to-write, ask the
+  // write gate about a `write` command. The refusal, or nullopt.
+  std::optional<Reply> admit(bool denyoom, bool write) {
+    if (in_exec_) return std::nullopt;
+    if (store_->options().maxmemory != 0 && !memory_check() && denyoom) return oom_error();
+    if (write && options_.min_replicas_to_write > 0 && write_gate_) {
+      if (std::optional<std::string> refused = write_gate_()) return Reply::error(std::move(*refused));
+    }
+    return std::nullopt;
   }
 
   // The session's database becomes the one commands run in.
